@@ -1,0 +1,29 @@
+import type { RunSpec } from "../domain/run-spec";
+
+export interface PromptInput {
+  spec: RunSpec;
+  iteration: number;
+  /** What the previous iteration found wrong, if any. */
+  feedback: string | null;
+}
+
+/** The text an agent receives: the task, its requirements and the previous feedback. */
+export function buildPrompt({ spec, iteration, feedback }: PromptInput): string {
+  const parts = [`# Task\n\n${spec.task}`];
+  if (spec.requirements) parts.push(`# Requirements\n\n${spec.requirements}`);
+  if (spec.filePaths.length > 0) {
+    parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
+  }
+  const gates: string[] = spec.validationCommands.map((c) => `- \`${c}\` must exit 0`);
+  if (spec.completionPromise !== null) {
+    gates.push(
+      `- when the task is complete, print <promise>${spec.completionPromise}</promise> on its own line`,
+    );
+  }
+  if (gates.length > 0) parts.push(`# Done when\n\n${gates.join("\n")}`);
+  parts.push(`# Iteration\n\nThis is iteration ${iteration} of at most ${spec.maxIterations}.`);
+  if (feedback) {
+    parts.push(`# Feedback from the previous iteration\n\n${feedback}`);
+  }
+  return `${parts.join("\n\n")}\n`;
+}

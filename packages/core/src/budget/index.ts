@@ -1,0 +1,2 @@
+export type { BudgetCheck, RunBudgetView } from "./budget";
+export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget";

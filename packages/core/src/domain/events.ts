@@ -1,0 +1,40 @@
+export const EVENT_TYPES = [
+  "run_queued",
+  "run_started",
+  "run_resumed",
+  "iteration_started",
+  "agent_started",
+  "plan_created",
+  "plan_updated",
+  "tool_called",
+  "step_completed",
+  "agent_finished",
+  "validation_passed",
+  "validation_failed",
+  "review_approved",
+  "review_blocking_detected",
+  "phase_failed",
+  "budget_exhausted",
+  "cooldown_started",
+  "stop_requested",
+  "run_finished",
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Carried by every event's data. */
+export interface BudgetSnapshot {
+  elapsedMs: number;
+  remainingIterations: number;
+  reason?: string;
+}
+
+export interface NewEvent {
+  type: EventType;
+  data: { budget: BudgetSnapshot } & Record<string, unknown>;
+}
+
+export interface EventRecord extends NewEvent {
+  runId: string;
+  seq: number;
+  at: number;
+}

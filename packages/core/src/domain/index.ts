@@ -1,0 +1,26 @@
+export type { BudgetSnapshot, EventRecord, EventType, NewEvent } from "./events";
+export { EVENT_TYPES } from "./events";
+export type {
+  AgentResult,
+  BudgetReason,
+  IterationOutcome,
+  IterationRecord,
+  IterationStatus,
+  RunMetrics,
+  RunReason,
+  RunRecord,
+  RunStatus,
+  SessionRecord,
+  ValidationResult,
+} from "./run";
+export { ACTIVE_STATUSES, EMPTY_METRICS, isTerminal, RUN_STATUSES, TERMINAL_STATUSES } from "./run";
+export type { RunSpec } from "./run-spec";
+export {
+  AgentSpec,
+  CommandAgentSpec,
+  normalizeSubmission,
+  ReviewSpec,
+  RunSubmission,
+  SPEC_DEFAULTS,
+  SPEC_LIMITS,
+} from "./run-spec";

@@ -1,0 +1,131 @@
+import { z } from "zod";
+
+/** Limits on a submitted run, shared by the API (validation) and the docs. */
+export const SPEC_LIMITS = {
+  task: 20_000,
+  requirements: 50_000,
+  command: 4_000,
+  listItems: 50,
+  filePath: 1_000,
+} as const;
+
+const command = z.string().trim().min(1).max(SPEC_LIMITS.command);
+const sessionId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
+
+export const CommandAgentSpec = z.strictObject({
+  type: z.literal("command"),
+  command,
+  /** @defaultValue 600000 (10 minutes) */
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(24 * 3_600_000)
+    .default(600_000),
+});
+export type CommandAgentSpec = z.infer<typeof CommandAgentSpec>;
+
+export const AgentSpec = z.discriminatedUnion("type", [CommandAgentSpec]);
+export type AgentSpec = z.infer<typeof AgentSpec>;
+
+export const ReviewSpec = z.discriminatedUnion("type", [z.strictObject({ type: z.literal("none") })]);
+export type ReviewSpec = z.infer<typeof ReviewSpec>;
+
+/** The body of `POST /api/runs`. Unknown keys are refused. */
+export const RunSubmission = z
+  .strictObject({
+    task: z.string().trim().min(1).max(SPEC_LIMITS.task),
+    sessionId: sessionId.optional(),
+    requirements: z.string().max(SPEC_LIMITS.requirements).optional(),
+    filePaths: z.array(z.string().min(1).max(SPEC_LIMITS.filePath)).max(SPEC_LIMITS.listItems).optional(),
+    workspace: z.string().min(1).max(SPEC_LIMITS.filePath).optional(),
+    testCommand: command.optional(),
+    validationCommands: z.array(command).max(SPEC_LIMITS.listItems).optional(),
+    /** @defaultValue 600000 per validation command */
+    validationTimeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(24 * 3_600_000)
+      .optional(),
+    completionPromise: z.string().trim().min(1).max(200).optional(),
+    agent: AgentSpec,
+    review: ReviewSpec.optional(),
+    maxIterations: z.number().int().min(1).max(1000).optional(),
+    maxAttempts: z.number().int().min(1).max(1000).optional(),
+    maxMinutes: z
+      .number()
+      .positive()
+      .max(7 * 24 * 60)
+      .optional(),
+    maxTokens: z.number().int().positive().optional(),
+    cooldownMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 3_600_000)
+      .optional(),
+  })
+  .superRefine((body, ctx) => {
+    const hasGate =
+      body.testCommand !== undefined ||
+      (body.validationCommands?.length ?? 0) > 0 ||
+      body.completionPromise !== undefined ||
+      (body.review !== undefined && body.review.type !== "none");
+    if (!hasGate) {
+      ctx.addIssue({
+        code: "custom",
+        path: [],
+        message:
+          "at least one gate is required: testCommand, validationCommands, completionPromise or review",
+      });
+    }
+  });
+export type RunSubmission = z.infer<typeof RunSubmission>;
+
+/** What a run executes, with every default applied. Stored with the run. */
+export interface RunSpec {
+  task: string;
+  requirements: string | null;
+  filePaths: string[];
+  /** Commands that must all exit 0: `testCommand` first, then `validationCommands`. */
+  validationCommands: string[];
+  validationTimeoutMs: number;
+  completionPromise: string | null;
+  agent: AgentSpec;
+  review: ReviewSpec;
+  maxIterations: number;
+  maxMinutes: number;
+  maxTokens: number | null;
+  cooldownMs: number;
+}
+
+export const SPEC_DEFAULTS = {
+  maxIterations: 6,
+  maxMinutes: 45,
+  cooldownMs: 1000,
+  validationTimeoutMs: 600_000,
+} as const;
+
+/** Applies defaults; `maxIterations` wins over the legacy `maxAttempts`. */
+export function normalizeSubmission(body: RunSubmission): RunSpec {
+  return {
+    task: body.task,
+    requirements: body.requirements ?? null,
+    filePaths: body.filePaths ?? [],
+    validationCommands: [
+      ...(body.testCommand !== undefined ? [body.testCommand] : []),
+      ...(body.validationCommands ?? []),
+    ],
+    validationTimeoutMs: body.validationTimeoutMs ?? SPEC_DEFAULTS.validationTimeoutMs,
+    completionPromise: body.completionPromise ?? null,
+    agent: body.agent,
+    review: body.review ?? { type: "none" },
+    maxIterations: body.maxIterations ?? body.maxAttempts ?? SPEC_DEFAULTS.maxIterations,
+    maxMinutes: body.maxMinutes ?? SPEC_DEFAULTS.maxMinutes,
+    maxTokens: body.maxTokens ?? null,
+    cooldownMs: body.cooldownMs ?? SPEC_DEFAULTS.cooldownMs,
+  };
+}

@@ -1,0 +1,122 @@
+import type { RunSpec } from "./run-spec";
+
+export const RUN_STATUSES = [
+  "queued",
+  "running",
+  "awaiting_approval",
+  "stopping",
+  "succeeded",
+  "failed",
+  "stopped",
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Statuses that hold a session: at most one run per session may be in one of them. */
+export const ACTIVE_STATUSES = ["queued", "running", "awaiting_approval", "stopping"] as const;
+export const TERMINAL_STATUSES = ["succeeded", "failed", "stopped"] as const;
+
+export function isTerminal(status: RunStatus): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+export type RunReason =
+  | "success"
+  | "max_iterations"
+  | "max_minutes"
+  | "max_tokens"
+  | "stopped"
+  | "consecutive_failures"
+  | "stalled"
+  | "error";
+
+export type BudgetReason = "max_iterations" | "max_minutes" | "max_tokens";
+
+export interface RunMetrics {
+  /** Iterations finished (a decision was recorded). */
+  iterations: number;
+  validationFailures: number;
+  reviewBlockings: number;
+  toolCalls: number;
+  toolFailures: number;
+  tokens: number;
+}
+
+export const EMPTY_METRICS: RunMetrics = {
+  iterations: 0,
+  validationFailures: 0,
+  reviewBlockings: 0,
+  toolCalls: 0,
+  toolFailures: 0,
+  tokens: 0,
+};
+
+/** A run as persisted. Times are epoch milliseconds. */
+export interface RunRecord {
+  id: string;
+  sessionId: string;
+  spec: RunSpec;
+  /** Absolute, resolved path of the run's workspace. */
+  workspace: string;
+  status: RunStatus;
+  reason: RunReason | null;
+  summary: string | null;
+  /** Number of the latest iteration started (0 before the first). */
+  iteration: number;
+  progress: string | null;
+  metrics: RunMetrics;
+  consecutiveFailures: number;
+  /** Fencing token: increases on every claim; writes carry the epoch they were claimed with. */
+  epoch: number;
+  latestReviewId: string | null;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  deadlineAt: number | null;
+}
+
+export type IterationStatus = "running" | "passed" | "failed" | "abandoned";
+export type IterationOutcome =
+  | "complete"
+  | "agent_failed"
+  | "validation_failed"
+  | "review_blocking"
+  | "promise_missing"
+  | "stopped"
+  | "budget_exhausted"
+  | "error";
+
+export interface AgentResult {
+  exitCode: number | null;
+  output: string;
+  durationMs: number;
+}
+
+export interface ValidationResult {
+  command: string;
+  exitCode: number | null;
+  durationMs: number;
+  output: string;
+}
+
+export interface IterationRecord {
+  runId: string;
+  n: number;
+  attempt: number;
+  status: IterationStatus;
+  outcome: IterationOutcome | null;
+  /** The prompt the agent received (task, feedback of the previous iteration, …). */
+  prompt: string;
+  agent: AgentResult | null;
+  validation: ValidationResult[];
+  reviewId: string | null;
+  /** What this iteration found wrong: handed to the next iteration's prompt. */
+  feedback: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+}
+
+export interface SessionRecord {
+  id: string;
+  workspace: string;
+  createdAt: number;
+}

@@ -1,0 +1,30 @@
+import type { RunStore } from "./run-store";
+
+export interface EngineLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** What the engine's systems share. */
+export interface EngineResources {
+  store: RunStore;
+  logger: EngineLogger;
+  /** @defaultValue Date.now */
+  now?: () => number;
+  /** The environment commands are built from (filtered by `buildCommandEnv`). */
+  commandEnv: Record<string, string | undefined>;
+  /** Extra variable names commands may see (`AGENT_ENV_ALLOWLIST`). */
+  envAllowlist: readonly string[];
+  /** @defaultValue 65536 — bytes of output kept per command */
+  outputCapBytes?: number;
+  /** @defaultValue 500 — how often a running iteration checks for a stop request or a lost lease */
+  stopPollMs?: number;
+}
+
+export interface StepOptions {
+  /** Fires when the worker shuts down: the iteration in flight is handed back. */
+  shutdown?: AbortSignal;
+  /** Fires when a stop request for this run reaches the worker (e.g. by pub/sub). */
+  stop?: AbortSignal;
+}

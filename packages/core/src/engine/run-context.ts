@@ -1,0 +1,70 @@
+import { budgetSnapshot } from "../budget/budget";
+import type { EventType, NewEvent } from "../domain/events";
+import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
+import type { EngineResources } from "./resources";
+import type { IterationPatch, RunMutation, RunPatch } from "./run-store";
+
+type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
+
+/** The engine's view of one claimed run: its latest state and the epoch it writes with. */
+export class RunContext {
+  constructor(
+    private readonly res: EngineResources,
+    public run: RunRecord,
+    readonly epoch: number,
+    public lastIteration: IterationRecord | null,
+    public lastDecided: IterationRecord | null,
+  ) {}
+
+  now(): number {
+    return (this.res.now ?? Date.now)();
+  }
+
+  /** Applies a run patch, iteration changes and events in one fenced write. */
+  async commit(
+    patch: RunPatch,
+    events: EventSpec[] = [],
+    iteration: Pick<RunMutation, "insertIteration" | "updateIteration"> = {},
+  ): Promise<RunRecord> {
+    const now = this.now();
+    // Snapshots describe the run as it is after this write.
+    const after: RunRecord = { ...this.run, ...patch } as RunRecord;
+    const newEvents: NewEvent[] = events.map(([type, data = {}, reason]) => ({
+      type,
+      data: { ...data, budget: budgetSnapshot(after, now, reason) },
+    }));
+    this.run = await this.res.store.commit(
+      this.run.id,
+      this.epoch,
+      { run: patch, events: newEvents, ...iteration },
+      now,
+    );
+    return this.run;
+  }
+
+  updateIteration(patch: IterationPatch): Pick<RunMutation, "updateIteration"> {
+    const it = this.lastIteration;
+    if (it === null) return {};
+    this.lastIteration = { ...it, ...patch };
+    return { updateIteration: { n: it.n, attempt: it.attempt, patch } };
+  }
+
+  /** Ends the run; marks the iteration in flight, if any, with `iteration`. */
+  async finish(
+    status: RunStatus,
+    reason: RunReason,
+    summary: string,
+    extra: { events?: EventSpec[]; iteration?: IterationPatch; patch?: RunPatch } = {},
+  ): Promise<void> {
+    const now = this.now();
+    const iteration =
+      extra.iteration && this.lastIteration?.status === "running"
+        ? this.updateIteration({ ...extra.iteration, finishedAt: now })
+        : {};
+    await this.commit(
+      { ...extra.patch, status, reason, summary, finishedAt: now, progress: summary },
+      [...(extra.events ?? []), ["run_finished", { status, reason, summary }, reason]],
+      iteration,
+    );
+  }
+}

@@ -1,0 +1,242 @@
+import { checkBudget, deadlineFor } from "../budget/budget";
+import type { BudgetReason, RunReason, RunStatus } from "../domain/run";
+import { isTerminal } from "../domain/run";
+import { assertNever } from "../util/assert-never";
+import { LeaseLostError } from "../util/errors";
+import { describeInterruption, type IterationResult, runIteration } from "./iteration";
+import type { EngineResources, StepOptions } from "./resources";
+import { RunContext } from "./run-context";
+import type { RunPatch } from "./run-store";
+
+export type StepResult =
+  | { kind: "finished"; status: RunStatus; reason: RunReason | null }
+  | { kind: "cooldown"; until: number }
+  | { kind: "handed_back" }
+  | { kind: "lease_lost" }
+  | { kind: "missing" };
+
+const BUDGET_SUMMARY = "failed_budget_exhausted";
+
+/**
+ * Drives a run as far as it can go without waiting: claims it, runs iterations until one
+ * ends the run or asks for a cooldown (the caller then parks the job until `until`).
+ */
+export async function runStep(
+  res: EngineResources,
+  runId: string,
+  opts: StepOptions = {},
+): Promise<StepResult> {
+  const claimed = await res.store.claimRun(runId);
+  if (claimed === null) return { kind: "missing" };
+  const { run } = claimed;
+  if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
+  const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
+  try {
+    return await drive(res, ctx, opts);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return { kind: "lease_lost" };
+    res.logger.error({ err: error, runId }, "run step failed");
+    const message = error instanceof Error ? error.message : String(error);
+    await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
+      iteration: { status: "failed", outcome: "error" },
+    });
+    return { kind: "finished", status: "failed", reason: "error" };
+  }
+}
+
+async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): Promise<StepResult> {
+  if (ctx.run.status === "stopping") {
+    await ctx.finish("stopped", "stopped", "stopped by request", {
+      iteration: { status: "abandoned" },
+    });
+    return finished(ctx);
+  }
+  await start(ctx);
+
+  for (;;) {
+    const budget = checkBudget(ctx.run, ctx.now());
+    if (budget.kind === "exhausted") {
+      await finishBudget(ctx, budget.reason);
+      return finished(ctx);
+    }
+    const last = ctx.lastIteration;
+    const resume = last?.status === "abandoned";
+    const n = last === null ? 1 : resume ? last.n : last.n + 1;
+    const attempt = resume ? last.attempt + 1 : 1;
+    const result = await runIteration(res, ctx, n, attempt, opts);
+    const next = await record(ctx, result);
+    if (next !== "continue") return next;
+  }
+}
+
+/** Marks the run started (or resumed after an interrupted iteration). */
+async function start(ctx: RunContext): Promise<void> {
+  const now = ctx.now();
+  const patch: RunPatch = {};
+  const events: Parameters<RunContext["commit"]>[1] = [];
+  if (ctx.run.status === "queued") {
+    patch.status = "running";
+    patch.startedAt = now;
+    patch.deadlineAt = deadlineFor(now, ctx.run.spec.maxMinutes);
+    patch.progress = "started";
+    events.push(["run_started", { workspace: ctx.run.workspace }]);
+  }
+  let iteration = {};
+  const last = ctx.lastIteration;
+  if (last?.status === "running") {
+    iteration = ctx.updateIteration({ status: "abandoned", finishedAt: now });
+  }
+  if (last !== null && (last.status === "running" || last.status === "abandoned")) {
+    events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);
+    patch.progress = `resuming iteration ${last.n}`;
+  }
+  if (events.length > 0) await ctx.commit(patch, events, iteration);
+}
+
+async function finishBudget(ctx: RunContext, reason: BudgetReason): Promise<void> {
+  await ctx.finish("failed", reason, BUDGET_SUMMARY, {
+    events: [["budget_exhausted", { reason }, reason]],
+    iteration: { status: "failed", outcome: "budget_exhausted" },
+  });
+}
+
+function finished(ctx: RunContext): StepResult {
+  return { kind: "finished", status: ctx.run.status, reason: ctx.run.reason };
+}
+
+/** Writes an iteration's result and says what comes next. */
+async function record(ctx: RunContext, result: IterationResult): Promise<StepResult | "continue"> {
+  const now = ctx.now();
+  const { spec } = ctx.run;
+  const validationFailed = result.validation.some((v) => v.exitCode !== 0);
+  const metrics = {
+    ...ctx.run.metrics,
+    iterations: ctx.run.metrics.iterations + 1,
+    validationFailures: ctx.run.metrics.validationFailures + (validationFailed ? 1 : 0),
+  };
+  const n = ctx.lastIteration?.n ?? 0;
+  const validationEvents: Parameters<RunContext["commit"]>[1] =
+    result.validation.length === 0
+      ? []
+      : [
+          [
+            validationFailed ? "validation_failed" : "validation_passed",
+            {
+              iteration: n,
+              results: result.validation.map(({ command, exitCode, durationMs }) => ({
+                command,
+                exitCode,
+                durationMs,
+              })),
+            },
+          ],
+        ];
+
+  if (result.kind === "interrupted") {
+    const { why } = result;
+    switch (why) {
+      case "lease_lost":
+        return { kind: "lease_lost" };
+      case "shutdown":
+        await ctx.commit(
+          { progress: describeInterruption(why) },
+          [],
+          ctx.updateIteration({ status: "abandoned", finishedAt: now }),
+        );
+        return { kind: "handed_back" };
+      case "stopped":
+        await ctx.finish("stopped", "stopped", describeInterruption(why), {
+          patch: { metrics },
+          events: validationEvents,
+          iteration: {
+            status: "failed",
+            outcome: "stopped",
+            validation: result.validation,
+            ...(result.agent ? { agent: result.agent } : {}),
+          },
+        });
+        return finished(ctx);
+      case "deadline":
+        await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
+          patch: { metrics },
+          events: [...validationEvents, ["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
+          iteration: {
+            status: "failed",
+            outcome: "budget_exhausted",
+            validation: result.validation,
+            ...(result.agent ? { agent: result.agent } : {}),
+          },
+        });
+        return finished(ctx);
+      default:
+        return assertNever(why);
+    }
+  }
+
+  const { decision } = result;
+  const feedback = decision.kind === "complete" ? null : decision.feedback;
+  const iterationPatch = {
+    status: decision.status,
+    outcome: decision.outcome,
+    validation: result.validation,
+    feedback,
+    finishedAt: now,
+  };
+  switch (decision.kind) {
+    case "complete": {
+      const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}`;
+      await ctx.finish("succeeded", "success", summary, {
+        patch: { metrics, consecutiveFailures: 0 },
+        events: validationEvents,
+        iteration: iterationPatch,
+      });
+      return finished(ctx);
+    }
+    case "fail":
+      await ctx.finish(
+        "failed",
+        decision.reason,
+        `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
+        {
+          patch: { metrics, consecutiveFailures: decision.consecutiveFailures },
+          events: validationEvents,
+          iteration: iterationPatch,
+        },
+      );
+      return finished(ctx);
+    case "retry": {
+      const until = now + spec.cooldownMs;
+      const budget = checkBudget({ ...ctx.run, metrics }, until);
+      if (budget.kind === "exhausted") {
+        await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
+          patch: { metrics, consecutiveFailures: decision.consecutiveFailures },
+          events: [...validationEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
+          iteration: iterationPatch,
+        });
+        return finished(ctx);
+      }
+      const iteration = ctx.updateIteration(iterationPatch);
+      ctx.lastDecided = ctx.lastIteration;
+      if (spec.cooldownMs === 0) {
+        await ctx.commit(
+          { metrics, consecutiveFailures: decision.consecutiveFailures },
+          validationEvents,
+          iteration,
+        );
+        return "continue";
+      }
+      await ctx.commit(
+        {
+          metrics,
+          consecutiveFailures: decision.consecutiveFailures,
+          progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
+        },
+        [...validationEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
+        iteration,
+      );
+      return { kind: "cooldown", until };
+    }
+    default:
+      return assertNever(decision);
+  }
+}

@@ -1,0 +1,71 @@
+import type { NewEvent } from "../domain/events";
+import type {
+  IterationRecord,
+  RunMetrics,
+  RunReason,
+  RunRecord,
+  RunStatus,
+} from "../domain/run";
+
+export interface RunPatch {
+  status?: RunStatus;
+  reason?: RunReason | null;
+  summary?: string | null;
+  iteration?: number;
+  progress?: string | null;
+  metrics?: RunMetrics;
+  consecutiveFailures?: number;
+  latestReviewId?: string | null;
+  startedAt?: number;
+  finishedAt?: number;
+  deadlineAt?: number;
+}
+
+export type IterationPatch = Partial<
+  Pick<
+    IterationRecord,
+    "status" | "outcome" | "agent" | "validation" | "reviewId" | "feedback" | "finishedAt"
+  >
+>;
+
+/** Everything one step of the engine writes, applied atomically. */
+export interface RunMutation {
+  run?: RunPatch;
+  insertIteration?: IterationRecord;
+  updateIteration?: { n: number; attempt: number; patch: IterationPatch };
+  /** Appended in order; the store assigns gap-free `seq` numbers and `at`. */
+  events?: NewEvent[];
+}
+
+export interface ClaimedRun {
+  run: RunRecord;
+  /** The latest iteration record (highest n, then attempt), if any. */
+  lastIteration: IterationRecord | null;
+  /** The latest iteration that reached a decision (passed or failed), if any. */
+  lastDecided: IterationRecord | null;
+}
+
+/**
+ * The persistence port of the engine. Implementations apply each call atomically
+ * (SQLite: `BEGIN IMMEDIATE`).
+ */
+export interface RunStore {
+  /**
+   * Takes a run for this caller: increments its epoch (fencing every older holder) and
+   * returns it. A finished run is returned unchanged; a missing one gives `null`.
+   */
+  claimRun(runId: string): Promise<ClaimedRun | null>;
+  /**
+   * Applies a mutation if the run's epoch still equals `epoch`, else throws `LeaseLostError`.
+   * A stop request is sticky: a patch that sets `running` leaves `stopping` in place.
+   */
+  commit(runId: string, epoch: number, mutation: RunMutation, now: number): Promise<RunRecord>;
+  getRun(runId: string): Promise<RunRecord | null>;
+}
+
+/** The rule every store applies when a patch sets a status. */
+export function mergeStatus(current: RunStatus, next: RunStatus | undefined): RunStatus {
+  if (next === undefined) return current;
+  if (current === "stopping" && next === "running") return current;
+  return next;
+}

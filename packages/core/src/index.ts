@@ -1,0 +1,55 @@
+export type { BudgetCheck, RunBudgetView } from "./budget/index";
+export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget/index";
+export type {
+  AgentResult,
+  BudgetReason,
+  BudgetSnapshot,
+  EventRecord,
+  EventType,
+  IterationOutcome,
+  IterationRecord,
+  IterationStatus,
+  NewEvent,
+  RunMetrics,
+  RunReason,
+  RunRecord,
+  RunSpec,
+  RunStatus,
+  SessionRecord,
+  ValidationResult,
+} from "./domain/index";
+export {
+  ACTIVE_STATUSES,
+  AgentSpec,
+  CommandAgentSpec,
+  EMPTY_METRICS,
+  EVENT_TYPES,
+  isTerminal,
+  normalizeSubmission,
+  RUN_STATUSES,
+  ReviewSpec,
+  RunSubmission,
+  SPEC_DEFAULTS,
+  SPEC_LIMITS,
+  TERMINAL_STATUSES,
+} from "./domain/index";
+export type {
+  ClaimedRun,
+  EngineLogger,
+  EngineResources,
+  IterationDecision,
+  IterationFacts,
+  IterationPatch,
+  RunMutation,
+  RunPatch,
+  RunStore,
+  StepOptions,
+  StepResult,
+} from "./engine/index";
+export { decideIteration, MAX_CONSECUTIVE_FAILURES, mergeStatus, runStep } from "./engine/index";
+export type { CommandResult, RunCommandOptions } from "./process/index";
+export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
+export { RUN_QUEUE, RunJob } from "./queue/index";
+export { assertNever } from "./util/assert-never";
+export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
+export { buildPrompt, hasCompletionPromise } from "./agents/index";

@@ -1,0 +1,22 @@
+const BASE_NAMES = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR"];
+
+/**
+ * The environment a command gets: a minimal base, `LC_*`, `LOOPRUN_*`, the names in
+ * `allowlist`, then `extra` — never the rest of looprun's own environment (its secrets).
+ */
+export function buildCommandEnv(
+  source: Record<string, string | undefined>,
+  allowlist: readonly string[],
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  const allowed = new Set([...BASE_NAMES, ...allowlist]);
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined) continue;
+    if (allowed.has(name) || name.startsWith("LC_") || name.startsWith("LOOPRUN_")) {
+      env[name] = value;
+    }
+  }
+  env.PATH ??= "/usr/local/bin:/usr/bin:/bin";
+  return { ...env, ...extra };
+}

@@ -1,0 +1,4 @@
+export { buildCommandEnv } from "./command-env";
+export type { CommandResult, RunCommandOptions } from "./run-command";
+export { runCommand } from "./run-command";
+export { TailBuffer } from "./tail-buffer";

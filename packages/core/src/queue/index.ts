@@ -1,0 +1,1 @@
+export { RUN_QUEUE, RunJob } from "./run-job";

@@ -1,0 +1,1 @@
+export { MemoryRunStore } from "./memory-run-store";

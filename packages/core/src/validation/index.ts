@@ -1,0 +1,2 @@
+export type { ValidationInput, ValidationOutcome } from "./validation-runner";
+export { runValidation, validationFeedback } from "./validation-runner";

@@ -1,0 +1,59 @@
+import type { ValidationResult } from "../domain/run";
+import { runCommand } from "../process/run-command";
+
+export interface ValidationInput {
+  commands: readonly string[];
+  workspace: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  /** Time left before the run's deadline. */
+  deadlineMs: number;
+  outputCapBytes: number;
+  signal: AbortSignal;
+  onCommandStart?: (index: number, command: string) => void;
+}
+
+export interface ValidationOutcome {
+  results: ValidationResult[];
+  passed: boolean;
+  /** A command was cut short by the deadline or an abort: the results are incomplete. */
+  interrupted: "deadline" | "aborted" | null;
+}
+
+/** Runs every validation command in order (all of them, so the feedback is complete). */
+export async function runValidation(input: ValidationInput): Promise<ValidationOutcome> {
+  const results: ValidationResult[] = [];
+  const startedAt = Date.now();
+  for (const [index, command] of input.commands.entries()) {
+    input.onCommandStart?.(index, command);
+    const left = input.deadlineMs - (Date.now() - startedAt);
+    if (left <= 0) return { results, passed: false, interrupted: "deadline" };
+    const result = await runCommand({
+      command,
+      cwd: input.workspace,
+      env: input.env,
+      timeoutMs: Math.min(input.timeoutMs, left),
+      outputCapBytes: input.outputCapBytes,
+      signal: input.signal,
+    });
+    results.push({
+      command,
+      exitCode: result.exitCode,
+      durationMs: result.durationMs,
+      output: result.output,
+    });
+    if (result.aborted) return { results, passed: false, interrupted: "aborted" };
+    if (result.timedOut && result.durationMs >= left - 5) {
+      return { results, passed: false, interrupted: "deadline" };
+    }
+  }
+  return { results, passed: results.every((r) => r.exitCode === 0), interrupted: null };
+}
+
+/** Feedback for the next iteration: each failed command with its exit code and output tail. */
+export function validationFeedback(results: readonly ValidationResult[]): string {
+  return results
+    .filter((r) => r.exitCode !== 0)
+    .map((r) => `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${r.output.trimEnd()}`)
+    .join("\n\n");
+}

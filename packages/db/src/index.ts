@@ -1,0 +1,6 @@
+export type { Database, Db, OpenDatabaseOptions } from "./connection";
+export { MIGRATIONS_FOLDER, openDatabase } from "./connection";
+export type { ReviewArtifactRow, ToolCallRow } from "./records";
+export type { NewRun, RunFilter, StopRequest } from "./run-repository";
+export { RunRepository } from "./run-repository";
+export { SqliteRunStore } from "./sqlite-run-store";

@@ -1,0 +1,71 @@
+import type {
+  EventRecord,
+  IterationOutcome,
+  IterationRecord,
+  IterationStatus,
+  RunReason,
+  RunRecord,
+  RunStatus,
+  SessionRecord,
+} from "@looprun/core";
+import type { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+
+export type RunRow = typeof runs.$inferSelect;
+export type IterationRow = typeof iterations.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+export type ToolCallRow = typeof toolCalls.$inferSelect;
+export type ReviewArtifactRow = typeof reviewArtifacts.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;
+
+export function toRunRecord(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    spec: row.spec,
+    workspace: row.workspace,
+    status: row.status as RunStatus,
+    reason: row.reason as RunReason | null,
+    summary: row.summary,
+    iteration: row.iteration,
+    progress: row.progress,
+    metrics: row.metrics,
+    consecutiveFailures: row.consecutiveFailures,
+    epoch: row.epoch,
+    latestReviewId: row.latestReviewId,
+    createdAt: row.createdAt,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+    deadlineAt: row.deadlineAt,
+  };
+}
+
+export function toIterationRecord(row: IterationRow): IterationRecord {
+  return {
+    runId: row.runId,
+    n: row.n,
+    attempt: row.attempt,
+    status: row.status as IterationStatus,
+    outcome: row.outcome as IterationOutcome | null,
+    prompt: row.prompt,
+    agent: row.agent,
+    validation: row.validation,
+    reviewId: row.reviewId,
+    feedback: row.feedback,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+export function toEventRecord(row: EventRow): EventRecord {
+  return {
+    runId: row.runId,
+    seq: row.seq,
+    type: row.type as EventRecord["type"],
+    at: row.at,
+    data: row.data as EventRecord["data"],
+  };
+}
+
+export function toSessionRecord(row: SessionRow): SessionRecord {
+  return { id: row.id, workspace: row.workspace, createdAt: row.createdAt };
+}

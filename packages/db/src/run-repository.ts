@@ -1,0 +1,272 @@
+import {
+  ACTIVE_STATUSES,
+  budgetSnapshot,
+  EMPTY_METRICS,
+  type EventRecord,
+  type IterationRecord,
+  isTerminal,
+  type RunRecord,
+  RunAlreadyActiveError,
+  type RunSpec,
+  type RunStatus,
+  type SessionRecord,
+} from "@looprun/core";
+import { and, asc, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
+import type { Db } from "./connection";
+import { appendEvents } from "./event-log";
+import {
+  type ReviewArtifactRow,
+  type ToolCallRow,
+  toEventRecord,
+  toIterationRecord,
+  toRunRecord,
+  toSessionRecord,
+} from "./records";
+import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+
+export interface NewRun {
+  id: string;
+  sessionId: string;
+  /** The session's workspace, used when the session is new. */
+  sessionWorkspace: string;
+  workspace: string;
+  spec: RunSpec;
+  createdAt: number;
+}
+
+export interface RunFilter {
+  sessionId?: string;
+  status?: RunStatus;
+  /** Exclusive: the id of the last item of the previous page. */
+  cursor?: string;
+  limit: number;
+}
+
+export type StopRequest =
+  | { kind: "not_found" }
+  | { kind: "finished"; run: RunRecord }
+  | { kind: "stopping"; run: RunRecord };
+
+const active = [...ACTIVE_STATUSES];
+
+function isUniqueViolation(error: unknown): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    "code" in error &&
+    (error as { code: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE"
+  );
+}
+
+/** What the API reads and writes: runs as a client sees them. */
+export class RunRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is busy. */
+  createRun(input: NewRun): RunRecord {
+    try {
+      return this.db.transaction(
+        (tx) => {
+          const session = tx.select().from(sessions).where(eq(sessions.id, input.sessionId)).get();
+          if (!session) {
+            tx.insert(sessions)
+              .values({ id: input.sessionId, workspace: input.sessionWorkspace, createdAt: input.createdAt })
+              .run();
+          }
+          const row = tx
+            .insert(runs)
+            .values({
+              id: input.id,
+              sessionId: input.sessionId,
+              task: input.spec.task,
+              spec: input.spec,
+              workspace: input.workspace,
+              status: "queued",
+              metrics: EMPTY_METRICS,
+              progress: "queued",
+              createdAt: input.createdAt,
+            })
+            .returning()
+            .get();
+          const run = toRunRecord(row);
+          appendEvents(
+            tx,
+            run.id,
+            [{ type: "run_queued", data: { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) } }],
+            input.createdAt,
+          );
+          return run;
+        },
+        { behavior: "immediate" },
+      );
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      const activeRun = this.activeRunOf(input.sessionId);
+      if (!activeRun) throw error;
+      throw new RunAlreadyActiveError(input.sessionId, activeRun);
+    }
+  }
+
+  /** Undoes `createRun` when the run could not be enqueued (the client got an error). */
+  deleteRun(runId: string): void {
+    this.db.transaction(
+      (tx) => {
+        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        if (!row) return;
+        tx.delete(runs).where(eq(runs.id, runId)).run();
+        const others = tx.select({ id: runs.id }).from(runs).where(eq(runs.sessionId, row.sessionId)).limit(1).get();
+        if (!others) tx.delete(sessions).where(eq(sessions.id, row.sessionId)).run();
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  activeRunOf(sessionId: string): string | null {
+    const row = this.db
+      .select({ id: runs.id })
+      .from(runs)
+      .where(and(eq(runs.sessionId, sessionId), inArray(runs.status, active)))
+      .get();
+    return row?.id ?? null;
+  }
+
+  getRun(runId: string): RunRecord | null {
+    const row = this.db.select().from(runs).where(eq(runs.id, runId)).get();
+    return row ? toRunRecord(row) : null;
+  }
+
+  /** Newest first (ids are ULIDs, so they sort by creation time). */
+  listRuns(filter: RunFilter): { items: RunRecord[]; nextCursor: string | null } {
+    const where: SQL[] = [];
+    if (filter.sessionId !== undefined) where.push(eq(runs.sessionId, filter.sessionId));
+    if (filter.status !== undefined) where.push(eq(runs.status, filter.status));
+    if (filter.cursor !== undefined) where.push(lt(runs.id, filter.cursor));
+    const rows = this.db
+      .select()
+      .from(runs)
+      .where(and(...where))
+      .orderBy(desc(runs.id))
+      .limit(filter.limit + 1)
+      .all();
+    const items = rows.slice(0, filter.limit).map(toRunRecord);
+    const nextCursor = rows.length > filter.limit ? (items.at(-1)?.id ?? null) : null;
+    return { items, nextCursor };
+  }
+
+  listIterations(runId: string): IterationRecord[] {
+    return this.db
+      .select()
+      .from(iterations)
+      .where(eq(iterations.runId, runId))
+      .orderBy(asc(iterations.n), asc(iterations.attempt))
+      .all()
+      .map(toIterationRecord);
+  }
+
+  listEvents(runId: string, after: number, limit: number): EventRecord[] {
+    return this.db
+      .select()
+      .from(events)
+      .where(and(eq(events.runId, runId), gt(events.seq, after)))
+      .orderBy(asc(events.seq))
+      .limit(limit)
+      .all()
+      .map(toEventRecord);
+  }
+
+  listToolCalls(runId: string): ToolCallRow[] {
+    return this.db.select().from(toolCalls).where(eq(toolCalls.runId, runId)).orderBy(asc(toolCalls.seq)).all();
+  }
+
+  listReviews(runId: string): ReviewArtifactRow[] {
+    return this.db
+      .select()
+      .from(reviewArtifacts)
+      .where(eq(reviewArtifacts.runId, runId))
+      .orderBy(asc(reviewArtifacts.iteration), asc(reviewArtifacts.createdAt))
+      .all();
+  }
+
+  getSession(sessionId: string): { session: SessionRecord; runs: RunRecord[] } | null {
+    const row = this.db.select().from(sessions).where(eq(sessions.id, sessionId)).get();
+    if (!row) return null;
+    const list = this.db
+      .select()
+      .from(runs)
+      .where(eq(runs.sessionId, sessionId))
+      .orderBy(desc(runs.id))
+      .all()
+      .map(toRunRecord);
+    return { session: toSessionRecord(row), runs: list };
+  }
+
+  /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
+  requestStop(runId: string, now: number): StopRequest {
+    return this.db.transaction(
+      (tx) => {
+        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        if (!row) return { kind: "not_found" } as const;
+        const run = toRunRecord(row);
+        if (isTerminal(run.status)) return { kind: "finished", run } as const;
+        if (run.status === "stopping") return { kind: "stopping", run } as const;
+        const updated = toRunRecord(
+          tx
+            .update(runs)
+            .set({ status: "stopping", stopRequestedAt: now, progress: "stopping" })
+            .where(eq(runs.id, runId))
+            .returning()
+            .get(),
+        );
+        appendEvents(tx, runId, [{ type: "stop_requested", data: { budget: budgetSnapshot(updated, now) } }], now);
+        return { kind: "stopping", run: updated } as const;
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  /**
+   * Ends a `stopping` run that no worker holds (its job was removed or is gone). Bumps the
+   * epoch so that no earlier holder can write to it again.
+   */
+  finalizeStop(runId: string, now: number): RunRecord | null {
+    return this.db.transaction(
+      (tx) => {
+        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        if (!row || row.status !== "stopping") return row ? toRunRecord(row) : null;
+        tx.update(iterations)
+          .set({ status: "abandoned", finishedAt: now })
+          .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
+          .run();
+        const summary = "stopped by request";
+        const run = toRunRecord(
+          tx
+            .update(runs)
+            .set({
+              status: "stopped",
+              reason: "stopped",
+              summary,
+              progress: summary,
+              finishedAt: now,
+              epoch: row.epoch + 1,
+            })
+            .where(eq(runs.id, runId))
+            .returning()
+            .get(),
+        );
+        appendEvents(
+          tx,
+          runId,
+          [
+            {
+              type: "run_finished",
+              data: { status: "stopped", reason: "stopped", summary, budget: budgetSnapshot(run, now, "stopped") },
+            },
+          ],
+          now,
+        );
+        return run;
+      },
+      { behavior: "immediate" },
+    );
+  }
+}

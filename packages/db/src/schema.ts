@@ -1,0 +1,125 @@
+import type { AgentResult, RunMetrics, RunSpec, ValidationResult } from "@looprun/core";
+import { sql } from "drizzle-orm";
+import {
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
+
+export const sessions = sqliteTable("sessions", {
+  id: text("id").primaryKey(),
+  workspace: text("workspace").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const runs = sqliteTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id),
+    task: text("task").notNull(),
+    spec: text("spec", { mode: "json" }).$type<RunSpec>().notNull(),
+    workspace: text("workspace").notNull(),
+    status: text("status").notNull(),
+    reason: text("reason"),
+    summary: text("summary"),
+    iteration: integer("iteration").notNull().default(0),
+    progress: text("progress"),
+    metrics: text("metrics", { mode: "json" }).$type<RunMetrics>().notNull(),
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    epoch: integer("epoch").notNull().default(0),
+    latestReviewId: text("latest_review_id"),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    finishedAt: integer("finished_at"),
+    deadlineAt: integer("deadline_at"),
+    stopRequestedAt: integer("stop_requested_at"),
+  },
+  (t) => [
+    // The source of truth for "one active run per session".
+    uniqueIndex("runs_one_active_per_session")
+      .on(t.sessionId)
+      .where(sql`status in ('queued', 'running', 'awaiting_approval', 'stopping')`),
+    index("runs_session_id_idx").on(t.sessionId, t.id),
+    index("runs_status_id_idx").on(t.status, t.id),
+  ],
+);
+
+export const iterations = sqliteTable(
+  "iterations",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    n: integer("n").notNull(),
+    attempt: integer("attempt").notNull(),
+    status: text("status").notNull(),
+    outcome: text("outcome"),
+    prompt: text("prompt").notNull(),
+    agent: text("agent", { mode: "json" }).$type<AgentResult>(),
+    validation: text("validation", { mode: "json" }).$type<ValidationResult[]>().notNull(),
+    reviewId: text("review_id"),
+    feedback: text("feedback"),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.n, t.attempt] })],
+);
+
+export const events = sqliteTable(
+  "events",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    type: text("type").notNull(),
+    at: integer("at").notNull(),
+    data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);
+
+export const toolCalls = sqliteTable(
+  "tool_calls",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    iteration: integer("iteration").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    args: text("args", { mode: "json" }).$type<unknown>().notNull(),
+    isError: integer("is_error", { mode: "boolean" }).notNull(),
+    result: text("result").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);
+
+export const reviewArtifacts = sqliteTable(
+  "review_artifacts",
+  {
+    id: text("id").primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    sessionId: text("session_id").notNull(),
+    phase: text("phase").notNull().default("review"),
+    iteration: integer("iteration").notNull(),
+    blockingIssues: text("blocking_issues", { mode: "json" }).$type<string[]>().notNull(),
+    nonBlockingIssues: text("non_blocking_issues", { mode: "json" }).$type<string[]>().notNull(),
+    score: real("score").notNull(),
+    fixPlan: text("fix_plan", { mode: "json" }).$type<string[]>().notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("review_artifacts_run_idx").on(t.runId, t.iteration)],
+);

@@ -1,0 +1,100 @@
+import {
+  type ClaimedRun,
+  isTerminal,
+  LeaseLostError,
+  mergeStatus,
+  type RunMutation,
+  type RunRecord,
+  type RunStore,
+} from "@looprun/core";
+import { and, desc, eq, inArray } from "drizzle-orm";
+import type { Db } from "./connection";
+import { appendEvents } from "./event-log";
+import { toIterationRecord, toRunRecord } from "./records";
+import { iterations, runs } from "./schema";
+
+/** The engine's RunStore on SQLite: every call is one `BEGIN IMMEDIATE` transaction. */
+export class SqliteRunStore implements RunStore {
+  constructor(private readonly db: Db) {}
+
+  async claimRun(runId: string): Promise<ClaimedRun | null> {
+    return this.db.transaction(
+      (tx) => {
+        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        if (!row) return null;
+        let run = toRunRecord(row);
+        if (!isTerminal(run.status)) {
+          const updated = tx
+            .update(runs)
+            .set({ epoch: run.epoch + 1 })
+            .where(eq(runs.id, runId))
+            .returning()
+            .get();
+          run = toRunRecord(updated);
+        }
+        const last = tx
+          .select()
+          .from(iterations)
+          .where(eq(iterations.runId, runId))
+          .orderBy(desc(iterations.n), desc(iterations.attempt))
+          .limit(1)
+          .get();
+        const decided = tx
+          .select()
+          .from(iterations)
+          .where(and(eq(iterations.runId, runId), inArray(iterations.status, ["passed", "failed"])))
+          .orderBy(desc(iterations.n), desc(iterations.attempt))
+          .limit(1)
+          .get();
+        return {
+          run,
+          lastIteration: last ? toIterationRecord(last) : null,
+          lastDecided: decided ? toIterationRecord(decided) : null,
+        };
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  async commit(runId: string, epoch: number, m: RunMutation, now: number): Promise<RunRecord> {
+    return this.db.transaction(
+      (tx) => {
+        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+        let result = row;
+        if (m.run && Object.keys(m.run).length > 0) {
+          const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+          result = tx
+            .update(runs)
+            .set({ ...m.run, status })
+            .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
+            .returning()
+            .get();
+        }
+        if (m.insertIteration) {
+          const { runId: _ignored, ...it } = m.insertIteration;
+          tx.insert(iterations)
+            .values({ ...it, runId })
+            .run();
+        }
+        if (m.updateIteration) {
+          const { n, attempt, patch } = m.updateIteration;
+          tx.update(iterations)
+            .set(patch)
+            .where(
+              and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
+            )
+            .run();
+        }
+        appendEvents(tx, runId, m.events ?? [], now);
+        return toRunRecord(result);
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const row = this.db.select().from(runs).where(eq(runs.id, runId)).get();
+    return row ? toRunRecord(row) : null;
+  }
+}

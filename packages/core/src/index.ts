@@ -46,7 +46,7 @@ export type {
   StepOptions,
   StepResult,
 } from "./engine/index";
-export { decideIteration, MAX_CONSECUTIVE_FAILURES, mergeStatus, runStep } from "./engine/index";
+export { decideIteration, failRun, MAX_CONSECUTIVE_FAILURES, mergeStatus, runStep } from "./engine/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
 export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
 export { RUN_QUEUE, RunJob } from "./queue/index";

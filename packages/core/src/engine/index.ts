@@ -1,5 +1,6 @@
 export type { IterationDecision, IterationFacts } from "./decide";
 export { decideIteration, MAX_CONSECUTIVE_FAILURES } from "./decide";
+export { failRun } from "./fail-run";
 export type { EngineLogger, EngineResources, StepOptions } from "./resources";
 export type { StepResult } from "./run-step";
 export { runStep } from "./run-step";

@@ -1,0 +1,33 @@
+import { Hono } from "hono";
+import type { AppDeps } from "./app-deps";
+import { ApiError } from "./errors";
+import { runRoutes } from "./routes/runs";
+import { sessionRoutes } from "./routes/sessions";
+
+export interface AppLogger {
+  error(obj: object, msg?: string): void;
+}
+
+/** The HTTP API. Every error leaves as `{"error": {code, message, ...}}`. */
+export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
+  const app = new Hono();
+
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return c.json(error.toBody(), error.status);
+    logger?.error({ err: error, path: c.req.path }, "request failed");
+    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+  });
+  app.notFound((c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    const redis = await deps.queue.ping();
+    const db = deps.dbHealthy();
+    const body = { redis: redis ? "up" : "down", db: db ? "up" : "down" };
+    return c.json(body, redis && db ? 200 : 503);
+  });
+
+  app.route("/api/runs", runRoutes(deps));
+  app.route("/api/sessions", sessionRoutes(deps));
+  return app;
+}

@@ -1,0 +1,36 @@
+import { z } from "zod";
+
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+
+export const ApiEnv = z
+  .object({
+    HOST: z.string().min(1).default("127.0.0.1"),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+    DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
+    WORKSPACES_ROOT: z.string().min(1).default(".looprun/workspaces"),
+    REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+    /** BullMQ key prefix: lets several looprun installs (or test runs) share one Redis. */
+    LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),
+    API_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .superRefine((env, ctx) => {
+    if (!LOOPBACK.has(env.HOST) && env.API_TOKEN === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["API_TOKEN"],
+        message: `is required when HOST (${env.HOST}) is not a loopback address`,
+      });
+    }
+  });
+export type ApiEnv = z.infer<typeof ApiEnv>;
+
+/** Parses the API's environment once; a bad variable stops the process with its name. */
+export function parseApiEnv(source: Record<string, string | undefined>): ApiEnv {
+  const parsed = ApiEnv.safeParse(source);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment for the looprun API:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}

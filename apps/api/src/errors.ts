@@ -1,0 +1,65 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ZodError } from "zod";
+
+export type ErrorCode =
+  | "invalid_request"
+  | "unauthorized"
+  | "not_found"
+  | "run_already_active"
+  | "run_finished"
+  | "session_busy"
+  | "payload_too_large"
+  | "idempotency_conflict"
+  | "rate_limited"
+  | "unavailable"
+  | "internal";
+
+/** An error the API answers with `{"error": {code, message, ...extra}}`. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: ErrorCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+
+  toBody() {
+    return { error: { code: this.code, message: this.message, ...this.extra } };
+  }
+}
+
+export interface Issue {
+  path: string;
+  message: string;
+}
+
+export function invalidRequest(issues: Issue[]): ApiError {
+  const first = issues[0];
+  const message = first
+    ? `${first.path === "" ? "body" : first.path}: ${first.message}`
+    : "invalid request";
+  return new ApiError(400, "invalid_request", message, { issues });
+}
+
+export function fromZodError(error: ZodError, prefix?: string): ApiError {
+  return invalidRequest(
+    error.issues.map((issue) => {
+      const path = issue.path.map(String);
+      // An unknown key is reported at the key itself, so the message names the field.
+      if (issue.code === "unrecognized_keys") {
+        return issue.keys.map((key) => ({
+          path: [prefix, ...path, key].filter(Boolean).join("."),
+          message: "unknown field",
+        }));
+      }
+      return [{ path: [prefix, ...path].filter(Boolean).join("."), message: issue.message }];
+    }).flat(),
+  );
+}
+
+export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
+export const unavailable = (what: string) =>
+  new ApiError(503, "unavailable", `${what} is unavailable, try again later`);

@@ -1,0 +1,7 @@
+export type { AppDeps } from "./app-deps";
+export { createApp } from "./app";
+export { ApiEnv, parseApiEnv } from "./env";
+export type { RunQueue } from "./run-queue";
+export { createRunQueue } from "./run-queue";
+export type { ApiServer } from "./server";
+export { startApi } from "./server";

@@ -1,0 +1,84 @@
+import type { ReviewArtifactRow, ToolCallRow } from "@looprun/db";
+import { budgetView, type EventRecord, type IterationRecord, type RunRecord } from "@looprun/core";
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A run as the API shows it. */
+export function presentRun(run: RunRecord, now: number) {
+  const { spec } = run;
+  const budget = budgetView(run, now);
+  return {
+    id: run.id,
+    sessionId: run.sessionId,
+    task: spec.task,
+    requirements: spec.requirements,
+    filePaths: spec.filePaths,
+    workspace: run.workspace,
+    validationCommands: spec.validationCommands,
+    completionPromise: spec.completionPromise,
+    agent: spec.agent,
+    review: spec.review,
+    cooldownMs: spec.cooldownMs,
+    maxTokens: spec.maxTokens,
+    status: run.status,
+    reason: run.reason,
+    summary: run.summary,
+    iteration: run.iteration,
+    budget: { ...budget, deadlineAt: iso(budget.deadlineAt) },
+    progress: run.progress,
+    metrics: run.metrics,
+    latestReviewId: run.latestReviewId,
+    createdAt: iso(run.createdAt),
+    startedAt: iso(run.startedAt),
+    finishedAt: iso(run.finishedAt),
+  };
+}
+
+export function presentIteration(it: IterationRecord) {
+  return {
+    n: it.n,
+    attempt: it.attempt,
+    status: it.status,
+    outcome: it.outcome,
+    prompt: it.prompt,
+    agent: it.agent,
+    validation: it.validation,
+    reviewId: it.reviewId,
+    feedback: it.feedback,
+    startedAt: iso(it.startedAt),
+    finishedAt: iso(it.finishedAt),
+  };
+}
+
+export function presentEvent(e: EventRecord) {
+  return { seq: e.seq, type: e.type, at: iso(e.at), data: e.data };
+}
+
+export function presentToolCall(t: ToolCallRow) {
+  return {
+    iteration: t.iteration,
+    seq: t.seq,
+    server: t.server,
+    tool: t.tool,
+    args: t.args,
+    isError: t.isError,
+    result: t.result,
+    durationMs: t.durationMs,
+    createdAt: iso(t.createdAt),
+  };
+}
+
+export function presentReview(r: ReviewArtifactRow) {
+  return {
+    id: r.id,
+    runId: r.runId,
+    sessionId: r.sessionId,
+    phase: r.phase,
+    iteration: r.iteration,
+    blockingIssues: r.blockingIssues,
+    nonBlockingIssues: r.nonBlockingIssues,
+    score: r.score,
+    fixPlan: r.fixPlan,
+    createdAt: iso(r.createdAt),
+  };
+}

@@ -1,0 +1,29 @@
+import type { Context } from "hono";
+import type { z } from "zod";
+import { fromZodError, invalidRequest } from "./errors";
+
+/** Parses the JSON body with `schema`; a 400 names the offending field. */
+export async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
+  let body: unknown;
+  try {
+    body = JSON.parse(await c.req.text());
+  } catch {
+    throw invalidRequest([{ path: "", message: "body must be valid JSON" }]);
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw fromZodError(parsed.error);
+  return parsed.data;
+}
+
+/** Parses the query string with `schema` (a repeated key is refused). */
+export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
+  const all = c.req.queries();
+  const single: Record<string, string> = {};
+  for (const [key, values] of Object.entries(all)) {
+    if (values.length > 1) throw invalidRequest([{ path: key, message: "given more than once" }]);
+    single[key] = values[0] ?? "";
+  }
+  const parsed = schema.safeParse(single);
+  if (!parsed.success) throw fromZodError(parsed.error);
+  return parsed.data;
+}

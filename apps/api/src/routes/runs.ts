@@ -1,0 +1,139 @@
+import { normalizeSubmission, RUN_STATUSES, RunAlreadyActiveError, RunSubmission } from "@looprun/core";
+import { Hono } from "hono";
+import { ulid } from "ulid";
+import { z } from "zod";
+import type { AppDeps } from "../app-deps";
+import { ApiError, notFound, unavailable } from "../errors";
+import { presentEvent, presentIteration, presentReview, presentRun, presentToolCall } from "../presenters";
+import { parseBody, parseQuery } from "../request-parsing";
+import { prepareWorkspace } from "../workspaces";
+
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+export const ListRunsQuery = z.strictObject({
+  sessionId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}").optional(),
+  status: z.enum(RUN_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().regex(ULID, "must be a nextCursor returned by this endpoint").optional(),
+});
+
+export const ListEventsQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(1000),
+});
+
+const NoQuery = z.strictObject({});
+
+export function runRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const now = deps.now ?? Date.now;
+  const newId = deps.newId ?? ulid;
+
+  const loadRun = (id: string) => {
+    const run = deps.repo.getRun(id);
+    if (!run) throw notFound(`run ${id}`);
+    return run;
+  };
+
+  app.post("/", async (c) => {
+    const body = await parseBody(c, RunSubmission);
+    const spec = normalizeSubmission(body);
+    const sessionId = body.sessionId ?? newId();
+    const session = body.sessionId ? deps.repo.getSession(body.sessionId) : null;
+    // A session keeps its workspace unless a run names another one.
+    const workspaceName = body.workspace ?? (session ? null : sessionId);
+    const workspace =
+      workspaceName === null
+        ? (session?.session.workspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
+        : prepareWorkspace(deps.workspacesRoot, workspaceName);
+    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
+    let run: ReturnType<typeof deps.repo.createRun>;
+    try {
+      run = deps.repo.createRun({
+        id: newId(),
+        sessionId,
+        sessionWorkspace: workspace,
+        workspace,
+        spec,
+        createdAt: now(),
+      });
+    } catch (error) {
+      if (error instanceof RunAlreadyActiveError) {
+        throw new ApiError(409, "run_already_active", error.message, { activeRunId: error.activeRunId });
+      }
+      throw error;
+    }
+    try {
+      await deps.queue.enqueue(run.id);
+    } catch {
+      deps.repo.deleteRun(run.id);
+      throw unavailable("the queue (Redis)");
+    }
+    return c.json(
+      { id: run.id, sessionId: run.sessionId, status: run.status, createdAt: new Date(run.createdAt).toISOString() },
+      202,
+    );
+  });
+
+  app.get("/", (c) => {
+    const q = parseQuery(c, ListRunsQuery);
+    const page = deps.repo.listRuns(q);
+    const t = now();
+    return c.json({ items: page.items.map((r) => presentRun(r, t)), nextCursor: page.nextCursor });
+  });
+
+  app.get("/:id", (c) => {
+    parseQuery(c, NoQuery);
+    return c.json(presentRun(loadRun(c.req.param("id")), now()));
+  });
+
+  app.get("/:id/iterations", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    return c.json({ items: deps.repo.listIterations(run.id).map(presentIteration) });
+  });
+
+  app.get("/:id/tool-calls", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    return c.json({ items: deps.repo.listToolCalls(run.id).map(presentToolCall) });
+  });
+
+  app.get("/:id/reviews", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    return c.json({ items: deps.repo.listReviews(run.id).map(presentReview) });
+  });
+
+  app.get("/:id/events", (c) => {
+    const q = parseQuery(c, ListEventsQuery);
+    const run = loadRun(c.req.param("id"));
+    return c.json({ items: deps.repo.listEvents(run.id, q.after, q.limit).map(presentEvent) });
+  });
+
+  app.post("/:id/stop", async (c) => {
+    const id = c.req.param("id");
+    const request = deps.repo.requestStop(id, now());
+    switch (request.kind) {
+      case "not_found":
+        throw notFound(`run ${id}`);
+      case "finished":
+        throw new ApiError(409, "run_finished", `run ${id} has already finished (${request.run.status})`, {
+          status: request.run.status,
+        });
+      case "stopping": {
+        // No worker holds the job (queued, cooling down, or lost): end the run here.
+        let free = false;
+        try {
+          free = deps.queue.isReady() && (await deps.queue.remove(id));
+        } catch {
+          free = false;
+        }
+        const run = free ? (deps.repo.finalizeStop(id, now()) ?? request.run) : request.run;
+        return c.json({ id, status: run.status }, 202);
+      }
+    }
+  });
+
+  return app;
+}

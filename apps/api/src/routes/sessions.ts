@@ -1,0 +1,27 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppDeps } from "../app-deps";
+import { notFound } from "../errors";
+import { presentRun } from "../presenters";
+import { parseQuery } from "../request-parsing";
+
+export function sessionRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+  const now = deps.now ?? Date.now;
+  app.get("/:id", (c) => {
+    parseQuery(c, z.strictObject({}));
+    const id = c.req.param("id");
+    const found = deps.repo.getSession(id);
+    if (!found) throw notFound(`session ${id}`);
+    const t = now();
+    const active = found.runs.find((r) => ["queued", "running", "awaiting_approval", "stopping"].includes(r.status));
+    return c.json({
+      id: found.session.id,
+      workspace: found.session.workspace,
+      createdAt: new Date(found.session.createdAt).toISOString(),
+      activeRunId: active?.id ?? null,
+      runs: found.runs.map((r) => presentRun(r, t)),
+    });
+  });
+  return app;
+}

@@ -1,0 +1,53 @@
+import { resolve } from "node:path";
+import { serve } from "@hono/node-server";
+import { openDatabase, RunRepository } from "@looprun/db";
+import { pino } from "pino";
+import { createApp } from "./app";
+import type { ApiEnv } from "./env";
+import { createRunQueue } from "./run-queue";
+
+export interface ApiServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the HTTP API: opens the database (migrating it) and connects to the queue. */
+export async function startApi(env: ApiEnv): Promise<ApiServer> {
+  const logger = pino({ level: env.LOG_LEVEL, base: { app: "api" } });
+  const database = openDatabase(env.DATABASE_PATH);
+  const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
+  const app = createApp(
+    {
+      repo: new RunRepository(database.db),
+      queue,
+      workspacesRoot: resolve(env.WORKSPACES_ROOT),
+      dbHealthy: () => {
+        try {
+          database.sqlite.prepare("select 1").get();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+    },
+    logger,
+  );
+  const server = serve({ fetch: app.fetch, hostname: env.HOST, port: env.PORT });
+  await new Promise<void>((ready, fail) => {
+    server.once("listening", ready);
+    server.once("error", fail);
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : env.PORT;
+  const host = env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
+  const url = `http://${host}:${port}`;
+  logger.info({ url }, "looprun API listening");
+  return {
+    url,
+    async close() {
+      await new Promise<void>((done) => server.close(() => done()));
+      await queue.close();
+      database.close();
+    },
+  };
+}

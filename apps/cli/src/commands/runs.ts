@@ -1,0 +1,100 @@
+import { clientFromEnv } from "../api-client";
+import { fail } from "../lifecycle";
+import { watchRun } from "./watch";
+
+export interface SubmitOptions {
+  task: string;
+  agent: string;
+  agentTimeout?: string;
+  session?: string;
+  workspace?: string;
+  test?: string;
+  validate?: string[];
+  promise?: string;
+  requirements?: string;
+  file?: string[];
+  maxIterations?: string;
+  maxMinutes?: string;
+  cooldown?: string;
+  watch?: boolean;
+  json?: boolean;
+}
+
+const num = (value: string | undefined, flag: string) => {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n)) fail(`${flag} must be a number, got ${value}`);
+  return n;
+};
+
+export async function submitCommand(opts: SubmitOptions): Promise<void> {
+  const client = clientFromEnv();
+  const body = {
+    task: opts.task,
+    agent: { type: "command", command: opts.agent, timeoutMs: num(opts.agentTimeout, "--agent-timeout") },
+    sessionId: opts.session,
+    workspace: opts.workspace,
+    testCommand: opts.test,
+    validationCommands: opts.validate,
+    completionPromise: opts.promise,
+    requirements: opts.requirements,
+    filePaths: opts.file,
+    maxIterations: num(opts.maxIterations, "--max-iterations"),
+    maxMinutes: num(opts.maxMinutes, "--max-minutes"),
+    cooldownMs: num(opts.cooldown, "--cooldown"),
+  };
+  const created = await client.request<{ id: string; sessionId: string }>("POST", "/api/runs", body);
+  if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
+  else process.stdout.write(`submitted run ${created.id} (session ${created.sessionId})\n`);
+  if (opts.watch) {
+    const run = await watchRun(client, created.id);
+    process.exitCode = run.status === "succeeded" ? 0 : 1;
+  }
+}
+
+export async function watchCommand(id: string): Promise<void> {
+  const run = await watchRun(clientFromEnv(), id);
+  process.exitCode = run.status === "succeeded" ? 0 : 1;
+}
+
+interface RunRow {
+  id: string;
+  sessionId: string;
+  status: string;
+  reason: string | null;
+  iteration: number;
+  task: string;
+  createdAt: string;
+  budget: { maxIterations: number };
+}
+
+export async function lsCommand(opts: { session?: string; status?: string; limit?: string; cursor?: string }) {
+  const q = new URLSearchParams();
+  if (opts.session) q.set("sessionId", opts.session);
+  if (opts.status) q.set("status", opts.status);
+  if (opts.limit) q.set("limit", opts.limit);
+  if (opts.cursor) q.set("cursor", opts.cursor);
+  const page = await clientFromEnv().request<{ items: RunRow[]; nextCursor: string | null }>(
+    "GET",
+    `/api/runs?${q}`,
+  );
+  for (const r of page.items) {
+    const task = r.task.length > 50 ? `${r.task.slice(0, 49)}…` : r.task;
+    process.stdout.write(
+      `${r.id}  ${r.status.padEnd(10)} ${`${r.iteration}/${r.budget.maxIterations}`.padEnd(6)} ${r.sessionId.padEnd(26)} ${task}\n`,
+    );
+  }
+  if (page.nextCursor) process.stdout.write(`more: looprun ls --cursor ${page.nextCursor}\n`);
+}
+
+export async function showCommand(id: string): Promise<void> {
+  const client = clientFromEnv();
+  const run = await client.request<Record<string, unknown>>("GET", `/api/runs/${id}`);
+  const iterations = await client.request<{ items: unknown[] }>("GET", `/api/runs/${id}/iterations`);
+  process.stdout.write(`${JSON.stringify({ ...run, iterations: iterations.items }, null, 2)}\n`);
+}
+
+export async function stopCommand(id: string): Promise<void> {
+  const res = await clientFromEnv().request<{ id: string; status: string }>("POST", `/api/runs/${id}/stop`);
+  process.stdout.write(`run ${res.id}: ${res.status}\n`);
+}

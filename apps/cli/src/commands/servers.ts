@@ -1,0 +1,53 @@
+import { parseApiEnv, startApi } from "@looprun/api";
+import { parseWorkerEnv, startWorker } from "@looprun/worker";
+import { closeOnSignals } from "../lifecycle";
+import { startManagedRedis } from "../managed-redis";
+
+export async function apiCommand(): Promise<void> {
+  const api = await startApi(parseApiEnv(process.env));
+  process.stdout.write(`looprun API listening on ${api.url}\n`);
+  closeOnSignals(() => api.close());
+}
+
+export async function workerCommand(): Promise<void> {
+  const worker = await startWorker(parseWorkerEnv(process.env));
+  closeOnSignals(() => worker.close());
+}
+
+/** Everything on one machine: a managed redis-server (unless REDIS_URL is set), the API and workers. */
+export async function devCommand(): Promise<void> {
+  const env = { ...process.env };
+  env.LOG_LEVEL ??= "warn";
+  const dataDir = env.LOOPRUN_HOME ?? ".looprun";
+  let redisNote = "(from REDIS_URL)";
+  const redis = env.REDIS_URL ? null : await startManagedRedis(`${dataDir}/redis`);
+  if (redis) {
+    env.REDIS_URL = redis.url;
+    redisNote = `(managed redis-server, data in ${redis.dir})`;
+  }
+  const apiEnv = parseApiEnv(env);
+  const workerEnv = parseWorkerEnv(env);
+  const api = await startApi(apiEnv);
+  const worker = await startWorker(workerEnv, process.env);
+  process.stdout.write(
+    [
+      "",
+      "looprun is running",
+      `  API        ${api.url}`,
+      `  Redis      ${env.REDIS_URL} ${redisNote}`,
+      `  Database   ${apiEnv.DATABASE_PATH}`,
+      `  Workspaces ${apiEnv.WORKSPACES_ROOT}`,
+      `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,
+      "",
+      "Submit a run from another terminal:",
+      `  npx looprun submit --task "say hello" --agent "echo hello > hello.txt" --test "test -f hello.txt" --watch`,
+      "Press Ctrl-C to stop.",
+      "",
+    ].join("\n"),
+  );
+  closeOnSignals(async () => {
+    await worker.close();
+    await api.close();
+    await redis?.stop();
+  });
+}

@@ -1,0 +1,46 @@
+import { Command } from "commander";
+import { fail } from "./lifecycle";
+import { lsCommand, showCommand, stopCommand, submitCommand, watchCommand } from "./commands/runs";
+import { apiCommand, devCommand, workerCommand } from "./commands/servers";
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+const program = new Command("looprun")
+  .description("Self-correcting agent loops as durable jobs")
+  .showHelpAfterError();
+
+program.command("dev").description("start everything locally: redis-server (managed), API and workers").action(devCommand);
+program.command("api").description("start the HTTP API").action(apiCommand);
+program.command("worker").description("start a worker process").action(workerCommand);
+program
+  .command("submit")
+  .description("submit a run (the command agent)")
+  .requiredOption("-t, --task <text>", "what the agent must do")
+  .requiredOption("-a, --agent <command>", "the agent command, e.g. \"claude -p\"")
+  .option("--agent-timeout <ms>", "timeout of one agent run")
+  .option("-s, --session <id>", "session id (default: a new session)")
+  .option("-w, --workspace <dir>", "workspace under WORKSPACES_ROOT")
+  .option("--test <command>", "test command that must pass")
+  .option("--validate <command>", "validation command (repeatable)", collect)
+  .option("--promise <text>", "completion promise the agent must print as <promise>TEXT</promise>")
+  .option("--requirements <text>", "requirements given to the agent")
+  .option("--file <path>", "focus file (repeatable)", collect)
+  .option("--max-iterations <n>", "iteration budget (default 6)")
+  .option("--max-minutes <n>", "time budget in minutes (default 45)")
+  .option("--cooldown <ms>", "pause between iterations (default 1000)")
+  .option("--watch", "print progress until the run ends")
+  .option("--json", "print the created run as JSON")
+  .action(submitCommand);
+program.command("watch <id>").description("follow a run until it ends").action(watchCommand);
+program
+  .command("ls")
+  .description("list runs, newest first")
+  .option("-s, --session <id>", "only this session")
+  .option("--status <status>", "only this status")
+  .option("-n, --limit <n>", "page size (default 20)")
+  .option("--cursor <cursor>", "next page")
+  .action(lsCommand);
+program.command("show <id>").description("show a run and its iterations").action(showCommand);
+program.command("stop <id>").description("stop a run").action(stopCommand);
+
+program.parseAsync(process.argv).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));

@@ -1,0 +1,40 @@
+import { z } from "zod";
+
+const list = z
+  .string()
+  .default("")
+  .transform((s) =>
+    s
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a comma-separated list of variable names")));
+
+export const WorkerEnv = z.object({
+  DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
+  REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2),
+  /** Job lock (lease) duration; renewed every half of it while a run's iteration is in flight. */
+  LOOPRUN_LOCK_MS: z.coerce.number().int().min(1000).default(60_000),
+  /** How often stalled jobs (a dead worker's) are looked for and handed to another worker. */
+  LOOPRUN_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(30_000),
+  /** How often a running iteration checks the DB for a stop request. */
+  LOOPRUN_STOP_POLL_MS: z.coerce.number().int().min(10).default(500),
+  /** Extra environment variable names that agent and validation commands may see. */
+  AGENT_ENV_ALLOWLIST: list,
+  /** Bytes of each command's output kept (the tail). */
+  LOOPRUN_OUTPUT_CAP_BYTES: z.coerce.number().int().min(1024).default(65_536),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+export type WorkerEnv = z.infer<typeof WorkerEnv>;
+
+export function parseWorkerEnv(source: Record<string, string | undefined>): WorkerEnv {
+  const parsed = WorkerEnv.safeParse(source);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment for the looprun worker:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,3 @@
+export { parseWorkerEnv, WorkerEnv } from "./env";
+export type { RunWorker } from "./run-worker";
+export { startWorker } from "./run-worker";

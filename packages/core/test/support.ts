@@ -1,0 +1,110 @@
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  EMPTY_METRICS,
+  type EngineResources,
+  normalizeSubmission,
+  type RunRecord,
+  type RunStore,
+  RunSubmission,
+} from "@looprun/core";
+
+/** A fresh temporary directory; `cleanup` removes it. */
+export async function tempDir(prefix = "looprun-test-"): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * Whether a process exists and has not exited. A zombie (exited, not yet reaped — PID 1 of
+ * a container may never reap orphans) counts as dead: it runs nothing and holds nothing.
+ */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) S ..." — comm may contain spaces or parentheses: the state follows the last ")".
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+/** Reads whitespace-separated pids from a file. */
+export function readPids(path: string): number[] {
+  return readFileSync(path, "utf8")
+    .split(/\s+/)
+    .filter((s) => s.length > 0)
+    .map(Number);
+}
+
+/** Polls `condition` until it holds; fails with `what` after `timeoutMs`. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+let counter = 0;
+
+/** A queued run built from a submission body (`task` defaults to a placeholder). */
+export function makeRun(
+  body: Record<string, unknown>,
+  workspace: string,
+  opts: { id?: string; sessionId?: string; createdAt?: number } = {},
+): RunRecord {
+  counter += 1;
+  const spec = normalizeSubmission(RunSubmission.parse({ task: "make the checks pass", ...body }));
+  return {
+    id: opts.id ?? `run-${process.pid}-${counter}`,
+    sessionId: opts.sessionId ?? `session-${process.pid}-${counter}`,
+    spec,
+    workspace,
+    status: "queued",
+    reason: null,
+    summary: null,
+    iteration: 0,
+    progress: "queued",
+    metrics: { ...EMPTY_METRICS },
+    consecutiveFailures: 0,
+    epoch: 0,
+    latestReviewId: null,
+    createdAt: opts.createdAt ?? Date.now(),
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+  };
+}
+
+export const silentLogger = { info() {}, warn() {}, error() {} };
+
+export function resources(
+  store: RunStore,
+  extra: Partial<EngineResources> = {},
+): EngineResources {
+  return {
+    store,
+    logger: silentLogger,
+    commandEnv: process.env,
+    envAllowlist: [],
+    stopPollMs: 50,
+    ...extra,
+  };
+}

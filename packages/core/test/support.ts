@@ -64,14 +64,20 @@ export async function waitFor(
 
 let counter = 0;
 
-/** A queued run built from a submission body (`task` defaults to a placeholder). */
+/** A queued run built from a submission body (`task` and `agent` have placeholders). */
 export function makeRun(
   body: Record<string, unknown>,
   workspace: string,
   opts: { id?: string; sessionId?: string; createdAt?: number } = {},
 ): RunRecord {
   counter += 1;
-  const spec = normalizeSubmission(RunSubmission.parse({ task: "make the checks pass", ...body }));
+  const spec = normalizeSubmission(
+    RunSubmission.parse({
+      task: "make the checks pass",
+      agent: { type: "command", command: "true" },
+      ...body,
+    }),
+  );
   return {
     id: opts.id ?? `run-${process.pid}-${counter}`,
     sessionId: opts.sessionId ?? `session-${process.pid}-${counter}`,

@@ -10,7 +10,8 @@ export interface ValidationInput {
   deadlineMs: number;
   outputCapBytes: number;
   signal: AbortSignal;
-  onCommandStart?: (index: number, command: string) => void;
+  /** Awaited: a rejection (e.g. a lost lease) ends the validation with that error. */
+  onCommandStart?: (index: number, command: string) => void | Promise<void>;
 }
 
 export interface ValidationOutcome {
@@ -25,7 +26,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
   const results: ValidationResult[] = [];
   const startedAt = Date.now();
   for (const [index, command] of input.commands.entries()) {
-    input.onCommandStart?.(index, command);
+    await input.onCommandStart?.(index, command);
     const left = input.deadlineMs - (Date.now() - startedAt);
     if (left <= 0) return { results, passed: false, interrupted: "deadline" };
     const result = await runCommand({

@@ -1,0 +1,204 @@
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { apiHarness } from "./api-harness";
+
+const valid = {
+  task: "make the tests pass",
+  agent: { type: "command", command: "true" },
+  testCommand: "true",
+};
+
+describe("runs API over app.request()", () => {
+  let h: ReturnType<typeof apiHarness>;
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("accepts a run: 202, stored as queued with a run_queued event, enqueued with job id = run id", async () => {
+    const res = await h.request("POST", "/api/runs", { ...valid, sessionId: "accept-1" });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ sessionId: "accept-1", status: "queued" });
+    expect(typeof res.body.createdAt).toBe("string");
+    const job = await h.inspect.getJob(res.body.id);
+    expect(job?.data).toEqual({ runId: res.body.id });
+
+    const run = await h.request("GET", `/api/runs/${res.body.id}`);
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({
+      id: res.body.id,
+      status: "queued",
+      iteration: 0,
+      budget: { maxIterations: 6, maxMinutes: 45, remainingIterations: 6, elapsedMs: 0 },
+      metrics: { iterations: 0, validationFailures: 0, reviewBlockings: 0, toolCalls: 0, toolFailures: 0, tokens: 0 },
+      validationCommands: ["true"],
+    });
+    expect(existsSync(join(h.workspacesRoot, "accept-1"))).toBe(true);
+    const events = await h.request("GET", `/api/runs/${res.body.id}/events`);
+    expect(events.body.items.map((e: { type: string }) => e.type)).toEqual(["run_queued"]);
+    expect(events.body.items[0]).toMatchObject({ seq: 1, data: { budget: { elapsedMs: 0, remainingIterations: 6 } } });
+  });
+
+  it("takes maxAttempts as a legacy alias, maxIterations winning over it", async () => {
+    const a = await h.request("POST", "/api/runs", { ...valid, maxAttempts: 3 });
+    const b = await h.request("POST", "/api/runs", { ...valid, maxAttempts: 3, maxIterations: 4 });
+    expect((await h.request("GET", `/api/runs/${a.body.id}`)).body.budget.maxIterations).toBe(3);
+    expect((await h.request("GET", `/api/runs/${b.body.id}`)).body.budget.maxIterations).toBe(4);
+  });
+
+  it("refuses a second active run in a session with 409 run_already_active", async () => {
+    const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });
+    const second = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });
+    expect(second.status).toBe(409);
+    expect(second.body.error).toMatchObject({ code: "run_already_active", activeRunId: first.body.id });
+    const session = await h.request("GET", "/api/sessions/busy-1");
+    expect(session.body).toMatchObject({ id: "busy-1", activeRunId: first.body.id });
+    expect(session.body.runs).toHaveLength(1);
+  });
+
+  it.each([
+    [{ ...valid, task: undefined }, "task"],
+    [{ ...valid, task: "" }, "task"],
+    [{ ...valid, foo: 1 }, "foo"],
+    [{ ...valid, agent: { type: "nope" } }, "agent.type"],
+    [{ ...valid, agent: { type: "command" } }, "agent.command"],
+    [{ task: "x", agent: valid.agent }, ""],
+    [{ ...valid, maxIterations: 0 }, "maxIterations"],
+    [{ ...valid, sessionId: "bad id!" }, "sessionId"],
+    [{ ...valid, workspace: "../outside" }, "workspace"],
+    [{ ...valid, workspace: "/etc" }, "workspace"],
+    [{ ...valid, validationCommands: "npm test" }, "validationCommands"],
+    ["{not json", ""],
+    [[1, 2], ""],
+  ])("refuses %j with 400 naming %j, storing nothing", async (body, path) => {
+    const before = await h.request("GET", "/api/runs?limit=100");
+    const res = await h.request("POST", "/api/runs", body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.issues.map((i: { path: string }) => i.path)).toContain(path);
+    expect(res.body.error.message).toBeTruthy();
+    const after = await h.request("GET", "/api/runs?limit=100");
+    expect(after.body.items).toHaveLength(before.body.items.length);
+  });
+
+  it("refuses a workspace that leaves the root through a symlink, creating nothing outside", async () => {
+    mkdirSync(h.workspacesRoot, { recursive: true });
+    const outside = join(h.workspacesRoot, "..", "outside-target");
+    mkdirSync(outside, { recursive: true });
+    symlinkSync(outside, join(h.workspacesRoot, "escape"));
+    const res = await h.request("POST", "/api/runs", { ...valid, workspace: "escape/sub" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues[0].path).toBe("workspace");
+    expect(existsSync(join(outside, "sub"))).toBe(false);
+  });
+
+  it("validates query strings", async () => {
+    for (const q of ["limit=0", "limit=101", "limit=x", "status=nope", "cursor=abc", "unknown=1", "sessionId=a%20b"]) {
+      const res = await h.request("GET", `/api/runs?${q}`);
+      expect(res.status, q).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    const ev = await h.request("GET", "/api/runs/x/events?after=-1");
+    expect(ev.status).toBe(400);
+  });
+
+  it("pages newest first with a cursor and filters by session and status", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await h.request("POST", "/api/runs", { ...valid, sessionId: `page-${i}` });
+      ids.push(res.body.id);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { body: { items: { id: string }[]; nextCursor: string | null } } = await h.request(
+        "GET",
+        `/api/runs?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(res.body.items.length).toBeLessThanOrEqual(2);
+      seen.push(...res.body.items.map((r) => r.id));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual([...seen].sort().reverse());
+    expect(seen.slice(0, 5)).toEqual([...ids].reverse());
+
+    const bySession = await h.request("GET", "/api/runs?sessionId=page-3");
+    expect(bySession.body.items.map((r: { id: string }) => r.id)).toEqual([ids[3]]);
+    const queued = await h.request("GET", "/api/runs?status=queued&limit=100");
+    expect(queued.body.items.every((r: { status: string }) => r.status === "queued")).toBe(true);
+    const none = await h.request("GET", "/api/runs?status=succeeded");
+    expect(none.body).toEqual({ items: [], nextCursor: null });
+  });
+
+  it("stops a queued run at once (no worker holds it) and refuses to stop it again", async () => {
+    const created = await h.request("POST", "/api/runs", { ...valid, sessionId: "stop-1" });
+    const stop = await h.request("POST", `/api/runs/${created.body.id}/stop`);
+    expect(stop.status).toBe(202);
+    expect(stop.body).toEqual({ id: created.body.id, status: "stopped" });
+    expect(await h.inspect.getJob(created.body.id)).toBeUndefined();
+    const run = await h.request("GET", `/api/runs/${created.body.id}`);
+    expect(run.body).toMatchObject({ status: "stopped", reason: "stopped" });
+    const types = (await h.request("GET", `/api/runs/${created.body.id}/events`)).body.items.map(
+      (e: { type: string }) => e.type,
+    );
+    expect(types).toEqual(["run_queued", "stop_requested", "run_finished"]);
+    const again = await h.request("POST", `/api/runs/${created.body.id}/stop`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("run_finished");
+    // The session is free again.
+    const next = await h.request("POST", "/api/runs", { ...valid, sessionId: "stop-1" });
+    expect(next.status).toBe(202);
+  });
+
+  it("answers 404 not_found for unknown runs, sessions and routes", async () => {
+    for (const path of [
+      "/api/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV",
+      "/api/runs/nope/iterations",
+      "/api/runs/nope/tool-calls",
+      "/api/runs/nope/reviews",
+      "/api/runs/nope/events",
+      "/api/sessions/nope",
+      "/api/nothing-here",
+    ]) {
+      const res = await h.request("GET", path);
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.code).toBe("not_found");
+    }
+    expect((await h.request("POST", "/api/runs/nope/stop")).status).toBe(404);
+  });
+
+  it("serves empty tool-call and review lists for a run without them", async () => {
+    const created = await h.request("POST", "/api/runs", { ...valid });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/tool-calls`)).body).toEqual({ items: [] });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/reviews`)).body).toEqual({ items: [] });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/iterations`)).body).toEqual({ items: [] });
+  });
+
+  it("reports readiness", async () => {
+    const res = await h.request("GET", "/readyz");
+    expect(res).toEqual({ status: 200, body: { redis: "up", db: "up" } });
+    expect((await h.request("GET", "/healthz")).status).toBe(200);
+  });
+});
+
+describe("runs API while Redis is unreachable", () => {
+  it("answers 503 unavailable at once and stores nothing", async () => {
+    // Port 1 on loopback: nothing listens there.
+    const h = apiHarness("redis://127.0.0.1:1");
+    try {
+      const res = await h.request("POST", "/api/runs", valid);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe("unavailable");
+      expect(h.repo.listRuns({ limit: 10 }).items).toHaveLength(0);
+      const ready = await h.request("GET", "/readyz");
+      expect(ready).toEqual({ status: 503, body: { redis: "down", db: "up" } });
+    } finally {
+      await h.close();
+    }
+  });
+});

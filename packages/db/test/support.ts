@@ -1,0 +1,150 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  type EngineResources,
+  normalizeSubmission,
+  type RunStore,
+  RunSubmission,
+} from "@looprun/core";
+import { type Database, type NewRun, openDatabase } from "@looprun/db";
+
+export async function tempDir(prefix = "looprun-db-test-"): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** A fresh database file in its own temporary directory. */
+export async function freshDatabase(): Promise<{ dir: string; path: string; database: Database }> {
+  const dir = await tempDir();
+  const path = join(dir, "looprun.db");
+  return { dir, path, database: openDatabase(path) };
+}
+
+let counter = 0;
+
+/** Input for `RunRepository.createRun`; ids sort by creation order. */
+export function newRun(
+  body: Record<string, unknown>,
+  opts: { sessionId?: string; workspace?: string; createdAt?: number; id?: string } = {},
+): NewRun {
+  counter += 1;
+  const workspace = opts.workspace ?? "/tmp/looprun-ws";
+  return {
+    id: opts.id ?? `run-${String(counter).padStart(6, "0")}`,
+    sessionId: opts.sessionId ?? `session-${counter}`,
+    sessionWorkspace: workspace,
+    workspace,
+    spec: normalizeSubmission(
+      RunSubmission.parse({
+        task: "make the checks pass",
+        agent: { type: "command", command: "true" },
+        testCommand: "true",
+        ...body,
+      }),
+    ),
+    createdAt: opts.createdAt ?? Date.now(),
+  };
+}
+
+/** Whether a process runs (a zombie — exited, not reaped — counts as dead). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+export function readPids(path: string): number[] {
+  return readFileSync(path, "utf8")
+    .split(/\s+/)
+    .filter((s) => s.length > 0)
+    .map(Number);
+}
+
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function resources(store: RunStore, extra: Partial<EngineResources> = {}): EngineResources {
+  return {
+    store,
+    logger: { info() {}, warn() {}, error() {} },
+    commandEnv: process.env,
+    envAllowlist: [],
+    stopPollMs: 50,
+    ...extra,
+  };
+}
+
+const WORKER = fileURLToPath(new URL("./fixtures/db-worker.ts", import.meta.url));
+
+export interface WorkerResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface WorkerHandle {
+  /** Resolves once the process is up and waits for its go file. */
+  ready: Promise<void>;
+  done: Promise<WorkerResult>;
+}
+
+/** Starts `fixtures/db-worker.ts` in a separate Node process (through tsx). */
+export function startWorker(args: string[]): WorkerHandle {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => {
+    onReady = resolve;
+  });
+  child.stdout.on("data", (c: Buffer) => {
+    stdout += c.toString();
+    if (stdout.includes("ready\n")) onReady();
+  });
+  child.stderr.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const done = new Promise<WorkerResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      onReady();
+      resolve({ code, stdout, stderr });
+    });
+  });
+  return { ready, done };
+}
+
+/** The JSON line a worker printed last. */
+export function workerOutput(result: WorkerResult): unknown {
+  if (result.code !== 0) throw new Error(`worker failed (${result.code}): ${result.stderr}`);
+  const line = result.stdout.trim().split("\n").at(-1) ?? "";
+  return JSON.parse(line);
+}

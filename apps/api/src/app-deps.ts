@@ -9,6 +9,8 @@ export interface AppDeps {
   now?: () => number;
   /** @defaultValue ulid */
   newId?: () => string;
+  /** When set, every /api route requires `Authorization: Bearer <apiToken>`. */
+  apiToken?: string;
   /** Checks the database for /readyz. */
   dbHealthy: () => boolean;
 }

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { AppDeps } from "./app-deps";
+import { bearerAuth } from "./auth";
 import { ApiError } from "./errors";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
@@ -27,6 +28,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     return c.json(body, redis && db ? 200 : 503);
   });
 
+  if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));
   return app;

@@ -21,6 +21,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       repo: new RunRepository(database.db),
       queue,
       workspacesRoot: resolve(env.WORKSPACES_ROOT),
+      ...(env.API_TOKEN ? { apiToken: env.API_TOKEN } : {}),
       dbHealthy: () => {
         try {
           database.sqlite.prepare("select 1").get();

@@ -202,3 +202,24 @@ describe("runs API while Redis is unreachable", () => {
     }
   });
 });
+
+describe("runs API with API_TOKEN", () => {
+  it("answers 401 unauthorized without the bearer token and serves the API with it", async () => {
+    const { createApp } = await import("../src/app");
+    const h = apiHarness(inject("redisUrl"));
+    try {
+      const token = "a-token-of-some-length";
+      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, apiToken: token });
+      for (const auth of [undefined, "Bearer wrong", `Basic ${token}`, "Bearer "]) {
+        const res = await app.request("/api/runs", { headers: auth ? { authorization: auth } : {} });
+        expect(res.status, String(auth)).toBe(401);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+      }
+      const ok = await app.request("/api/runs", { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      expect((await app.request("/healthz")).status).toBe(200);
+    } finally {
+      await h.close();
+    }
+  });
+});

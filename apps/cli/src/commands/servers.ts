@@ -40,7 +40,7 @@ export async function devCommand(): Promise<void> {
       `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,
       "",
       "Submit a run from another terminal:",
-      `  npx looprun submit --task "say hello" --agent "echo hello > hello.txt" --test "test -f hello.txt" --watch`,
+      `  npx looprun submit --task "say hello" --agent "echo hello > hello.txt" --test "grep -q hello hello.txt" --watch`,
       "Press Ctrl-C to stop.",
       "",
     ].join("\n"),

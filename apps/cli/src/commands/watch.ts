@@ -52,8 +52,8 @@ export async function watchRun(client: ApiClient, id: string, out = process.stdo
     for (const e of items) {
       after = e.seq;
       const budget = e.data.budget as { elapsedMs?: number } | undefined;
-      const it = run.budget.maxIterations;
-      out.write(`[${clock(budget?.elapsedMs ?? 0)}] ${id} it ${run.iteration}/${it} · ${describe(e)}\n`);
+      const n = typeof e.data.iteration === "number" ? `${e.data.iteration}/${run.budget.maxIterations} ` : "";
+      out.write(`[${clock(budget?.elapsedMs ?? 0)}] ${n}${describe(e)}\n`);
     }
     if (TERMINAL.has(run.status) && items.length === 0) return run;
     await new Promise((r) => setTimeout(r, 400));

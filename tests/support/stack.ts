@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
 import { freePort } from "./redis-server";
 
 /** The repository root (tests/support/..). */
@@ -25,9 +26,15 @@ export interface WaitOptions {
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Thrown by a `waitFor` condition to stop waiting at once (the condition can no longer hold). */
+export class StopWaiting extends Error {
+  override readonly name = "StopWaiting";
+}
+
 /**
  * Polls `condition` until it returns a truthy value (which is returned), or throws when the
- * deadline passes. Errors thrown by `condition` count as "not yet" and the last one is reported.
+ * deadline passes. Errors thrown by `condition` count as "not yet" and the last one is reported,
+ * except `StopWaiting`, which ends the wait at once.
  */
 export async function waitFor<T>(
   condition: () => T | Promise<T>,
@@ -42,6 +49,7 @@ export async function waitFor<T>(
       if (value) return value as NonNullable<T>;
       last = value;
     } catch (error) {
+      if (error instanceof StopWaiting) throw error;
       last = error;
     }
     if (Date.now() >= deadline) {
@@ -179,7 +187,9 @@ export async function runCli(
   env: Record<string, string | undefined>,
   timeoutMs = 50_000,
 ): Promise<{ code: number | null; output: string }> {
-  const proc = spawnManaged(`looprun ${args[0]}`, process.execPath, [LOOPRUN_BIN, ...args], { env });
+  const proc = spawnManaged(`looprun ${args[0]}`, process.execPath, [LOOPRUN_BIN, ...args], {
+    env,
+  });
   const timer = setTimeout(() => proc.child.kill("SIGKILL"), timeoutMs);
   const { code } = await proc.exited;
   clearTimeout(timer);
@@ -197,6 +207,7 @@ export function tempDir(prefix = "looprun-e2e-"): string {
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
 export interface ApiResponse<T = any> {
   status: number;
   body: T;
@@ -212,6 +223,7 @@ export interface RequestOptions {
 }
 
 /** One HTTP request; the body is parsed as JSON when it is JSON. */
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
 export async function request<T = any>(
   baseUrl: string,
   method: string,
@@ -258,7 +270,13 @@ export interface Stack {
   apiProcess: ManagedProcess;
   /** Worker processes started so far (including exited ones). */
   workers: ManagedProcess[];
-  api<T = any>(method: string, path: string, body?: unknown, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
+  api<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts?: RequestOptions,
+  ): Promise<ApiResponse<T>>;
   /** Starts one more worker process. */
   startWorker(extraEnv?: Record<string, string>): ManagedProcess;
   /** SIGTERMs every running worker and waits for them to exit. */
@@ -308,7 +326,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     return proc;
   };
   const logs = () =>
-    all.map((p) => `--- ${p.name} (pid ${p.pid})${p.hasExited() ? " [exited]" : ""}\n${p.output()}`).join("\n");
+    all
+      .map((p) => `--- ${p.name} (pid ${p.pid})${p.hasExited() ? " [exited]" : ""}\n${p.output()}`)
+      .join("\n");
 
   const apiProcess = spawnLooprun("api", "api");
   const stack: Stack = {
@@ -347,7 +367,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 }
 
 /** Polls GET /healthz; fails at once if the process exits first. */
-export async function waitForHealthy(url: string, proc: ManagedProcess, timeoutMs = 30_000): Promise<void> {
+export async function waitForHealthy(
+  url: string,
+  proc: ManagedProcess,
+  timeoutMs = 30_000,
+): Promise<void> {
   await waitFor(
     async () => {
       if (proc.hasExited()) throw new Error(`${proc.name} exited: ${proc.output()}`);
@@ -403,16 +427,36 @@ export interface EventView {
   seq: number;
   type: string;
   at: string;
-  data: Record<string, any> & { budget: { elapsedMs: number; remainingIterations: number; reason?: string } };
+  data: Record<string, unknown> & {
+    budget: { elapsedMs: number; remainingIterations: number; reason?: string };
+  };
+}
+
+/** Events have gap-free `seq` from 1, a time, and the budget snapshot in their data. */
+export function expectWellFormedEvents(events: EventView[]): void {
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  for (const e of events) {
+    expect(e.data.budget, `budget of event ${e.seq} (${e.type})`).toMatchObject({
+      elapsedMs: expect.any(Number),
+      remainingIterations: expect.any(Number),
+    });
+    expect(Number.isNaN(Date.parse(e.at)), `time of event ${e.seq}`).toBe(false);
+  }
 }
 
 /** A command agent body with the given command (and no cooldown unless asked). */
-export function commandRun(command: string, rest: Record<string, unknown> = {}): Record<string, unknown> {
+export function commandRun(
+  command: string,
+  rest: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { task: "e2e task", agent: { type: "command", command }, cooldownMs: 0, ...rest };
 }
 
 /** POST /api/runs; asserts the 202 and returns its body. */
-export async function submit(stack: Stack, body: Record<string, unknown>): Promise<{ id: string; sessionId: string }> {
+export async function submit(
+  stack: Stack,
+  body: Record<string, unknown>,
+): Promise<{ id: string; sessionId: string }> {
   const res = await stack.api("POST", "/api/runs", body);
   if (res.status !== 202) {
     throw new Error(`POST /api/runs answered ${res.status}: ${JSON.stringify(res.body)}`);
@@ -437,7 +481,10 @@ export async function getEvents(stack: Stack, id: string): Promise<EventView[]> 
   const all: EventView[] = [];
   for (;;) {
     const after = all.at(-1)?.seq ?? 0;
-    const res = await stack.api<{ items: EventView[] }>("GET", `/api/runs/${id}/events?after=${after}`);
+    const res = await stack.api<{ items: EventView[] }>(
+      "GET",
+      `/api/runs/${id}/events?after=${after}`,
+    );
     if (res.status !== 200) throw new Error(`GET /api/runs/${id}/events answered ${res.status}`);
     if (res.body.items.length === 0) return all;
     all.push(...res.body.items);
@@ -453,17 +500,12 @@ export async function waitForRun(
 ): Promise<RunView> {
   let last: RunView | undefined;
   try {
-    return await waitFor(
-      async () => {
-        last = await getRun(stack, id);
-        return predicate(last) ? last : undefined;
-      },
-      opts,
-    );
+    return await waitFor(async () => {
+      last = await getRun(stack, id);
+      return predicate(last) ? last : undefined;
+    }, opts);
   } catch (error) {
-    throw new Error(
-      `${(error as Error).message}\nrun: ${JSON.stringify(last)}\n${stack.logs()}`,
-    );
+    throw new Error(`${(error as Error).message}\nrun: ${JSON.stringify(last)}\n${stack.logs()}`);
   }
 }
 
@@ -474,10 +516,23 @@ export function waitForStatus(
   statuses: readonly string[] = TERMINAL,
   opts: WaitOptions = {},
 ): Promise<RunView> {
-  return waitForRun(stack, id, (r) => statuses.includes(r.status), {
-    message: `run ${id} reaching ${statuses.join("|")}`,
-    ...opts,
-  });
+  return waitForRun(
+    stack,
+    id,
+    (r) => {
+      if (statuses.includes(r.status)) return true;
+      if ((TERMINAL as readonly string[]).includes(r.status)) {
+        throw new StopWaiting(
+          `run ${id} ended ${r.status} (${r.reason}: ${r.summary}), not ${statuses.join("|")}`,
+        );
+      }
+      return false;
+    },
+    {
+      message: `run ${id} reaching ${statuses.join("|")}`,
+      ...opts,
+    },
+  );
 }
 
 /** Waits until the run has an event of `type` and returns it. */

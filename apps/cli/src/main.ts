@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { fail } from "./lifecycle";
+import { mcpCommand } from "./commands/mcp";
 import { lsCommand, showCommand, stopCommand, submitCommand, watchCommand } from "./commands/runs";
 import { apiCommand, devCommand, workerCommand } from "./commands/servers";
 
@@ -42,5 +43,6 @@ program
   .action(lsCommand);
 program.command("show <id>").description("show a run and its iterations").action(showCommand);
 program.command("stop <id>").description("stop a run").action(stopCommand);
+program.addCommand(mcpCommand());
 
 program.parseAsync(process.argv).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));

@@ -26,6 +26,16 @@ export const WorkerEnv = z.object({
   AGENT_ENV_ALLOWLIST: list,
   /** Bytes of each command's output kept (the tail). */
   LOOPRUN_OUTPUT_CAP_BYTES: z.coerce.number().int().min(1024).default(65_536),
+  /** Enables the `mistral` agent. Never passed to commands, stored or logged. */
+  MISTRAL_API_KEY: z.string().min(1).optional(),
+  /** Any Mistral-compatible endpoint (e.g. a self-hosted model). */
+  MISTRAL_SERVER_URL: z.string().url().optional(),
+  /** The model of runs that name none. */
+  LOOPRUN_MISTRAL_MODEL: z.string().min(1).default("mistral-large-latest"),
+  /** Time for one LLM call, retries included. */
+  LOOPRUN_LLM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+  /** Longest wait between LLM retries (a Retry-After is honoured up to it). */
+  LOOPRUN_LLM_RETRY_MAX_MS: z.coerce.number().int().min(10).default(30_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;

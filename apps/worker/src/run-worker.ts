@@ -1,4 +1,4 @@
-import { type EngineResources, failRun, RUN_QUEUE, RunJob, runStep } from "@looprun/core";
+import { type EngineResources, failRun, MistralChatModel, RUN_QUEUE, RunJob, runStep } from "@looprun/core";
 import { openDatabase, SqliteRunStore } from "@looprun/db";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { Redis } from "ioredis";
@@ -27,6 +27,17 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     envAllowlist: env.AGENT_ENV_ALLOWLIST,
     outputCapBytes: env.LOOPRUN_OUTPUT_CAP_BYTES,
     stopPollMs: env.LOOPRUN_STOP_POLL_MS,
+    defaultModel: env.LOOPRUN_MISTRAL_MODEL,
+    ...(env.MISTRAL_API_KEY
+      ? {
+          llm: new MistralChatModel({
+            apiKey: env.MISTRAL_API_KEY,
+            ...(env.MISTRAL_SERVER_URL ? { serverURL: env.MISTRAL_SERVER_URL } : {}),
+            timeoutMs: env.LOOPRUN_LLM_TIMEOUT_MS,
+            retry: { maxIntervalMs: env.LOOPRUN_LLM_RETRY_MAX_MS },
+          }),
+        }
+      : {}),
   };
   const shutdown = new AbortController();
   const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
@@ -40,6 +51,13 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       case "cooldown":
       case "handed_back":
         await job.moveToDelayed(result.kind === "cooldown" ? result.until : Date.now(), token);
+        // A stop that came while the job was still active could not remove it (the API only
+        // removes jobs no worker holds): wake the job so the stop is not left to the cooldown.
+        if ((await store.getRun(runId))?.status === "stopping") {
+          await job.promote().catch(() => {
+            // Removed by the API meanwhile, or already waiting: nothing to wake.
+          });
+        }
         throw new DelayedError();
       case "finished":
         return { status: result.status, reason: result.reason };

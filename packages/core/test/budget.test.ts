@@ -1,4 +1,10 @@
-import { budgetSnapshot, budgetView, checkBudget, deadlineFor, type RunRecord } from "@looprun/core";
+import {
+  budgetSnapshot,
+  budgetView,
+  checkBudget,
+  deadlineFor,
+  type RunRecord,
+} from "@looprun/core";
 import { describe, expect, it } from "vitest";
 import { makeRun } from "./support";
 
@@ -48,7 +54,10 @@ describe("checkBudget", () => {
 
   it("is exhausted by tokens only when a token budget is set", () => {
     const limited = started({ maxTokens: 1000 });
-    const used = (run: RunRecord, tokens: number) => ({ ...run, metrics: { ...run.metrics, tokens } });
+    const used = (run: RunRecord, tokens: number) => ({
+      ...run,
+      metrics: { ...run.metrics, tokens },
+    });
     expect(checkBudget(used(limited, 999), T0)).toEqual({ kind: "ok" });
     expect(checkBudget(used(limited, 1000), T0)).toEqual({
       kind: "exhausted",

@@ -99,7 +99,11 @@ describe("runStep", () => {
     const [it1, it2, it3] = its;
     expect(it1?.agent).toMatchObject({ exitCode: 0, output: "fixed a\n" });
     expect(it1?.validation).toEqual([
-      expect.objectContaining({ command: CHECK, exitCode: 1, output: "CHECK-FAILED missing: b c\n" }),
+      expect.objectContaining({
+        command: CHECK,
+        exitCode: 1,
+        output: "CHECK-FAILED missing: b c\n",
+      }),
     ]);
     expect(it1?.feedback).toContain("CHECK-FAILED missing: b c");
     expect(it3?.validation[0]).toMatchObject({ exitCode: 0, output: "all-good\n" });
@@ -145,9 +149,11 @@ describe("runStep", () => {
       "run_finished",
     ]);
     expectEventInvariants(events);
-    expect(events.filter((e) => e.type === "cooldown_started").map((e) => e.data.budget.remainingIterations)).toEqual(
-      [4, 3],
-    );
+    expect(
+      events
+        .filter((e) => e.type === "cooldown_started")
+        .map((e) => e.data.budget.remainingIterations),
+    ).toEqual([4, 3]);
     expect(events.at(-1)?.data).toMatchObject({
       status: "succeeded",
       reason: "success",
@@ -156,7 +162,11 @@ describe("runStep", () => {
   });
 
   it("runs every iteration in one step when cooldownMs is 0", async () => {
-    const run = seed({ agent: { type: "command", command: FIXER }, testCommand: CHECK, cooldownMs: 0 });
+    const run = seed({
+      agent: { type: "command", command: FIXER },
+      testCommand: CHECK,
+      cooldownMs: 0,
+    });
     const result = await runStep(resources(store), run.id);
     expect(result).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
     expect(store.iterationsOf(run.id)).toHaveLength(3);
@@ -182,7 +192,11 @@ describe("runStep", () => {
   });
 
   it("ends with max_iterations when the iterations run out", async () => {
-    const run = seed({ testCommand: "echo still-failing; exit 1", maxIterations: 2, cooldownMs: 0 });
+    const run = seed({
+      testCommand: "echo still-failing; exit 1",
+      maxIterations: 2,
+      cooldownMs: 0,
+    });
     const result = await runStep(resources(store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_iterations" });
     const final = (await store.getRun(run.id))!;
@@ -237,7 +251,11 @@ describe("runStep", () => {
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
     for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
     const final = (await store.getRun(run.id))!;
-    expect(final).toMatchObject({ status: "failed", reason: "max_minutes", summary: "failed_budget_exhausted" });
+    expect(final).toMatchObject({
+      status: "failed",
+      reason: "max_minutes",
+      summary: "failed_budget_exhausted",
+    });
     const [it1, ...rest] = store.iterationsOf(run.id);
     expect(rest).toEqual([]);
     expect(it1).toMatchObject({ status: "failed", outcome: "budget_exhausted" });
@@ -288,9 +306,16 @@ describe("runStep", () => {
     const { deadlineAt } = (await store.getRun(run.id))!;
     await waitFor(() => Date.now() > deadlineAt!, "the deadline");
     const before = store.eventsOf(run.id).length;
-    expect(await runStep(res, run.id)).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
+    expect(await runStep(res, run.id)).toEqual({
+      kind: "finished",
+      status: "failed",
+      reason: "max_minutes",
+    });
     expect(store.iterationsOf(run.id)).toHaveLength(1);
-    expect(types(store.eventsOf(run.id).slice(before))).toEqual(["budget_exhausted", "run_finished"]);
+    expect(types(store.eventsOf(run.id).slice(before))).toEqual([
+      "budget_exhausted",
+      "run_finished",
+    ]);
   });
 
   it("ends with consecutive_failures after three failed agent phases", async () => {
@@ -369,7 +394,8 @@ describe("runStep", () => {
     const run = seed({
       agent: {
         type: "command",
-        command: 'if [ "$LOOPRUN_ITERATION" = 2 ]; then echo "<promise>DONE</promise>"; else echo "<promise>NOT YET</promise>"; fi',
+        command:
+          'if [ "$LOOPRUN_ITERATION" = 2 ]; then echo "<promise>DONE</promise>"; else echo "<promise>NOT YET</promise>"; fi',
       },
       testCommand: "true",
       completionPromise: "DONE",
@@ -416,7 +442,12 @@ describe("runStep", () => {
     const run = seed({ testCommand: "true" });
     store.runs.get(run.id)!.status = "stopping";
     const claimed = (await store.claimRun(run.id))!;
-    const after = await store.commit(run.id, claimed.run.epoch, { run: { status: "running" } }, Date.now());
+    const after = await store.commit(
+      run.id,
+      claimed.run.epoch,
+      { run: { status: "running" } },
+      Date.now(),
+    );
     expect(after.status).toBe("stopping");
     // The next step ends it without running anything.
     expect(await runStep(resources(store), run.id)).toEqual({
@@ -447,7 +478,9 @@ describe("runStep", () => {
     const handedBack = (await store.getRun(run.id))!;
     expect(handedBack.status).toBe("running");
     expect(handedBack.metrics.iterations).toBe(0);
-    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([[1, 1, "abandoned"]]);
+    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
+      [1, 1, "abandoned"],
+    ]);
     const eventsBefore = store.eventsOf(run.id).length;
 
     const resumed = await runStep(resources(store), run.id);
@@ -470,7 +503,9 @@ describe("runStep", () => {
       "run_finished",
     ]);
     expect(events[eventsBefore]?.data).toMatchObject({ iteration: 1, abandonedAttempt: 1 });
-    expect(events.find((e) => e.type === "iteration_started" && e.data.attempt === 2)?.data).toMatchObject({
+    expect(
+      events.find((e) => e.type === "iteration_started" && e.data.attempt === 2)?.data,
+    ).toMatchObject({
       iteration: 1,
     });
     expect(types(events).filter((t) => t === "run_started")).toHaveLength(1);
@@ -485,7 +520,12 @@ describe("runStep", () => {
       run.id,
       claimed.run.epoch,
       {
-        run: { status: "running", startedAt: Date.now(), deadlineAt: Date.now() + 60_000, iteration: 1 },
+        run: {
+          status: "running",
+          startedAt: Date.now(),
+          deadlineAt: Date.now() + 60_000,
+          iteration: 1,
+        },
         insertIteration: {
           runId: run.id,
           n: 1,
@@ -561,7 +601,9 @@ describe("MemoryRunStore fencing", () => {
         first.run.epoch,
         {
           run: { progress: "stale" },
-          events: [{ type: "run_started", data: { budget: { elapsedMs: 0, remainingIterations: 6 } } }],
+          events: [
+            { type: "run_started", data: { budget: { elapsedMs: 0, remainingIterations: 6 } } },
+          ],
         },
         Date.now(),
       ),

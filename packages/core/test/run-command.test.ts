@@ -115,7 +115,10 @@ describe("runCommand", () => {
       signal: controller.signal,
       onSpawn: (pid) => spawned.push(pid),
     });
-    await waitFor(() => existsSync(join(dir, "pids")) && readPids(join(dir, "pids")).length === 2, "pids");
+    await waitFor(
+      () => existsSync(join(dir, "pids")) && readPids(join(dir, "pids")).length === 2,
+      "pids",
+    );
     controller.abort();
     const result = await pending;
     expect(result.aborted).toBe(true);
@@ -270,7 +273,11 @@ describe("command agent", () => {
   it("gets the prompt on stdin and in $LOOPRUN_PROMPT_FILE, which is removed afterwards", async () => {
     const prompt = "# Task\n\nDo the thing.\n";
     const result = await runCommandAgent({
-      spec: { type: "command", command: 'cat > stdin.txt; cp "$LOOPRUN_PROMPT_FILE" file.txt; echo "$LOOPRUN_PROMPT_FILE"', timeoutMs: 10_000 },
+      spec: {
+        type: "command",
+        command: 'cat > stdin.txt; cp "$LOOPRUN_PROMPT_FILE" file.txt; echo "$LOOPRUN_PROMPT_FILE"',
+        timeoutMs: 10_000,
+      },
       prompt,
       workspace: dir,
       env: ENV,
@@ -305,7 +312,9 @@ describe("hasCompletionPromise", () => {
   it("finds the exact promise text in a tag", () => {
     expect(hasCompletionPromise("work done\n<promise>DONE</promise>\n", "DONE")).toBe(true);
     expect(hasCompletionPromise("<promise> DONE </promise>", "DONE")).toBe(true);
-    expect(hasCompletionPromise("<promise>NOT</promise> <promise>DONE</promise>", "DONE")).toBe(true);
+    expect(hasCompletionPromise("<promise>NOT</promise> <promise>DONE</promise>", "DONE")).toBe(
+      true,
+    );
   });
 
   it("does not accept other text, a bare word or an unclosed tag", () => {

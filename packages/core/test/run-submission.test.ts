@@ -9,7 +9,9 @@ function parse(body: Record<string, unknown>) {
 
 describe("RunSubmission + normalizeSubmission", () => {
   it("applies the defaults", () => {
-    const spec = normalizeSubmission(RunSubmission.parse({ task: "fix it", agent, testCommand: "npm test" }));
+    const spec = normalizeSubmission(
+      RunSubmission.parse({ task: "fix it", agent, testCommand: "npm test" }),
+    );
     expect(spec).toEqual({
       task: "fix it",
       requirements: null,
@@ -39,7 +41,9 @@ describe("RunSubmission + normalizeSubmission", () => {
   });
 
   it("accepts maxAttempts as a legacy alias of maxIterations", () => {
-    const spec = normalizeSubmission(RunSubmission.parse({ task: "t", agent, testCommand: "x", maxAttempts: 3 }));
+    const spec = normalizeSubmission(
+      RunSubmission.parse({ task: "t", agent, testCommand: "x", maxAttempts: 3 }),
+    );
     expect(spec.maxIterations).toBe(3);
   });
 
@@ -61,7 +65,12 @@ describe("RunSubmission + normalizeSubmission", () => {
         cooldownMs: 0,
       }),
     );
-    expect(spec).toMatchObject({ maxMinutes: 0.5, maxTokens: 1000, cooldownMs: 0, completionPromise: "DONE" });
+    expect(spec).toMatchObject({
+      maxMinutes: 0.5,
+      maxTokens: 1000,
+      cooldownMs: 0,
+      completionPromise: "DONE",
+    });
     expect(spec.validationCommands).toEqual([]);
   });
 
@@ -103,7 +112,11 @@ describe("RunSubmission + normalizeSubmission", () => {
   });
 
   it("refuses an unknown agent type, naming agent.type", () => {
-    const result = parse({ task: "t", agent: { type: "telepathy", command: "x" }, testCommand: "x" });
+    const result = parse({
+      task: "t",
+      agent: { type: "telepathy", command: "x" },
+      testCommand: "x",
+    });
     expect(result.success).toBe(false);
     expect(result.error?.issues.map((i) => i.path)).toContainEqual(["agent", "type"]);
   });
@@ -129,7 +142,9 @@ describe("RunSubmission + normalizeSubmission", () => {
   });
 
   it("trims the task and commands", () => {
-    const spec = normalizeSubmission(RunSubmission.parse({ task: "  t  ", agent, testCommand: " npm test " }));
+    const spec = normalizeSubmission(
+      RunSubmission.parse({ task: "  t  ", agent, testCommand: " npm test " }),
+    );
     expect(spec.task).toBe("t");
     expect(spec.validationCommands).toEqual(["npm test"]);
   });

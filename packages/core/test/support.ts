@@ -34,7 +34,13 @@ export function isAlive(pid: number): boolean {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // "pid (comm) S ..." — comm may contain spaces or parentheses: the state follows the last ")".
     const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
+    const alive = state !== "Z" && state !== "X";
+    if (alive) {
+      let cmd = "";
+      try { cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch {}
+      console.error("DIAG alive", pid, JSON.stringify(stat), JSON.stringify(cmd));
+    }
+    return alive;
   } catch {
     return false;
   }
@@ -92,6 +98,7 @@ export function makeRun(
     consecutiveFailures: 0,
     epoch: 0,
     latestReviewId: null,
+    plan: null,
     createdAt: opts.createdAt ?? Date.now(),
     startedAt: null,
     finishedAt: null,
@@ -101,10 +108,7 @@ export function makeRun(
 
 export const silentLogger = { info() {}, warn() {}, error() {} };
 
-export function resources(
-  store: RunStore,
-  extra: Partial<EngineResources> = {},
-): EngineResources {
+export function resources(store: RunStore, extra: Partial<EngineResources> = {}): EngineResources {
   return {
     store,
     logger: silentLogger,

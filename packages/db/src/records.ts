@@ -32,6 +32,7 @@ export function toRunRecord(row: RunRow): RunRecord {
     consecutiveFailures: row.consecutiveFailures,
     epoch: row.epoch,
     latestReviewId: row.latestReviewId,
+    plan: row.plan ?? null,
     createdAt: row.createdAt,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,

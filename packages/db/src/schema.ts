@@ -1,4 +1,4 @@
-import type { AgentResult, RunMetrics, RunSpec, ValidationResult } from "@looprun/core";
+import type { AgentResult, Plan, RunMetrics, RunSpec, ValidationResult } from "@looprun/core";
 import { sql } from "drizzle-orm";
 import {
   index,
@@ -35,6 +35,7 @@ export const runs = sqliteTable(
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     epoch: integer("epoch").notNull().default(0),
     latestReviewId: text("latest_review_id"),
+    plan: text("plan", { mode: "json" }).$type<Plan>(),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
@@ -102,7 +103,10 @@ export const toolCalls = sqliteTable(
     durationMs: integer("duration_ms").notNull(),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.seq] }),
+    index("tool_calls_failures_idx").on(t.runId, t.isError),
+  ],
 );
 
 export const reviewArtifacts = sqliteTable(

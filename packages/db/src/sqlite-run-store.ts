@@ -7,11 +7,14 @@ import {
   type RunRecord,
   type RunStore,
 } from "@looprun/core";
-import { and, desc, eq, inArray } from "drizzle-orm";
+import type { SessionRunSummary, ToolFailure } from "@looprun/core";
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { toIterationRecord, toRunRecord } from "./records";
-import { iterations, runs } from "./schema";
+import { iterations, runs, toolCalls } from "./schema";
+
+const FILE_WRITERS = ["write_file", "edit_file"];
 
 /** The engine's RunStore on SQLite: every call is one `BEGIN IMMEDIATE` transaction. */
 export class SqliteRunStore implements RunStore {
@@ -86,11 +89,61 @@ export class SqliteRunStore implements RunStore {
             )
             .run();
         }
+        if (m.toolCalls && m.toolCalls.length > 0) {
+          const last = tx
+            .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)` })
+            .from(toolCalls)
+            .where(eq(toolCalls.runId, runId))
+            .get();
+          let seq = last?.seq ?? 0;
+          tx.insert(toolCalls)
+            .values(m.toolCalls.map((c) => ({ ...c, args: c.args ?? null, runId, seq: ++seq, createdAt: now })))
+            .run();
+        }
         appendEvents(tx, runId, m.events ?? [], now);
         return toRunRecord(result);
       },
       { behavior: "immediate" },
     );
+  }
+
+  async sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]> {
+    const earlier = this.db
+      .select()
+      .from(runs)
+      .where(and(eq(runs.sessionId, sessionId), lt(runs.id, runId)))
+      .orderBy(desc(runs.id))
+      .limit(limit)
+      .all();
+    return earlier.map((r) => {
+      const writes = this.db
+        .select({ args: toolCalls.args })
+        .from(toolCalls)
+        .where(and(eq(toolCalls.runId, r.id), eq(toolCalls.isError, false), inArray(toolCalls.tool, FILE_WRITERS)))
+        .all();
+      const files = writes
+        .map((w) => (w.args as { path?: unknown } | null)?.path)
+        .filter((p): p is string => typeof p === "string");
+      return {
+        runId: r.id,
+        task: r.task,
+        status: r.status,
+        reason: r.reason,
+        summary: r.summary,
+        filesTouched: [...new Set(files)],
+      };
+    });
+  }
+
+  async toolFailures(runId: string, limit: number): Promise<ToolFailure[]> {
+    const rows = this.db
+      .select()
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, runId), eq(toolCalls.isError, true)))
+      .orderBy(desc(toolCalls.seq))
+      .limit(limit)
+      .all();
+    return rows.reverse().map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -42,7 +42,9 @@ describe("openDatabase", () => {
           "tool_calls",
         ]),
       );
-      const applied = database.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as {
+      const applied = database.sqlite
+        .prepare("select count(*) as n from __drizzle_migrations")
+        .get() as {
         n: number;
       };
       expect(applied.n).toBe(journal.entries.length);
@@ -70,7 +72,9 @@ describe("openDatabase", () => {
     openDatabase(path).close();
     const again = openDatabase(path);
     try {
-      const applied = again.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as {
+      const applied = again.sqlite
+        .prepare("select count(*) as n from __drizzle_migrations")
+        .get() as {
         n: number;
       };
       expect(applied.n).toBe(journal.entries.length);
@@ -84,13 +88,19 @@ describe("openDatabase", () => {
     try {
       const { sqlite } = database;
       const index = sqlite
-        .prepare("select sql from sqlite_master where type = 'index' and name = 'runs_one_active_per_session'")
+        .prepare(
+          "select sql from sqlite_master where type = 'index' and name = 'runs_one_active_per_session'",
+        )
         .get() as { sql: string } | undefined;
       expect(index?.sql).toMatch(/CREATE UNIQUE INDEX/i);
-      expect(index?.sql).toMatch(/WHERE status in \('queued', 'running', 'awaiting_approval', 'stopping'\)/);
+      expect(index?.sql).toMatch(
+        /WHERE status in \('queued', 'running', 'awaiting_approval', 'stopping'\)/,
+      );
 
       // The index itself (not the repository's code) refuses a second active run.
-      sqlite.prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)").run();
+      sqlite
+        .prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)")
+        .run();
       const insert = sqlite.prepare(
         "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values (?, 's', 't', '{}', '/w', ?, '{}', 0)",
       );
@@ -119,13 +129,19 @@ describe("openDatabase", () => {
           )
           .run(),
       ).toThrow(/FOREIGN KEY constraint failed/);
-      sqlite.prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)").run();
+      sqlite
+        .prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)")
+        .run();
       sqlite
         .prepare(
           "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r', 's', 't', '{}', '/w', 'queued', '{}', 0)",
         )
         .run();
-      sqlite.prepare("insert into events (run_id, seq, type, at, data) values ('r', 1, 'run_queued', 0, '{}')").run();
+      sqlite
+        .prepare(
+          "insert into events (run_id, seq, type, at, data) values ('r', 1, 'run_queued', 0, '{}')",
+        )
+        .run();
       sqlite.prepare("delete from runs where id = 'r'").run();
       expect(sqlite.prepare("select count(*) as n from events").get()).toEqual({ n: 0 });
     } finally {
@@ -143,7 +159,9 @@ describe("openDatabase", () => {
     for (const result of results) expect(workerOutput(result)).toEqual({ ok: true });
     const database = openDatabase(path);
     try {
-      const applied = database.sqlite.prepare("select count(*) as n from __drizzle_migrations").get() as {
+      const applied = database.sqlite
+        .prepare("select count(*) as n from __drizzle_migrations")
+        .get() as {
         n: number;
       };
       expect(applied.n).toBe(journal.entries.length);

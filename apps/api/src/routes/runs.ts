@@ -38,6 +38,8 @@ export function runRoutes(deps: AppDeps): Hono {
   app.post("/", async (c) => {
     const body = await parseBody(c, RunSubmission);
     const spec = normalizeSubmission(body);
+    // Before the workspace is created: a refused submission leaves nothing behind.
+    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const sessionId = body.sessionId ?? newId();
     const session = body.sessionId ? deps.repo.getSession(body.sessionId) : null;
     // A session keeps its workspace unless a run names another one.
@@ -46,7 +48,6 @@ export function runRoutes(deps: AppDeps): Hono {
       workspaceName === null
         ? (session?.session.workspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
         : prepareWorkspace(deps.workspacesRoot, workspaceName);
-    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     let run: ReturnType<typeof deps.repo.createRun>;
     try {
       run = deps.repo.createRun({

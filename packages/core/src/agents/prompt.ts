@@ -1,14 +1,24 @@
 import type { RunSpec } from "../domain/run-spec";
+import {
+  renderSessionHistory,
+  renderToolFailures,
+  type SessionRunSummary,
+  type ToolFailure,
+} from "./session-context";
 
 export interface PromptInput {
   spec: RunSpec;
   iteration: number;
   /** What the previous iteration found wrong, if any. */
   feedback: string | null;
+  /** Earlier runs of the same session, newest first. */
+  history?: readonly SessionRunSummary[];
+  /** Tool calls of this run that failed, so they are not repeated. */
+  toolFailures?: readonly ToolFailure[];
 }
 
 /** The text an agent receives: the task, its requirements and the previous feedback. */
-export function buildPrompt({ spec, iteration, feedback }: PromptInput): string {
+export function buildPrompt({ spec, iteration, feedback, history = [], toolFailures = [] }: PromptInput): string {
   const parts = [`# Task\n\n${spec.task}`];
   if (spec.requirements) parts.push(`# Requirements\n\n${spec.requirements}`);
   if (spec.filePaths.length > 0) {
@@ -21,9 +31,15 @@ export function buildPrompt({ spec, iteration, feedback }: PromptInput): string 
     );
   }
   if (gates.length > 0) parts.push(`# Done when\n\n${gates.join("\n")}`);
+  if (history.length > 0) {
+    parts.push(`# Earlier runs in this session (newest first)\n\n${renderSessionHistory(history)}`);
+  }
   parts.push(`# Iteration\n\nThis is iteration ${iteration} of at most ${spec.maxIterations}.`);
   if (feedback) {
     parts.push(`# Feedback from the previous iteration\n\n${feedback}`);
+  }
+  if (toolFailures.length > 0) {
+    parts.push(`# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`);
   }
   return `${parts.join("\n\n")}\n`;
 }

@@ -27,8 +27,38 @@ export const CommandAgentSpec = z.strictObject({
 });
 export type CommandAgentSpec = z.infer<typeof CommandAgentSpec>;
 
-export const AgentSpec = z.discriminatedUnion("type", [CommandAgentSpec]);
+export const MistralAgentSpec = z.strictObject({
+  type: z.literal("mistral"),
+  /** @defaultValue the worker's LOOPRUN_MISTRAL_MODEL (mistral-large-latest) */
+  model: z.string().trim().min(1).max(200).optional(),
+  /** Plan first (a JSON plan of steps, tracked and re-planned when a step keeps failing). */
+  plan: z.boolean().default(false),
+  /** @defaultValue 40 — tool calls per iteration */
+  maxToolCalls: z.number().int().min(1).max(1000).default(40),
+  temperature: z.number().min(0).max(2).optional(),
+});
+export type MistralAgentSpec = z.infer<typeof MistralAgentSpec>;
+
+export const AgentSpec = z.discriminatedUnion("type", [CommandAgentSpec, MistralAgentSpec]);
 export type AgentSpec = z.infer<typeof AgentSpec>;
+
+const serverName = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, "must match [A-Za-z0-9_-]{1,32}");
+
+/** An MCP server a run adds to the mistral agent's tools: a stdio command or a Streamable HTTP url. */
+export const McpServerSpec = z.union([
+  z.strictObject({
+    name: serverName,
+    command: z.string().min(1).max(SPEC_LIMITS.command),
+    args: z.array(z.string().max(SPEC_LIMITS.command)).max(SPEC_LIMITS.listItems).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+  }),
+  z.strictObject({
+    name: serverName,
+    url: z.url({ protocol: /^https?$/ }),
+    headers: z.record(z.string(), z.string()).default({}),
+  }),
+]);
+export type McpServerSpec = z.infer<typeof McpServerSpec>;
 
 export const ReviewSpec = z.discriminatedUnion("type", [z.strictObject({ type: z.literal("none") })]);
 export type ReviewSpec = z.infer<typeof ReviewSpec>;
@@ -53,6 +83,12 @@ export const RunSubmission = z
     completionPromise: z.string().trim().min(1).max(200).optional(),
     agent: AgentSpec,
     review: ReviewSpec.optional(),
+    mcpServers: z
+      .array(McpServerSpec)
+      .max(10)
+      .refine((list) => new Set(list.map((s) => s.name)).size === list.length, "server names must be unique")
+      .refine((list) => list.every((s) => s.name !== "workspace"), '"workspace" is the built-in server')
+      .optional(),
     maxIterations: z.number().int().min(1).max(1000).optional(),
     maxAttempts: z.number().int().min(1).max(1000).optional(),
     maxMinutes: z
@@ -95,6 +131,7 @@ export interface RunSpec {
   validationTimeoutMs: number;
   completionPromise: string | null;
   agent: AgentSpec;
+  mcpServers: McpServerSpec[];
   review: ReviewSpec;
   maxIterations: number;
   maxMinutes: number;
@@ -122,6 +159,7 @@ export function normalizeSubmission(body: RunSubmission): RunSpec {
     validationTimeoutMs: body.validationTimeoutMs ?? SPEC_DEFAULTS.validationTimeoutMs,
     completionPromise: body.completionPromise ?? null,
     agent: body.agent,
+    mcpServers: body.mcpServers ?? [],
     review: body.review ?? { type: "none" },
     maxIterations: body.maxIterations ?? body.maxAttempts ?? SPEC_DEFAULTS.maxIterations,
     maxMinutes: body.maxMinutes ?? SPEC_DEFAULTS.maxMinutes,

@@ -1,3 +1,4 @@
+import type { Plan } from "./plan";
 import type { RunSpec } from "./run-spec";
 
 export const RUN_STATUSES = [
@@ -68,6 +69,8 @@ export interface RunRecord {
   /** Fencing token: increases on every claim; writes carry the epoch they were claimed with. */
   epoch: number;
   latestReviewId: string | null;
+  /** The mistral agent's plan, when it plans. */
+  plan: Plan | null;
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -113,6 +116,17 @@ export interface IterationRecord {
   feedback: string | null;
   startedAt: number;
   finishedAt: number | null;
+}
+
+/** A tool call as the engine records it; the store numbers it (`seq`, per run). */
+export interface NewToolCall {
+  iteration: number;
+  server: string;
+  tool: string;
+  args: unknown;
+  isError: boolean;
+  result: string;
+  durationMs: number;
 }
 
 export interface SessionRecord {

@@ -1,4 +1,4 @@
-import { hasCompletionPromise, runCommandAgent } from "../agents/command-agent";
+import { hasCompletionPromise } from "../agents/command-agent";
 import { buildPrompt } from "../agents/prompt";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
@@ -7,10 +7,12 @@ import { runValidation, validationFeedback } from "../validation/validation-runn
 import { decideIteration, type IterationDecision } from "./decide";
 import type { EngineResources, StepOptions } from "./resources";
 import type { RunContext } from "./run-context";
+import { runAgentPhase } from "./agent-phase";
 import { type Interruption, watchInterruptions } from "./interruptions";
 
 export type IterationResult =
   | { kind: "decided"; decision: IterationDecision; agent: AgentResult; validation: ValidationResult[] }
+  | { kind: "phase_failed"; phase: string; error: string; agent: AgentResult; validation: ValidationResult[] }
   | { kind: "interrupted"; why: Interruption; agent: AgentResult | null; validation: ValidationResult[] };
 
 /** Runs the agent, then the validation commands, and decides; writes as it goes. */
@@ -22,6 +24,10 @@ export async function runIteration(
   opts: StepOptions,
 ): Promise<IterationResult> {
   const { spec } = ctx.run;
+  const [history, failures] = await Promise.all([
+    res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
+    res.store.toolFailures(ctx.run.id, 20),
+  ]);
   const startedAt = ctx.now();
   const record: IterationRecord = {
     runId: ctx.run.id,
@@ -29,7 +35,13 @@ export async function runIteration(
     attempt,
     status: "running",
     outcome: null,
-    prompt: buildPrompt({ spec, iteration: n, feedback: ctx.lastDecided?.feedback ?? null }),
+    prompt: buildPrompt({
+      spec,
+      iteration: n,
+      feedback: ctx.lastDecided?.feedback ?? null,
+      history,
+      toolFailures: failures,
+    }),
     agent: null,
     validation: [],
     reviewId: null,
@@ -37,12 +49,13 @@ export async function runIteration(
     startedAt,
     finishedAt: null,
   };
-  const agentCommand = spec.agent.command;
+  const agentLabel =
+    spec.agent.type === "command" ? spec.agent.command : `mistral ${spec.agent.model ?? res.defaultModel ?? ""}`.trim();
   await ctx.commit(
-    { iteration: n, progress: `iteration ${n}/${spec.maxIterations}: running agent: ${agentCommand}` },
+    { iteration: n, progress: `iteration ${n}/${spec.maxIterations}: running agent: ${agentLabel}` },
     [
       ["iteration_started", { iteration: n, attempt }],
-      ["agent_started", { iteration: n, type: spec.agent.type, command: agentCommand }],
+      ["agent_started", { iteration: n, type: spec.agent.type, agent: agentLabel }],
     ],
     { insertIteration: record },
   );
@@ -59,12 +72,11 @@ export async function runIteration(
     const outputCapBytes = res.outputCapBytes ?? 65_536;
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
 
-    const result = await runCommandAgent({
-      spec: spec.agent,
+    const result = await runAgentPhase(res, ctx, {
+      n,
       prompt: record.prompt,
-      workspace: ctx.run.workspace,
       env,
-      timeoutMs: Math.max(1, left()),
+      msLeft: left,
       outputCapBytes,
       signal: watch.signal,
     });
@@ -75,6 +87,7 @@ export async function runIteration(
     };
     const afterAgent = watch.interruption(left());
     if (afterAgent) return { kind: "interrupted", why: afterAgent, agent, validation: [] };
+    if (result.phaseFailed) return { kind: "phase_failed", ...result.phaseFailed, agent, validation: [] };
 
     const total = spec.validationCommands.length;
     await ctx.commit(

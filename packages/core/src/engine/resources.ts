@@ -1,3 +1,4 @@
+import type { ChatModel } from "../llm/chat-model";
 import type { RunStore } from "./run-store";
 
 export interface EngineLogger {
@@ -18,6 +19,12 @@ export interface EngineResources {
   envAllowlist: readonly string[];
   /** @defaultValue 65536 — bytes of output kept per command */
   outputCapBytes?: number;
+  /** The LLM of `mistral` agents; without it they fail with a clear error. */
+  llm?: ChatModel;
+  /** @defaultValue "mistral-large-latest" — for runs that name no model */
+  defaultModel?: string;
+  /** @defaultValue 120000 — timeout of one MCP tool call */
+  toolTimeoutMs?: number;
   /** @defaultValue 500 — how often a running iteration checks for a stop request or a lost lease */
   stopPollMs?: number;
 }

@@ -24,7 +24,7 @@ export class RunContext {
   async commit(
     patch: RunPatch,
     events: EventSpec[] = [],
-    iteration: Pick<RunMutation, "insertIteration" | "updateIteration"> = {},
+    iteration: Pick<RunMutation, "insertIteration" | "updateIteration" | "toolCalls"> = {},
   ): Promise<RunRecord> {
     const now = this.now();
     // Snapshots describe the run as it is after this write.

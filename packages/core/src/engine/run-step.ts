@@ -173,6 +173,16 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
     }
   }
 
+  if (result.kind === "phase_failed") {
+    // Never read as success: the remaining phases are skipped and the run fails.
+    await ctx.finish("failed", "error", `phase_failed: ${result.phase}: ${result.error}`.slice(0, 2000), {
+      patch: { metrics },
+      events: [["phase_failed", { iteration: n, phase: result.phase, error: result.error, skipped: ["validation", "review"] }]],
+      iteration: { status: "failed", outcome: "error", agent: result.agent },
+    });
+    return finished(ctx);
+  }
+
   const { decision } = result;
   const feedback = decision.kind === "complete" ? null : decision.feedback;
   const iterationPatch = {

@@ -1,6 +1,9 @@
+import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import type { NewEvent } from "../domain/events";
+import type { Plan } from "../domain/plan";
 import type {
   IterationRecord,
+  NewToolCall,
   RunMetrics,
   RunReason,
   RunRecord,
@@ -16,6 +19,7 @@ export interface RunPatch {
   metrics?: RunMetrics;
   consecutiveFailures?: number;
   latestReviewId?: string | null;
+  plan?: Plan | null;
   startedAt?: number;
   finishedAt?: number;
   deadlineAt?: number;
@@ -35,6 +39,8 @@ export interface RunMutation {
   updateIteration?: { n: number; attempt: number; patch: IterationPatch };
   /** Appended in order; the store assigns gap-free `seq` numbers and `at`. */
   events?: NewEvent[];
+  /** Appended in order; the store numbers them per run. */
+  toolCalls?: NewToolCall[];
 }
 
 export interface ClaimedRun {
@@ -61,6 +67,10 @@ export interface RunStore {
    */
   commit(runId: string, epoch: number, mutation: RunMutation, now: number): Promise<RunRecord>;
   getRun(runId: string): Promise<RunRecord | null>;
+  /** The session's runs created before `runId`, newest first. */
+  sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]>;
+  /** The run's failed tool calls, oldest first (the latest `limit`). */
+  toolFailures(runId: string, limit: number): Promise<ToolFailure[]>;
 }
 
 /** The rule every store applies when a patch sets a status. */

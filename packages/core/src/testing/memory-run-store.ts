@@ -1,13 +1,17 @@
+import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import type { EventRecord } from "../domain/events";
-import type { IterationRecord, RunRecord } from "../domain/run";
+import type { IterationRecord, NewToolCall, RunRecord } from "../domain/run";
 import { type ClaimedRun, mergeStatus, type RunMutation, type RunStore } from "../engine/run-store";
 import { LeaseLostError } from "../util/errors";
+
+const FILE_WRITERS = new Set(["write_file", "edit_file"]);
 
 /** A RunStore in memory, for the engine's unit tests. Same semantics as the SQLite store. */
 export class MemoryRunStore implements RunStore {
   readonly runs = new Map<string, RunRecord>();
   readonly iterations: IterationRecord[] = [];
   readonly events: EventRecord[] = [];
+  readonly toolCalls: (NewToolCall & { runId: string; seq: number })[] = [];
 
   add(run: RunRecord): void {
     this.runs.set(run.id, structuredClone(run));
@@ -55,12 +59,45 @@ export class MemoryRunStore implements RunStore {
       const it = this.iterations.find((i) => i.runId === runId && i.n === n && i.attempt === attempt);
       if (it) Object.assign(it, structuredClone(patch));
     }
+    let callSeq = this.toolCalls.filter((c) => c.runId === runId).length;
+    for (const call of m.toolCalls ?? []) {
+      callSeq += 1;
+      this.toolCalls.push({ ...structuredClone(call), runId, seq: callSeq });
+    }
     let seq = this.eventsOf(runId).length;
     for (const e of m.events ?? []) {
       seq += 1;
       this.events.push({ runId, seq, at: now, type: e.type, data: structuredClone(e.data) });
     }
     return structuredClone(run);
+  }
+
+  async sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]> {
+    return [...this.runs.values()]
+      .filter((r) => r.sessionId === sessionId && r.id < runId)
+      .sort((a, b) => (a.id < b.id ? 1 : -1))
+      .slice(0, limit)
+      .map((r) => ({
+        runId: r.id,
+        task: r.spec.task,
+        status: r.status,
+        reason: r.reason,
+        summary: r.summary,
+        filesTouched: [
+          ...new Set(
+            this.toolCalls
+              .filter((c) => c.runId === r.id && !c.isError && FILE_WRITERS.has(c.tool))
+              .map((c) => String((c.args as { path?: unknown }).path)),
+          ),
+        ],
+      }));
+  }
+
+  async toolFailures(runId: string, limit: number): Promise<ToolFailure[]> {
+    return this.toolCalls
+      .filter((c) => c.runId === runId && c.isError)
+      .slice(-limit)
+      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

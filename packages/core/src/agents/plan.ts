@@ -1,0 +1,64 @@
+import { z } from "zod";
+import type { Plan, StepStatus } from "../domain/plan";
+
+/** The plan a model must answer with (JSON), validated before it is used. */
+export const PlanAnswer = z.object({
+  steps: z
+    .array(
+      z.object({
+        title: z.string().trim().min(1).max(500),
+        detail: z.string().max(2000).optional(),
+      }),
+    )
+    .min(1)
+    .max(30),
+});
+export type PlanAnswer = z.infer<typeof PlanAnswer>;
+
+/** A step that fails this many times triggers a re-plan. */
+export const REPLAN_AFTER_FAILURES = 2;
+
+export function planFromAnswer(answer: PlanAnswer, previous: Plan | null, reason: string | null): Plan {
+  return {
+    version: (previous?.version ?? 0) + 1,
+    reason,
+    steps: answer.steps.map((s, i) => ({
+      id: i + 1,
+      title: s.title,
+      detail: s.detail ?? null,
+      status: "todo",
+      failures: 0,
+      note: null,
+    })),
+  };
+}
+
+export function parsePlanAnswer(text: string | null): { ok: true; plan: PlanAnswer } | { ok: false; error: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text ?? "");
+  } catch {
+    return { ok: false, error: "the answer is not valid JSON" };
+  }
+  const parsed = PlanAnswer.safeParse(json);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      error: parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "),
+    };
+  }
+  return { ok: true, plan: parsed.data };
+}
+
+export function renderPlan(plan: Plan): string {
+  const mark: Record<StepStatus, string> = { todo: "[ ]", in_progress: "[~]", done: "[x]", failed: "[!]" };
+  return plan.steps
+    .map((s) => `${mark[s.status]} ${s.id}. ${s.title}${s.note ? ` — ${s.note}` : ""}`)
+    .join("\n");
+}
+
+export const UpdateStepArgs = z.strictObject({
+  step: z.number().int().min(1),
+  status: z.enum(["in_progress", "done", "failed"]),
+  note: z.string().max(2000).optional(),
+});

@@ -1,0 +1,127 @@
+import { runCommandAgent } from "../agents/command-agent";
+import { runMistralAgent } from "../agents/mistral-agent";
+import type { AgentResult, NewToolCall } from "../domain/run";
+import { ToolHub } from "../tools/tool-hub";
+import { workspaceServerLaunch } from "../tools/workspace-server-launch";
+import { assertNever } from "../util/assert-never";
+import type { EngineResources } from "./resources";
+import type { RunContext } from "./run-context";
+
+export interface AgentPhaseInput {
+  n: number;
+  prompt: string;
+  env: Record<string, string>;
+  /** Time left before the run's deadline. */
+  msLeft: () => number;
+  outputCapBytes: number;
+  signal: AbortSignal;
+}
+
+export interface AgentPhaseResult extends AgentResult {
+  /** A phase that produced no valid output (the run fails with `error`). */
+  phaseFailed: { phase: string; error: string } | null;
+}
+
+/** Runs the run's agent for one iteration: a command, or the mistral agent with MCP tools. */
+export async function runAgentPhase(
+  res: EngineResources,
+  ctx: RunContext,
+  input: AgentPhaseInput,
+): Promise<AgentPhaseResult> {
+  const { spec } = ctx.run;
+  const agent = spec.agent;
+  switch (agent.type) {
+    case "command": {
+      const r = await runCommandAgent({
+        spec: agent,
+        prompt: input.prompt,
+        workspace: ctx.run.workspace,
+        env: input.env,
+        timeoutMs: Math.max(1, input.msLeft()),
+        outputCapBytes: input.outputCapBytes,
+        signal: input.signal,
+      });
+      return { exitCode: r.exitCode, output: r.output, durationMs: r.durationMs, phaseFailed: null };
+    }
+    case "mistral": {
+      if (!res.llm) {
+        return {
+          exitCode: null,
+          output: "",
+          durationMs: 0,
+          phaseFailed: { phase: "implementation", error: "no LLM is configured: set MISTRAL_API_KEY for the workers" },
+        };
+      }
+      // The agent's own timer: the run's deadline also ends its calls.
+      const deadline = AbortSignal.timeout(Math.max(1, input.msLeft()));
+      const signal = AbortSignal.any([input.signal, deadline]);
+      const started = performance.now();
+      let hub: ToolHub;
+      try {
+        hub = await ToolHub.connect(
+          [
+            { name: "workspace", ...workspaceServerLaunch(ctx.run.workspace, input.env), cwd: ctx.run.workspace },
+            ...spec.mcpServers.map((s) => ("url" in s ? s : { ...s, cwd: ctx.run.workspace })),
+          ],
+          { reservedNames: ["finish", "update_step"], requestTimeoutMs: res.toolTimeoutMs ?? 120_000 },
+        );
+      } catch (error) {
+        return {
+          exitCode: null,
+          output: "",
+          durationMs: Math.round(performance.now() - started),
+          phaseFailed: { phase: "implementation", error: `MCP servers could not start: ${(error as Error).message}` },
+        };
+      }
+      try {
+        const maxTokens = spec.maxTokens;
+        const r = await runMistralAgent({
+          llm: res.llm,
+          model: agent.model ?? res.defaultModel ?? "mistral-large-latest",
+          ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+          maxToolCalls: agent.maxToolCalls,
+          planning: agent.plan,
+          plan: ctx.run.plan,
+          toolSet: hub,
+          prompt: input.prompt,
+          signal,
+          tokensLeft: () => (maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens),
+          outputCapBytes: input.outputCapBytes,
+          recorder: {
+            toolCall: async (call) => {
+              const record: NewToolCall = { iteration: input.n, ...call };
+              await ctx.commit(
+                {
+                  metrics: {
+                    ...ctx.run.metrics,
+                    toolCalls: ctx.run.metrics.toolCalls + 1,
+                    toolFailures: ctx.run.metrics.toolFailures + (call.isError ? 1 : 0),
+                  },
+                  progress: `iteration ${input.n}/${spec.maxIterations}: ${call.server}.${call.tool}`,
+                },
+                [
+                  [
+                    "tool_called",
+                    { iteration: input.n, server: call.server, tool: call.tool, isError: call.isError, durationMs: call.durationMs },
+                  ],
+                ],
+                { toolCalls: [record] },
+              );
+            },
+            tokens: async (count) => {
+              await ctx.commit({ metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count } });
+            },
+            plan: async (type, plan, data = {}) => {
+              await ctx.commit({ plan }, [[type, { iteration: input.n, version: plan.version, ...data, plan }]]);
+            },
+          },
+        });
+        return { exitCode: r.exitCode, output: r.output, durationMs: r.durationMs, phaseFailed: r.phaseFailed };
+      } finally {
+        await hub.close();
+      }
+    }
+    default:
+      return assertNever(agent);
+  }
+}

@@ -1,0 +1,123 @@
+import { Mistral } from "@mistralai/mistralai";
+import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
+import { ChatModelError } from "./chat-model";
+
+export interface MistralChatModelOptions {
+  apiKey: string;
+  /** Any Mistral-compatible endpoint. @defaultValue the SDK's (https://api.mistral.ai) */
+  serverURL?: string;
+  /** Time for one call, retries included. @defaultValue 120000 */
+  timeoutMs?: number;
+  /** Backoff of the retries on 429, 5xx and connection errors (Retry-After is honoured). */
+  retry?: { initialIntervalMs?: number; maxIntervalMs?: number; maxElapsedMs?: number };
+}
+
+type SdkMessage = Parameters<Mistral["chat"]["complete"]>[0]["messages"][number];
+
+function toSdkMessage(m: ChatRequest["messages"][number]): SdkMessage {
+  switch (m.role) {
+    case "system":
+    case "user":
+      return { role: m.role, content: m.content };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: m.content ?? "",
+        ...(m.toolCalls && m.toolCalls.length > 0
+          ? {
+              toolCalls: m.toolCalls.map((c) => ({
+                id: c.id,
+                type: "function" as const,
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
+          : {}),
+      };
+    case "tool":
+      return { role: "tool", content: m.content, toolCallId: m.toolCallId, name: m.name };
+  }
+}
+
+function textOf(content: unknown): string | null {
+  if (content === null || content === undefined) return null;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((chunk: { type?: string; text?: string }) => (chunk.type === "text" ? (chunk.text ?? "") : ""))
+      .join("");
+  }
+  return null;
+}
+
+/** The ChatModel on the official Mistral SDK (or any endpoint that speaks its API). */
+export class MistralChatModel implements ChatModel {
+  private readonly client: Mistral;
+  private readonly timeoutMs: number;
+
+  constructor(opts: MistralChatModelOptions) {
+    this.timeoutMs = opts.timeoutMs ?? 120_000;
+    this.client = new Mistral({
+      apiKey: opts.apiKey,
+      ...(opts.serverURL ? { serverURL: opts.serverURL } : {}),
+      retryConfig: {
+        strategy: "backoff",
+        backoff: {
+          initialInterval: opts.retry?.initialIntervalMs ?? 500,
+          maxInterval: opts.retry?.maxIntervalMs ?? 30_000,
+          exponent: 1.5,
+          maxElapsedTime: opts.retry?.maxElapsedMs ?? 120_000,
+        },
+        retryConnectionErrors: true,
+      },
+    });
+  }
+
+  async complete(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
+    // The SDK lets a signal take precedence over its own timeout: combine both in one.
+    const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
+    try {
+      const res = await this.client.chat.complete(
+        {
+          model: request.model,
+          messages: request.messages.map(toSdkMessage),
+          ...(request.tools && request.tools.length > 0
+            ? {
+                tools: request.tools.map((t) => ({
+                  type: "function" as const,
+                  function: { name: t.name, description: t.description, parameters: t.parameters },
+                })),
+                toolChoice: request.toolChoice ?? "auto",
+              }
+            : {}),
+          ...(request.json ? { responseFormat: { type: "json_object" as const } } : {}),
+          ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+        },
+        { signal: callSignal },
+      );
+      const choice = res.choices[0];
+      const toolCalls: ChatToolCall[] = (choice?.message?.toolCalls ?? []).map((c, i) => ({
+        id: c.id ?? `call_${i}`,
+        name: c.function.name,
+        arguments: typeof c.function.arguments === "string" ? c.function.arguments : JSON.stringify(c.function.arguments),
+      }));
+      return {
+        content: textOf(choice?.message?.content),
+        toolCalls,
+        finishReason: String(choice?.finishReason ?? "stop"),
+        usage: {
+          promptTokens: res.usage.promptTokens ?? 0,
+          completionTokens: res.usage.completionTokens ?? 0,
+          totalTokens: res.usage.totalTokens ?? 0,
+        },
+      };
+    } catch (error) {
+      if (signal.aborted) throw new ChatModelError("the call was aborted", null, { cause: error });
+      const status =
+        typeof error === "object" && error !== null && "statusCode" in error
+          ? Number((error as { statusCode: unknown }).statusCode)
+          : null;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new ChatModelError(`chat completion failed: ${message}`.slice(0, 1000), status, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import type { Dirent } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { ToolFailure } from "./errors";
+import { globMatcher } from "./glob-pattern";
+
+/** Files larger than this are not read whole: a model cannot use them and they cost memory. */
+export const MAX_READ_BYTES = 16 * 1024 * 1024;
+/** `search_files` stops after this many matches. */
+export const MAX_SEARCH_RESULTS = 1000;
+
+/** A readable sentence for a file-system error, naming the path the model gave. */
+export function describeFsError(error: unknown, path: string): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case "ENOENT":
+      return `no such file or directory: ${path}`;
+    case "EISDIR":
+      return `${path} is a directory, not a file`;
+    case "ENOTDIR":
+      return `${path} is not a directory (or a component of it is a file)`;
+    case "EACCES":
+    case "EPERM":
+      return `permission denied: ${path}`;
+    case "EEXIST":
+      return `${path} already exists`;
+    default:
+      return `${path}: ${error instanceof Error ? error.message : String(error)}`;
+  }
+}
+
+export async function readTextFile(
+  absolute: string,
+  opts: { head?: number; tail?: number },
+): Promise<string> {
+  const info = await stat(absolute);
+  if (info.size > MAX_READ_BYTES) {
+    throw new ToolFailure(
+      `file is ${info.size} bytes, more than the ${MAX_READ_BYTES} bytes this tool reads`,
+    );
+  }
+  const text = await readFile(absolute, "utf8");
+  if (opts.head === undefined && opts.tail === undefined) return text;
+  const lines = text.split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  if (opts.head !== undefined) return lines.slice(0, opts.head).join("\n");
+  const tail = opts.tail ?? 0;
+  return tail === 0 ? "" : lines.slice(-tail).join("\n");
+}
+
+export async function listDirectory(absolute: string): Promise<string> {
+  const entries = await readdir(absolute, { withFileTypes: true });
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return entries.map((e) => `${e.isDirectory() ? "[DIR]" : "[FILE]"} ${e.name}`).join("\n");
+}
+
+/**
+ * Walks `start` (already confined) and returns matching paths relative to `root`. Symlinked
+ * directories are not descended into, so the walk never leaves the workspace; entries
+ * matching an exclude pattern are skipped with everything below them.
+ */
+export async function searchFiles(
+  root: string,
+  start: string,
+  pattern: string,
+  excludePatterns: readonly string[],
+): Promise<{ matches: string[]; truncated: boolean }> {
+  const matches: string[] = [];
+  const isMatch = globMatcher(pattern);
+  const excluders = excludePatterns.map(globMatcher);
+  let truncated = false;
+
+  const walk = async (dir: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return; // unreadable directories are skipped, as `find` would after a warning
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      if (truncated) return;
+      const full = join(dir, entry.name);
+      const fromStart = relative(start, full);
+      if (excluders.some((excluded) => excluded(fromStart))) continue;
+      if (isMatch(fromStart)) {
+        if (matches.length >= MAX_SEARCH_RESULTS) {
+          truncated = true;
+          return;
+        }
+        matches.push(relative(root, full));
+      }
+      if (entry.isDirectory()) await walk(full);
+    }
+  };
+  await walk(start);
+  return { matches, truncated };
+}

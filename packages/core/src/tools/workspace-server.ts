@@ -1,0 +1,271 @@
+import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { dirname, relative } from "node:path";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { runCommand } from "../process/run-command";
+import { confinePath } from "./confine-path";
+import { PathConfinementError, ToolFailure } from "./errors";
+import { applyTextEdits } from "./text-edits";
+import { unifiedDiff } from "./unified-diff";
+import { describeFsError, listDirectory, readTextFile, searchFiles } from "./workspace-files";
+
+export interface WorkspaceServerOptions {
+  /** The workspace directory; every path argument is confined to it and commands run in it. */
+  root: string;
+  /** The whole environment of `run_command` commands: nothing else is inherited. */
+  commandEnv: Record<string, string>;
+  /** @defaultValue 120000 — a command's timeout when the call gives none, and the most it may ask for */
+  commandTimeoutMs?: number;
+  /** @defaultValue 65536 — bytes of a command's output (stdout and stderr together) returned, from the end */
+  outputCapBytes?: number;
+}
+
+const SERVER_VERSION = "0.1.0";
+
+function textResult(text: string, isError = false): CallToolResult {
+  return isError
+    ? { isError: true, content: [{ type: "text", text }] }
+    : { content: [{ type: "text", text }] };
+}
+
+/**
+ * Runs a tool body and turns any failure into a tool error result: the model reads the
+ * message and can correct itself; nothing is thrown to the MCP layer.
+ */
+async function guarded(path: string, body: () => Promise<string>): Promise<CallToolResult> {
+  try {
+    return textResult(await body());
+  } catch (error) {
+    if (error instanceof PathConfinementError || error instanceof ToolFailure) {
+      return textResult(error.message, true);
+    }
+    return textResult(describeFsError(error, path), true);
+  }
+}
+
+/** Kills every process group still running; synchronous, so it is done before the caller moves on. */
+function killGroups(pids: Set<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // ESRCH: already gone.
+    }
+  }
+  pids.clear();
+}
+
+/**
+ * The built-in `workspace` MCP server: file tools named and shaped like the reference
+ * filesystem server (`read_text_file`, `write_file`, `edit_file`, `list_directory`,
+ * `search_files`) plus `run_command`, all confined to `opts.root`. Closing the server's
+ * connection kills the process groups of commands still running.
+ */
+export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
+  const { root, commandEnv } = opts;
+  const maxTimeoutMs = opts.commandTimeoutMs ?? 120_000;
+  const outputCapBytes = opts.outputCapBytes ?? 65_536;
+  const running = new Set<number>();
+  const closed = new AbortController();
+
+  const server = new McpServer(
+    { name: "workspace", version: SERVER_VERSION },
+    {
+      instructions:
+        "Files and shell commands of one workspace directory. Paths are relative to the workspace " +
+        "(absolute paths must lie inside it); commands run in it with `sh -c`.",
+    },
+  );
+  server.server.onclose = () => {
+    closed.abort();
+    killGroups(running);
+  };
+  const displayPath = async (absolute: string) => relative(await realpath(root), absolute) || ".";
+
+  server.registerTool(
+    "read_text_file",
+    {
+      description:
+        "Read a file of the workspace as UTF-8 text. Use `head` to read only the first N lines " +
+        "or `tail` for the last N lines.",
+      inputSchema: {
+        path: z.string(),
+        tail: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe("If provided, returns only the last N lines of the file"),
+        head: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe("If provided, returns only the first N lines of the file"),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ path, head, tail }) =>
+      guarded(path, async () => {
+        if (head !== undefined && tail !== undefined)
+          throw new ToolFailure("give either head or tail, not both");
+        return readTextFile(await confinePath(root, path), { head, tail });
+      }),
+  );
+
+  server.registerTool(
+    "write_file",
+    {
+      description:
+        "Create a file or overwrite an existing one with `content`. Missing parent directories are created.",
+      inputSchema: { path: z.string(), content: z.string() },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+    },
+    async ({ path, content }) =>
+      guarded(path, async () => {
+        const absolute = await confinePath(root, path);
+        await mkdir(dirname(absolute), { recursive: true });
+        await writeFile(absolute, content, "utf8");
+        return `Successfully wrote ${Buffer.byteLength(content)} bytes to ${path}`;
+      }),
+  );
+
+  server.registerTool(
+    "edit_file",
+    {
+      description:
+        "Replace text in a file: each edit's `oldText` must match exactly one place (indentation " +
+        "may differ) and is replaced by `newText`, in order. Returns a unified diff of the change; " +
+        "with `dryRun` the file is left unchanged.",
+      inputSchema: {
+        path: z.string(),
+        edits: z.array(
+          z.object({
+            oldText: z.string().describe("Text to search for - must match exactly"),
+            newText: z.string().describe("Text to replace with"),
+          }),
+        ),
+        dryRun: z.boolean().default(false).describe("Preview changes using git-style diff format"),
+      },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
+    },
+    async ({ path, edits, dryRun }) =>
+      guarded(path, async () => {
+        const absolute = await confinePath(root, path);
+        const before = await readFile(absolute, "utf8");
+        const outcome = applyTextEdits(before, edits);
+        if (!outcome.ok) throw new ToolFailure(`${outcome.error}; ${path} was not changed`);
+        const diff = unifiedDiff(before, outcome.text, await displayPath(absolute));
+        if (diff === "") return `No changes: the edits leave ${path} as it was`;
+        if (!dryRun) await writeFile(absolute, outcome.text, "utf8");
+        return `${dryRun ? "Dry run, nothing written:\n" : ""}\`\`\`diff\n${diff}\`\`\``;
+      }),
+  );
+
+  server.registerTool(
+    "list_directory",
+    {
+      description:
+        "List a directory of the workspace, one entry a line: `[DIR] name` or `[FILE] name`.",
+      inputSchema: { path: z.string() },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ path }) =>
+      guarded(
+        path,
+        async () => (await listDirectory(await confinePath(root, path))) || "(empty directory)",
+      ),
+  );
+
+  server.registerTool(
+    "search_files",
+    {
+      description:
+        "Recursively find files and directories under `path` whose name matches `pattern`: a glob " +
+        "like `*.ts` or `test_*` matches names at any depth, a glob with `/` like `src/**/*.ts` " +
+        "matches paths relative to `path`, and plain text matches names containing it " +
+        "(case-insensitive). Returns workspace-relative paths, one a line.",
+      inputSchema: {
+        path: z.string(),
+        pattern: z.string(),
+        excludePatterns: z.array(z.string()).optional().default([]),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ path, pattern, excludePatterns }) =>
+      guarded(path, async () => {
+        const start = await confinePath(root, path);
+        const realRoot = await realpath(root);
+        const { matches, truncated } = await searchFiles(realRoot, start, pattern, excludePatterns);
+        if (matches.length === 0) return "No matches found";
+        return (
+          matches.join("\n") + (truncated ? `\n[… stopped after ${matches.length} matches …]` : "")
+        );
+      }),
+  );
+
+  server.registerTool(
+    "run_command",
+    {
+      description:
+        `Run a shell command (\`sh -c\`) in the workspace directory and return its exit code and ` +
+        `output (stdout and stderr together, the last ${outputCapBytes} bytes). It is killed ` +
+        `after \`timeoutMs\` (default and maximum ${maxTimeoutMs}). A non-zero exit is an error.`,
+      inputSchema: {
+        command: z.string().min(1),
+        timeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe(`Timeout in milliseconds (max ${maxTimeoutMs})`),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
+    },
+    async ({ command, timeoutMs }, extra) => {
+      if (closed.signal.aborted) return textResult("the workspace server is shutting down", true);
+      let cwd: string;
+      try {
+        cwd = await confinePath(root, ".");
+      } catch (error) {
+        return textResult(error instanceof Error ? error.message : String(error), true);
+      }
+      let pid: number | undefined;
+      const result = await runCommand({
+        command,
+        cwd,
+        env: commandEnv,
+        timeoutMs: Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs),
+        outputCapBytes,
+        signal: AbortSignal.any([extra.signal, closed.signal]),
+        onSpawn: (spawned) => {
+          pid = spawned;
+          running.add(spawned);
+        },
+      });
+      if (pid !== undefined) running.delete(pid);
+      const status = result.aborted
+        ? "cancelled, the command was killed"
+        : result.timedOut
+          ? `timed out after ${Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs)} ms, the command was killed`
+          : result.exitCode !== null
+            ? `exit code ${result.exitCode}`
+            : `killed by ${result.signal ?? "a signal"}`;
+      const text = `${status} (${result.durationMs} ms)\n${result.output === "" ? "(no output)" : result.output}`;
+      return textResult(text, result.exitCode !== 0);
+    },
+  );
+
+  return server;
+}

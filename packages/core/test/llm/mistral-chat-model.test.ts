@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { FakeMistral } from "../../../../tests/support/fake-mistral";
+import { ChatModelError } from "../../src/llm/chat-model";
+import { MistralChatModel } from "../../src/llm/mistral-chat-model";
+
+describe("MistralChatModel (real SDK, fake Mistral server)", () => {
+  const fake = new FakeMistral();
+  let model: MistralChatModel;
+  beforeAll(async () => {
+    await fake.start();
+    model = new MistralChatModel({
+      apiKey: "test-key-123",
+      serverURL: fake.url,
+      timeoutMs: 5000,
+      retry: { initialIntervalMs: 10, maxIntervalMs: 50, maxElapsedMs: 3000 },
+    });
+  });
+  afterAll(() => fake.stop());
+  beforeEach(() => fake.reset());
+
+  const ask = (signal = new AbortController().signal) =>
+    model.complete(
+      {
+        model: "mistral-small-latest",
+        messages: [{ role: "user", content: "hi" }],
+        tools: [{ name: "read", description: "read a file", parameters: { type: "object", properties: { path: { type: "string" } } } }],
+      },
+      signal,
+    );
+
+  it("sends tools and the key, and parses tool calls and usage", async () => {
+    fake.replies({ content: "reading", toolCalls: [{ name: "read", arguments: { path: "a.txt" } }], tokens: 120 });
+    const res = await ask();
+    expect(res.toolCalls).toEqual([{ id: expect.any(String), name: "read", arguments: '{"path":"a.txt"}' }]);
+    expect(res.usage.totalTokens).toBe(120);
+    expect(fake.requests[0]?.authorization).toBe("Bearer test-key-123");
+    expect(fake.requests[0]?.tools?.[0]?.function.name).toBe("read");
+  });
+
+  it("retries a 503 and then succeeds", async () => {
+    fake.replies({ status: 503 }, { content: "ok" });
+    const res = await ask();
+    expect(res.content).toBe("ok");
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("honours Retry-After on a 429", async () => {
+    fake.replies({ status: 429, headers: { "retry-after": "1" } }, { content: "after the wait" });
+    // Retry-After is honoured up to the backoff's maximum interval.
+    const patient = new MistralChatModel({
+      apiKey: "test-key-123",
+      serverURL: fake.url,
+      retry: { initialIntervalMs: 10, maxIntervalMs: 5000, maxElapsedMs: 10_000 },
+    });
+    const started = Date.now();
+    const res = await patient.complete({ model: "m", messages: [{ role: "user", content: "hi" }] }, new AbortController().signal);
+    expect(res.content).toBe("after the wait");
+    expect(fake.requests).toHaveLength(2);
+    // Retry-After: 1 means the second request came no earlier than a second later.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+
+  it("gives up with a ChatModelError carrying the status once retries are spent", async () => {
+    fake.replies({ status: 500 });
+    const error = await ask().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect(fake.requests.length).toBeGreaterThan(1);
+  });
+
+  it("is aborted by its signal while the server hangs", async () => {
+    fake.replies({ hang: true });
+    const controller = new AbortController();
+    const pending = ask(controller.signal);
+    while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(ChatModelError);
+  });
+});

@@ -1,0 +1,115 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  runValidation,
+  type ValidationInput,
+  validationFeedback,
+} from "../src/validation/validation-runner";
+import { removeDir, tempDir, waitFor } from "./support";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(async () => {
+  await removeDir(dir);
+});
+
+function input(commands: string[], extra: Partial<ValidationInput> = {}): ValidationInput {
+  return {
+    commands,
+    workspace: dir,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    timeoutMs: 60_000,
+    deadlineMs: 60_000,
+    outputCapBytes: 65_536,
+    signal: new AbortController().signal,
+    ...extra,
+  };
+}
+
+describe("runValidation", () => {
+  it("passes when every command exits 0", async () => {
+    const outcome = await runValidation(input(["true", "echo fine"]));
+    expect(outcome.passed).toBe(true);
+    expect(outcome.interrupted).toBeNull();
+    expect(outcome.results.map((r) => [r.command, r.exitCode, r.output])).toEqual([
+      ["true", 0, ""],
+      ["echo fine", 0, "fine\n"],
+    ]);
+  });
+
+  it("runs every command even after a failure, and the feedback names each failure", async () => {
+    const outcome = await runValidation(
+      input(["echo lint broke; exit 2", "true", "echo tests broke >&2; exit 1"]),
+    );
+    expect(outcome.passed).toBe(false);
+    expect(outcome.results.map((r) => r.exitCode)).toEqual([2, 0, 1]);
+    expect(validationFeedback(outcome.results)).toBe(
+      "$ echo lint broke; exit 2\n(exit code 2)\nlint broke\n\n$ echo tests broke >&2; exit 1\n(exit code 1)\ntests broke",
+    );
+  });
+
+  it("counts a command's own timeout as a failure, not an interruption", async () => {
+    const outcome = await runValidation(input(["sleep 30", "echo next"], { timeoutMs: 200 }));
+    expect(outcome.interrupted).toBeNull();
+    expect(outcome.passed).toBe(false);
+    expect(outcome.results.map((r) => r.exitCode)).toEqual([null, 0]);
+    expect(validationFeedback(outcome.results)).toContain("(exit code none: killed)");
+    expect(validationFeedback(outcome.results)).toContain("killed after the timeout of 200 ms");
+  });
+
+  it("is interrupted by the deadline", async () => {
+    const outcome = await runValidation(input(["sleep 30", "touch never"], { deadlineMs: 200 }));
+    expect(outcome).toMatchObject({ passed: false, interrupted: "deadline" });
+    expect(outcome.results).toHaveLength(1);
+    expect(existsSync(join(dir, "never"))).toBe(false);
+  });
+
+  it("is interrupted by an abort", async () => {
+    const controller = new AbortController();
+    const pending = runValidation(
+      input(["touch started; sleep 30", "touch never"], { signal: controller.signal }),
+    );
+    await waitFor(() => existsSync(join(dir, "started")), "the command to start");
+    controller.abort();
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ passed: false, interrupted: "aborted" });
+    expect(existsSync(join(dir, "never"))).toBe(false);
+  });
+
+  it("waits for onCommandStart before each command, and stops on its rejection", async () => {
+    const calls: string[] = [];
+    await runValidation(
+      input(["echo one > one", "echo two > two"], {
+        onCommandStart: async (index, command) => {
+          await new Promise((r) => setTimeout(r, 10));
+          calls.push(`${index}:${command}:${existsSync(join(dir, index === 0 ? "one" : "two"))}`);
+        },
+      }),
+    );
+    expect(calls).toEqual(["0:echo one > one:false", "1:echo two > two:false"]);
+
+    const failure = new Error("lease lost");
+    await expect(
+      runValidation(
+        input(["touch first", "touch second"], {
+          onCommandStart: async (index) => {
+            if (index === 1) throw failure;
+          },
+        }),
+      ),
+    ).rejects.toBe(failure);
+    expect(existsSync(join(dir, "first"))).toBe(true);
+    expect(existsSync(join(dir, "second"))).toBe(false);
+  });
+
+  it("passes with no commands", async () => {
+    expect(await runValidation(input([]))).toEqual({
+      results: [],
+      passed: true,
+      interrupted: null,
+    });
+  });
+});

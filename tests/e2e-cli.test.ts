@@ -1,0 +1,160 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  commandRun,
+  getRun,
+  runCli,
+  type Stack,
+  startStack,
+  submit,
+  waitForStatus,
+} from "./support/stack";
+
+let stack: Stack;
+let cliEnv: Record<string, string | undefined>;
+
+beforeAll(async () => {
+  stack = await startStack({ redisUrl: inject("redisUrl") });
+  cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url };
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const submittedId = (output: string) => {
+  const match = /submitted run ([0-9A-Z]{26}) \(session ([A-Za-z0-9_-]+)\)/.exec(output);
+  if (!match) throw new Error(`no "submitted run" line in:\n${output}`);
+  return { id: match[1] as string, sessionId: match[2] as string };
+};
+
+describe("looprun CLI", () => {
+  it("submit --watch prints progress and exits 0 when the run succeeds", async () => {
+    const { code, output } = await runCli(
+      [
+        "submit",
+        "--task",
+        "say hello",
+        "--agent",
+        "echo hello > hello.txt",
+        "--test",
+        "grep -q hello hello.txt",
+        "--session",
+        "cli-ok",
+        "--cooldown",
+        "0",
+        "--watch",
+      ],
+      cliEnv,
+    );
+    expect(code, output).toBe(0);
+    const { id, sessionId } = submittedId(output);
+    expect(sessionId).toBe("cli-ok");
+    expect(output).toContain("iteration 1 started");
+    expect(output).toMatch(/agent exited 0 after \d+ ms/);
+    expect(output).toContain("validation passed: grep -q hello hello.txt → 0");
+    expect(output).toContain("finished: succeeded (success)");
+    // One line per event, each with the elapsed time.
+    expect(
+      output.split("\n").filter((l) => /^\[\d\d:\d\d\] /.test(l)).length,
+    ).toBeGreaterThanOrEqual(6);
+
+    const run = await getRun(stack, id);
+    expect(run).toMatchObject({ status: "succeeded", task: "say hello", sessionId: "cli-ok" });
+    expect(existsSync(join(run.workspace, "hello.txt"))).toBe(true);
+  });
+
+  it("submit --watch exits 1 when the run fails", async () => {
+    const { code, output } = await runCli(
+      [
+        "submit",
+        "--task",
+        "never passes",
+        "--agent",
+        "true",
+        "--test",
+        "exit 3",
+        "--max-iterations",
+        "2",
+        "--cooldown",
+        "0",
+        "--watch",
+      ],
+      cliEnv,
+    );
+    expect(code, output).toBe(1);
+    const { id } = submittedId(output);
+    expect(output).toContain("validation failed: exit 3 → 3");
+    expect(output).toContain("iteration 2 started");
+    expect(output).toContain("budget exhausted (max_iterations)");
+    expect(output).toContain("finished: failed (max_iterations) — failed_budget_exhausted");
+    expect(await getRun(stack, id)).toMatchObject({ status: "failed", reason: "max_iterations" });
+  });
+
+  it("submit reports a refused body and exits 1", async () => {
+    const { code, output } = await runCli(
+      ["submit", "--task", "t", "--agent", "true", "--test", "true", "--max-iterations", "0"],
+      cliEnv,
+    );
+    expect(code).toBe(1);
+    expect(output).toContain("400 invalid_request");
+    expect(output).toContain("maxIterations");
+  });
+
+  it("ls lists runs, show prints one, watch follows a finished one", async () => {
+    const { id } = await submit(
+      stack,
+      commandRun("true", { task: "listed by ls", sessionId: "cli-ls", testCommand: "true" }),
+    );
+    await waitForStatus(stack, id);
+
+    const ls = await runCli(["ls"], cliEnv);
+    expect(ls.code, ls.output).toBe(0);
+    const line = ls.output.split("\n").find((l) => l.startsWith(id));
+    expect(line, ls.output).toBeDefined();
+    expect(line).toMatch(/succeeded/);
+    expect(line).toContain("cli-ls");
+    expect(line).toContain("listed by ls");
+
+    const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv);
+    expect(bySession.output.trim().split("\n")).toHaveLength(1);
+    const paged = await runCli(["ls", "--limit", "1"], cliEnv);
+    expect(paged.output).toMatch(/more: looprun ls --cursor [0-9A-Z]{26}/);
+
+    const show = await runCli(["show", id], cliEnv);
+    expect(show.code, show.output).toBe(0);
+    const shown = JSON.parse(show.output);
+    expect(shown).toMatchObject({
+      id,
+      status: "succeeded",
+      iterations: [{ n: 1, outcome: "complete" }],
+    });
+
+    const watch = await runCli(["watch", id], cliEnv);
+    expect(watch.code, watch.output).toBe(0);
+    expect(watch.output).toContain("finished: succeeded (success)");
+  });
+
+  it("stop stops a running run; a second stop fails with run_finished", async () => {
+    const { id } = await submit(stack, commandRun("sleep 300", { testCommand: "true" }));
+    await waitForStatus(stack, id, ["running"]);
+
+    const stop = await runCli(["stop", id], cliEnv);
+    expect(stop.code, stop.output).toBe(0);
+    expect(stop.output).toMatch(new RegExp(`run ${id}: (stopping|stopped)`));
+    expect(await waitForStatus(stack, id, ["stopped"], { timeoutMs: 15_000 })).toMatchObject({
+      reason: "stopped",
+    });
+
+    const again = await runCli(["stop", id], cliEnv);
+    expect(again.code).toBe(1);
+    expect(again.output).toContain("409 run_finished");
+  });
+
+  it("says where it tried to reach the API when nothing listens", async () => {
+    const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: "http://127.0.0.1:9" });
+    expect(code).toBe(1);
+    expect(output).toContain("cannot reach the looprun API at http://127.0.0.1:9");
+  });
+});

@@ -1,0 +1,248 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { freePort, type RedisHandle, startRedis } from "./support/redis-server";
+import {
+  commandRun,
+  expectWellFormedEvents,
+  getEvents,
+  getIterations,
+  getRun,
+  isAlive,
+  readPid,
+  type Stack,
+  startStack,
+  submit,
+  waitFor,
+  waitForStatus,
+} from "./support/stack";
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+describe("Redis unreachable", () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    // Nothing listens on this port.
+    const port = await freePort();
+    stack = await startStack({ redisUrl: `redis://127.0.0.1:${port}`, workers: 0 });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("reports redis down on /readyz and answers 503 to submissions, storing nothing", async () => {
+    const health = await stack.api("GET", "/healthz");
+    expect(health.status).toBe(200);
+
+    const ready = await stack.api("GET", "/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body).toEqual({ redis: "down", db: "up" });
+
+    const res = await stack.api(
+      "POST",
+      "/api/runs",
+      commandRun("true", { sessionId: "no-redis", testCommand: "true" }),
+      { timeoutMs: 10_000 },
+    );
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: "unavailable", message: expect.any(String) });
+
+    // A new session without a sessionId, too.
+    const anonymous = await stack.api(
+      "POST",
+      "/api/runs",
+      commandRun("true", { testCommand: "true" }),
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(anonymous.status).toBe(503);
+
+    expect((await stack.api("GET", "/api/runs")).body).toEqual({ items: [], nextCursor: null });
+    expect((await stack.api("GET", "/api/sessions/no-redis")).status).toBe(404);
+    expect(readdirSync(stack.workspacesRoot)).toEqual([]);
+
+    // Bad input is still a 400, not a 503.
+    const bad = await stack.api("POST", "/api/runs", { task: "no agent", testCommand: "true" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("invalid_request");
+  });
+});
+
+describe("Redis going away and coming back", () => {
+  let redis: RedisHandle;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    stack = await startStack({ redisUrl: redis.url, workers: 0 });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await redis?.stop();
+  });
+
+  it("answers 503 while Redis is down and accepts runs again once it is back", async () => {
+    const before = await stack.api("GET", "/readyz");
+    expect(before.status).toBe(200);
+    expect(before.body).toEqual({ redis: "up", db: "up" });
+    const accepted = await submit(stack, commandRun("true", { testCommand: "true" }));
+
+    const port = redis.port;
+    await redis.stop();
+    const down = await waitFor(
+      async () => {
+        const res = await stack.api("GET", "/readyz");
+        return res.status === 503 ? res : undefined;
+      },
+      { message: "/readyz reporting redis down" },
+    );
+    expect(down.body).toEqual({ redis: "down", db: "up" });
+
+    const refused = await stack.api(
+      "POST",
+      "/api/runs",
+      commandRun("true", { sessionId: "while-down", testCommand: "true" }),
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe("unavailable");
+    const list = await stack.api("GET", "/api/runs");
+    expect(list.body.items.map((r: { id: string }) => r.id)).toEqual([accepted.id]);
+    expect((await stack.api("GET", "/api/sessions/while-down")).status).toBe(404);
+    expect(existsSync(join(stack.workspacesRoot, "while-down"))).toBe(false);
+
+    redis = await startRedis({ port });
+    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
+      message: "/readyz reporting redis up again",
+    });
+    const again = await submit(
+      stack,
+      commandRun("true", { sessionId: "while-down", testCommand: "true" }),
+    );
+    expect((await getRun(stack, again.id)).status).toBe("queued");
+  });
+});
+
+describe("worker shutdown and crash", () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    // A short lease, so that a crashed worker's run is taken over within seconds.
+    stack = await startStack({
+      redisUrl: inject("redisUrl"),
+      workers: 1,
+      env: { LOOPRUN_LOCK_MS: "3000", LOOPRUN_STALLED_INTERVAL_MS: "1000" },
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("hands the iteration in flight back on SIGTERM; another worker resumes and finishes the run", async () => {
+    // First attempt: records its pid and sleeps; a resumed attempt finds `started` and is quick.
+    const agent =
+      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; sleep 5; touch slept; fi";
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    expect(isAlive(agentPid)).toBe(true);
+
+    const [first] = stack.workers;
+    const exit = await first!.stop("SIGTERM");
+    expect(exit, first!.output()).toEqual({ code: 0, signal: null });
+    // It did not wait for the agent: the agent was killed before its sleep ended.
+    expect(isAlive(agentPid)).toBe(false);
+    expect(existsSync(join(running.workspace, "slept"))).toBe(false);
+
+    const handedBack = await getRun(stack, id);
+    expect(handedBack.status).toBe("running");
+    const abandoned = await getIterations(stack, id);
+    expect(abandoned.map((it) => [it.n, it.attempt, it.status])).toEqual([[1, 1, "abandoned"]]);
+    expect(abandoned[0]?.finishedAt).not.toBeNull();
+
+    stack.startWorker();
+    const run = await waitForStatus(stack, id);
+    expect(run).toMatchObject({
+      status: "succeeded",
+      reason: "success",
+      iteration: 1,
+      metrics: { iterations: 1 },
+    });
+
+    const iterations = await getIterations(stack, id);
+    expect(iterations.map((it) => [it.n, it.attempt, it.status, it.outcome])).toEqual([
+      [1, 1, "abandoned", null],
+      [1, 2, "passed", "complete"],
+    ]);
+    expect(iterations[1]?.agent?.output).toContain("resumed");
+    expect(existsSync(join(running.workspace, "slept"))).toBe(false);
+
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === "run_started")).toHaveLength(1);
+    const resumed = events.filter((e) => e.type === "run_resumed");
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]?.data).toMatchObject({ iteration: 1, abandonedAttempt: 1 });
+    expect(
+      events
+        .filter((e) => e.type === "iteration_started")
+        .map((e) => [e.data.iteration, e.data.attempt]),
+    ).toEqual([
+      [1, 1],
+      [1, 2],
+    ]);
+    expect(types.indexOf("run_resumed")).toBeLessThan(types.lastIndexOf("iteration_started"));
+    expect(types.at(-1)).toBe("run_finished");
+  });
+
+  it("resumes the run of a worker killed with SIGKILL on another worker", async () => {
+    const agent =
+      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    try {
+      for (const w of stack.workers.filter((w) => !w.hasExited())) {
+        expect((await w.stop("SIGKILL")).signal).toBe("SIGKILL");
+      }
+      // The crashed worker's agent (its own process group) may outlive it: not the point here.
+      killGroup(agentPid);
+
+      stack.startWorker();
+      const run = await waitForStatus(stack, id);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      const iterations = await getIterations(stack, id);
+      expect(iterations.map((it) => [it.n, it.attempt, it.status, it.outcome])).toEqual([
+        [1, 1, "abandoned", null],
+        [1, 2, "passed", "complete"],
+      ]);
+      expect(iterations[1]?.agent?.output).toContain("resumed");
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(events.filter((e) => e.type === "run_resumed").map((e) => e.data)).toEqual([
+        expect.objectContaining({ iteration: 1, abandonedAttempt: 1 }),
+      ]);
+      expect(events.filter((e) => e.type === "run_finished")).toHaveLength(1);
+    } finally {
+      killGroup(agentPid);
+    }
+  });
+});

@@ -102,38 +102,53 @@ describe("looprun CLI", () => {
     expect(output).toContain("maxIterations");
   });
 
-  it("ls lists runs, show prints one, watch follows a finished one", async () => {
-    const { id } = await submit(
-      stack,
-      commandRun("true", { task: "listed by ls", sessionId: "cli-ls", testCommand: "true" }),
-    );
-    await waitForStatus(stack, id);
+  describe("with a finished run", () => {
+    let id: string;
 
-    const ls = await runCli(["ls"], cliEnv);
-    expect(ls.code, ls.output).toBe(0);
-    const line = ls.output.split("\n").find((l) => l.startsWith(id));
-    expect(line, ls.output).toBeDefined();
-    expect(line).toMatch(/succeeded/);
-    expect(line).toContain("cli-ls");
-    expect(line).toContain("listed by ls");
-
-    const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv);
-    expect(bySession.output.trim().split("\n")).toHaveLength(1);
-    const paged = await runCli(["ls", "--limit", "1"], cliEnv);
-    expect(paged.output).toMatch(/more: looprun ls --cursor [0-9A-Z]{26}/);
-
-    const show = await runCli(["show", id], cliEnv);
-    expect(show.code, show.output).toBe(0);
-    const shown = JSON.parse(show.output);
-    expect(shown).toMatchObject({
-      id,
-      status: "succeeded",
-      iterations: [{ n: 1, outcome: "complete" }],
+    beforeAll(async () => {
+      ({ id } = await submit(
+        stack,
+        commandRun("true", { task: "listed by ls", sessionId: "cli-ls", testCommand: "true" }),
+      ));
+      await waitForStatus(stack, id);
     });
 
-    const watch = await runCli(["watch", id], cliEnv);
-    expect(watch.code, watch.output).toBe(0);
-    expect(watch.output).toContain("finished: succeeded (success)");
+    it("ls lists runs, newest first, one line each", async () => {
+      const ls = await runCli(["ls"], cliEnv);
+      expect(ls.code, ls.output).toBe(0);
+      const line = ls.stdout.split("\n").find((l) => l.startsWith(id));
+      expect(line, ls.output).toBeDefined();
+      expect(line).toMatch(/succeeded/);
+      expect(line).toContain("cli-ls");
+      expect(line).toContain("listed by ls");
+    });
+
+    it("ls filters by session and pages with --limit", async () => {
+      const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv);
+      expect(bySession.code, bySession.output).toBe(0);
+      expect(bySession.stdout.trim().split("\n")).toEqual([
+        expect.stringMatching(new RegExp(`^${id} `)),
+      ]);
+      const paged = await runCli(["ls", "--limit", "1"], cliEnv);
+      expect(paged.code, paged.output).toBe(0);
+      expect(paged.stdout).toMatch(/more: looprun ls --cursor [0-9A-Z]{26}/);
+    });
+
+    it("show prints the run and its iterations as JSON", async () => {
+      const show = await runCli(["show", id], cliEnv);
+      expect(show.code, show.output).toBe(0);
+      expect(JSON.parse(show.stdout)).toMatchObject({
+        id,
+        status: "succeeded",
+        iterations: [{ n: 1, outcome: "complete" }],
+      });
+    });
+
+    it("watch follows the run to its end", async () => {
+      const watch = await runCli(["watch", id], cliEnv);
+      expect(watch.code, watch.output).toBe(0);
+      expect(watch.stdout).toContain("finished: succeeded (success)");
+    });
   });
 
   it("stop stops a running run; a second stop fails with run_finished", async () => {

@@ -139,12 +139,7 @@ describe("worker shutdown and crash", () => {
   let stack: Stack;
 
   beforeAll(async () => {
-    // A short lease, so that a crashed worker's run is taken over within seconds.
-    stack = await startStack({
-      redisUrl: inject("redisUrl"),
-      workers: 1,
-      env: { LOOPRUN_LOCK_MS: "3000", LOOPRUN_STALLED_INTERVAL_MS: "1000" },
-    });
+    stack = await startStack({ redisUrl: inject("redisUrl"), workers: 1 });
   });
 
   afterAll(async () => {
@@ -212,6 +207,12 @@ describe("worker shutdown and crash", () => {
   });
 
   it("resumes the run of a worker killed with SIGKILL on another worker", async () => {
+    // The worker that crashes holds a short lease, so its run is taken over within seconds.
+    await stack.stopWorkers();
+    const doomed = stack.startWorker({
+      LOOPRUN_LOCK_MS: "4000",
+      LOOPRUN_STALLED_INTERVAL_MS: "1000",
+    });
     const agent =
       "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
     const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
@@ -220,13 +221,11 @@ describe("worker shutdown and crash", () => {
       message: "the agent writing its pid",
     });
     try {
-      for (const w of stack.workers.filter((w) => !w.hasExited())) {
-        expect((await w.stop("SIGKILL")).signal).toBe("SIGKILL");
-      }
+      expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
       // The crashed worker's agent (its own process group) may outlive it: not the point here.
       killGroup(agentPid);
 
-      stack.startWorker();
+      stack.startWorker({ LOOPRUN_STALLED_INTERVAL_MS: "1000" });
       const run = await waitForStatus(stack, id);
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
       const iterations = await getIterations(stack, id);

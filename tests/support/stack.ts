@@ -103,6 +103,8 @@ export interface ManagedProcess {
   pid: number;
   /** stdout and stderr so far (the tail). */
   output(): string;
+  /** stdout alone so far (the tail). */
+  stdout(): string;
   /** Resolves when the process has exited. */
   exited: Promise<Exit>;
   hasExited(): boolean;
@@ -138,11 +140,16 @@ export function spawnManaged(
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";
+  let stdout = "";
   const collect = (chunk: Buffer) => {
     out += chunk.toString();
     if (out.length > OUTPUT_CAP * 2) out = out.slice(-OUTPUT_CAP);
   };
-  child.stdout?.on("data", collect);
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.length > OUTPUT_CAP * 2) stdout = stdout.slice(-OUTPUT_CAP);
+    collect(chunk);
+  });
   child.stderr?.on("data", collect);
   child.stdin?.on("error", () => {});
   child.stdin?.end(opts.stdin ?? "");
@@ -163,6 +170,7 @@ export function spawnManaged(
     child,
     pid: child.pid ?? -1,
     output: () => out,
+    stdout: () => stdout,
     exited,
     hasExited: () => exit !== null,
     async stop(signal = "SIGTERM", graceMs = 15_000) {
@@ -186,14 +194,14 @@ export async function runCli(
   args: string[],
   env: Record<string, string | undefined>,
   timeoutMs = 50_000,
-): Promise<{ code: number | null; output: string }> {
+): Promise<{ code: number | null; output: string; stdout: string }> {
   const proc = spawnManaged(`looprun ${args[0]}`, process.execPath, [LOOPRUN_BIN, ...args], {
     env,
   });
   const timer = setTimeout(() => proc.child.kill("SIGKILL"), timeoutMs);
   const { code } = await proc.exited;
   clearTimeout(timer);
-  return { code, output: proc.output() };
+  return { code, output: proc.output(), stdout: proc.stdout() };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -370,7 +378,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 export async function waitForHealthy(
   url: string,
   proc: ManagedProcess,
-  timeoutMs = 30_000,
+  timeoutMs = 45_000,
 ): Promise<void> {
   await waitFor(
     async () => {

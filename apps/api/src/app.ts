@@ -4,6 +4,7 @@ import { bearerAuth } from "./auth";
 import { ApiError } from "./errors";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
+import { statsRoutes } from "./routes/stats";
 
 export interface AppLogger {
   error(obj: object, msg?: string): void;
@@ -31,5 +32,6 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));
+  app.route("/api/stats", statsRoutes(deps));
   return app;
 }

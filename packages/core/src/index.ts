@@ -59,3 +59,28 @@ export type { NewToolCall } from "./domain/run";
 export type { ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatTool, ChatToolCall, MistralChatModelOptions } from "./llm/index";
 export { ChatModelError, MistralChatModel } from "./llm/index";
 export { McpServerSpec, MistralAgentSpec } from "./domain/run-spec";
+export type {
+  HttpServerSpec,
+  HubTool,
+  JsonSchema,
+  PathRefusal,
+  StdioLaunch,
+  StdioServerSpec,
+  StdioWorkspaceServer,
+  ToolCallOutcome,
+  ToolHubOptions,
+  WorkspaceServerOptions,
+} from "./tools/index";
+export {
+  confinePath,
+  createWorkspaceServer,
+  FUNCTION_NAME_PATTERN,
+  isWithin,
+  McpConnectError,
+  PathConfinementError,
+  serveWorkspaceOverStdio,
+  ToolHub,
+  ToolNameAllocator,
+  toMistralParameters,
+  workspaceServerLaunch,
+} from "./tools/index";

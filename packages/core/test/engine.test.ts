@@ -277,7 +277,8 @@ describe("runStep", () => {
     const run = seed({
       agent: { type: "command", command: "true" },
       testCommand: "echo $$ > v.pids; sleep 30 & echo $! >> v.pids; wait",
-      maxMinutes: 0.02,
+      // 3 s: the agent (`true`) is done well before, even on a busy machine.
+      maxMinutes: 0.05,
     });
     const result = await runStep(resources(store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
@@ -300,11 +301,13 @@ describe("runStep", () => {
   });
 
   it("ends with max_minutes when the deadline passed during a cooldown, creating no iteration", async () => {
-    const run = seed({ testCommand: "false", maxMinutes: 0.01, cooldownMs: 10 });
-    const res = resources(store);
+    const run = seed({ testCommand: "false", maxMinutes: 1, cooldownMs: 10 });
+    // The engine's clock: moved past the deadline while the run cools down.
+    let skew = 0;
+    const res = resources(store, { now: () => Date.now() + skew });
     expect((await runStep(res, run.id)).kind).toBe("cooldown");
     const { deadlineAt } = (await store.getRun(run.id))!;
-    await waitFor(() => Date.now() > deadlineAt!, "the deadline");
+    skew = deadlineAt! - Date.now();
     const before = store.eventsOf(run.id).length;
     expect(await runStep(res, run.id)).toEqual({
       kind: "finished",

@@ -53,9 +53,20 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
 
   it("reads and fixes the workspace through the workspace server, then calls finish", async () => {
     fake.replies(
-      { content: "Let me look.", toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "bug.txt" } }] },
-      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } }] },
-      { toolCalls: [{ name: "finish", arguments: { summary: "bug.txt now says fixed", status: "done" } }] },
+      {
+        content: "Let me look.",
+        toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "bug.txt" } }],
+      },
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
+        ],
+      },
+      {
+        toolCalls: [
+          { name: "finish", arguments: { summary: "bug.txt now says fixed", status: "done" } },
+        ],
+      },
     );
     const store = new MemoryRunStore();
     const run = mistralRun();
@@ -68,8 +79,16 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(toolResults(fake.requests[1] as ReceivedRequest)[0]).toContain("broken");
     // The model was offered the workspace tools and finish, under valid function names.
     const names = (fake.requests[0]?.tools ?? []).map((t) => t.function.name);
-    expect(names).toEqual(expect.arrayContaining(["workspace__read_text_file", "workspace__write_file", "workspace__run_command", "finish"]));
-    for (const t of fake.requests[0]?.tools ?? []) expect(JSON.stringify(t.function.parameters)).not.toContain("$schema");
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "workspace__read_text_file",
+        "workspace__write_file",
+        "workspace__run_command",
+        "finish",
+      ]),
+    );
+    for (const t of fake.requests[0]?.tools ?? [])
+      expect(JSON.stringify(t.function.parameters)).not.toContain("$schema");
     expect(fake.requests[0]?.model).toBe("mistral-small-latest");
 
     const calls = store.toolCalls.filter((c) => c.runId === run.id);
@@ -92,9 +111,22 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     writeFileSync(join(dir, "outside", "secret.txt"), "top secret");
     symlinkSync(join(dir, "outside"), join(workspace, "link"));
     fake.replies(
-      { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "../outside/secret.txt" } }] },
-      { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: join(dir, "outside", "secret.txt") } }] },
-      { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "link/secret.txt" } }] },
+      {
+        toolCalls: [
+          { name: "workspace__read_text_file", arguments: { path: "../outside/secret.txt" } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            name: "workspace__read_text_file",
+            arguments: { path: join(dir, "outside", "secret.txt") },
+          },
+        ],
+      },
+      {
+        toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "link/secret.txt" } }],
+      },
       { toolCalls: [{ name: "finish", arguments: { summary: "gave up", status: "blocked" } }] },
     );
     const store = new MemoryRunStore();
@@ -118,10 +150,19 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
 
   it("tells the next iteration which tool calls failed, and reports a missing argument without calling", async () => {
     fake.respond((req, i): Reply => {
-      if (i === 0) return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt" } }] };
-      if (i === 1) return { toolCalls: [{ name: "finish", arguments: { summary: "tried", status: "done" } }] };
-      if (i === 2) return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } }] };
-      return { toolCalls: [{ name: "finish", arguments: { summary: "fixed it", status: "done" } }] };
+      if (i === 0)
+        return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt" } }] };
+      if (i === 1)
+        return { toolCalls: [{ name: "finish", arguments: { summary: "tried", status: "done" } }] };
+      if (i === 2)
+        return {
+          toolCalls: [
+            { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+          ],
+        };
+      return {
+        toolCalls: [{ name: "finish", arguments: { summary: "fixed it", status: "done" } }],
+      };
     });
     const store = new MemoryRunStore();
     const run = mistralRun({ maxIterations: 3 });
@@ -146,7 +187,11 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
       { toolCalls: [{ name: "update_step", arguments: { step: 1, status: "in_progress" } }] },
       { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "bug.txt" } }] },
       { toolCalls: [{ name: "update_step", arguments: { step: 1, status: "done" } }] },
-      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } }] },
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+        ],
+      },
       { toolCalls: [{ name: "update_step", arguments: { step: 2, status: "done" } }] },
       { toolCalls: [{ name: "finish", arguments: { summary: "done", status: "done" } }] },
     );
@@ -179,12 +224,19 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(result).toMatchObject({ kind: "finished", status: "failed", reason: "error" });
     expect(fake.requests).toHaveLength(2);
     const events = store.eventsOf(run.id);
-    expect(events.find((e) => e.type === "phase_failed")?.data).toMatchObject({ phase: "planning" });
-    expect(events.some((e) => e.type === "validation_passed" || e.type === "validation_failed")).toBe(false);
+    expect(events.find((e) => e.type === "phase_failed")?.data).toMatchObject({
+      phase: "planning",
+    });
+    expect(
+      events.some((e) => e.type === "validation_passed" || e.type === "validation_failed"),
+    ).toBe(false);
   });
 
   it("ends the run with max_tokens when the token budget is spent", async () => {
-    fake.replies({ toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }], tokens: 150 });
+    fake.replies({
+      toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }],
+      tokens: 150,
+    });
     const store = new MemoryRunStore();
     const run = mistralRun({ maxTokens: 400, maxIterations: 5 });
     store.add(run);
@@ -193,23 +245,43 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     const stored = (await store.getRun(run.id))!;
     expect(stored.summary).toBe("failed_budget_exhausted");
     expect(stored.metrics.tokens).toBeGreaterThanOrEqual(400);
-    expect(store.eventsOf(run.id).some((e) => e.type === "budget_exhausted" && e.data.reason === "max_tokens")).toBe(true);
+    expect(
+      store
+        .eventsOf(run.id)
+        .some((e) => e.type === "budget_exhausted" && e.data.reason === "max_tokens"),
+    ).toBe(true);
   });
 
   it("calls a tool of a reference MCP server the run adds (server-everything over stdio)", async () => {
-    const serverEverything = join(process.cwd(), "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    const serverEverything = join(
+      process.cwd(),
+      "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
     let offered: string[] = [];
     fake.respond((req, i): Reply => {
       if (i === 0) {
         offered = (req.tools ?? []).map((t) => t.function.name);
         const echo = offered.find((n) => n.startsWith("everything__") && n.includes("echo"));
-        return { toolCalls: [{ name: echo ?? "everything__echo", arguments: { message: "hello from the loop" } }] };
+        return {
+          toolCalls: [
+            { name: echo ?? "everything__echo", arguments: { message: "hello from the loop" } },
+          ],
+        };
       }
-      if (i === 1) return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } }] };
+      if (i === 1)
+        return {
+          toolCalls: [
+            { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+          ],
+        };
       return { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] };
     });
     const store = new MemoryRunStore();
-    const run = mistralRun({ mcpServers: [{ name: "everything", command: process.execPath, args: [serverEverything, "stdio"] }] });
+    const run = mistralRun({
+      mcpServers: [
+        { name: "everything", command: process.execPath, args: [serverEverything, "stdio"] },
+      ],
+    });
     store.add(run);
     const result = await runStep(resources(store, { llm }), run.id);
     expect(result).toMatchObject({ status: "succeeded" });
@@ -221,8 +293,16 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
 
   it("gives the model the session's earlier runs and the files they touched", async () => {
     fake.replies(
-      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "notes/todo.md", content: "fixed" } }] },
-      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } }] },
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "notes/todo.md", content: "fixed" } },
+        ],
+      },
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+        ],
+      },
       { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] },
     );
     const store = new MemoryRunStore();
@@ -231,7 +311,10 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     await runStep(resources(store, { llm }), first.id);
     fake.reset();
     fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
-    const second = mistralRun({ task: "Now delete the file from before" }, { sessionId: "s-history" });
+    const second = mistralRun(
+      { task: "Now delete the file from before" },
+      { sessionId: "s-history" },
+    );
     store.add(second);
     await runStep(resources(store, { llm }), second.id);
     const prompt = String(fake.requests[0]?.messages.find((m) => m.role === "user")?.content);

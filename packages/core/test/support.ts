@@ -34,13 +34,7 @@ export function isAlive(pid: number): boolean {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // "pid (comm) S ..." — comm may contain spaces or parentheses: the state follows the last ")".
     const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    const alive = state !== "Z" && state !== "X";
-    if (alive) {
-      let cmd = "";
-      try { cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch {}
-      console.error("DIAG alive", pid, JSON.stringify(stat), JSON.stringify(cmd));
-    }
-    return alive;
+    return state !== "Z" && state !== "X";
   } catch {
     return false;
   }
@@ -98,7 +92,6 @@ export function makeRun(
     consecutiveFailures: 0,
     epoch: 0,
     latestReviewId: null,
-    plan: null,
     createdAt: opts.createdAt ?? Date.now(),
     startedAt: null,
     finishedAt: null,

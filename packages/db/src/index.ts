@@ -4,3 +4,5 @@ export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";
 export { RunRepository } from "./run-repository";
 export { SqliteRunStore } from "./sqlite-run-store";
+export type { ToolStat, ToolStats, ToolStatsFilter } from "./tool-stats";
+export { toolStats } from "./tool-stats";

@@ -23,6 +23,7 @@ import {
   toSessionRecord,
 } from "./records";
 import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import { type ToolStats, type ToolStatsFilter, toolStats } from "./tool-stats";
 
 export interface NewRun {
   id: string;
@@ -176,6 +177,10 @@ export class RunRepository {
 
   listToolCalls(runId: string): ToolCallRow[] {
     return this.db.select().from(toolCalls).where(eq(toolCalls.runId, runId)).orderBy(asc(toolCalls.seq)).all();
+  }
+
+  toolStats(filter: ToolStatsFilter): ToolStats {
+    return toolStats(this.db, filter);
   }
 
   listReviews(runId: string): ReviewArtifactRow[] {

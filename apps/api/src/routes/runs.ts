@@ -85,7 +85,9 @@ export function runRoutes(deps: AppDeps): Hono {
 
   app.get("/:id", (c) => {
     parseQuery(c, NoQuery);
-    return c.json(presentRun(loadRun(c.req.param("id")), now()));
+    const run = loadRun(c.req.param("id"));
+    const stats = deps.repo.toolStats({ runId: run.id });
+    return c.json({ ...presentRun(run, now()), toolStats: { ...stats.totals, commonErrors: stats.commonErrors } });
   });
 
   app.get("/:id/iterations", (c) => {

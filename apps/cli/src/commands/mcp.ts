@@ -4,7 +4,7 @@ import { buildCommandEnv } from "@looprun/core";
 import { WorkerEnv } from "@looprun/worker";
 import { Command } from "commander";
 // Until @looprun/core's index re-exports the tools layer, it is reached by path.
-import { serveWorkspaceOverStdio } from "../../../../packages/core/src/tools/index";
+import { serveWorkspaceOverStdio } from "@looprun/core";
 import { closeOnSignals, fail } from "../lifecycle";
 
 async function serveWorkspace(dir: string, options: { commandTimeout?: string }): Promise<void> {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -40,6 +41,45 @@ function groupAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Whether a process of the group still runs. Zombies (exited, not yet reaped — a container's
+ * PID 1 may never reap orphans) do not count. Without a Linux /proc, any member counts.
+ */
+function groupRunning(pgid: number): boolean {
+  if (!groupAlive(pgid)) return false;
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    // "pid (comm) state ppid pgrp …" — comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
+}
+
+/**
+ * Waits (up to `maxMs`) until no process of the group runs any more: a killed process closes
+ * its pipes before it has finished exiting, so "the output is closed" does not mean "dead".
+ */
+async function waitForGroupExit(pgid: number, maxMs: number): Promise<void> {
+  const end = performance.now() + maxMs;
+  while (groupRunning(pgid) && performance.now() < end) {
+    killGroup(pgid, "SIGKILL");
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
@@ -112,10 +152,15 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
 
     child.on("error", (error) => finish(null, null, error));
     child.on("exit", (code, signal) => {
+      clearTimeout(timer); // it has exited: a timeout can no longer apply
       const pid = child.pid;
       // Background children of the command die with it; they may hold our pipes open.
       if (pid !== undefined && groupAlive(pid)) killGroup(pid, "SIGKILL");
-      const done = () => finish(code, signal);
+      const done = () => {
+        // Resolve only once the command's processes are dead, not merely dying.
+        if (pid === undefined) finish(code, signal);
+        else void waitForGroupExit(pid, graceMs).then(() => finish(code, signal));
+      };
       const fallback = setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();

@@ -30,8 +30,13 @@ export interface HttpServerSpec {
 export type McpServerSpec = StdioServerSpec | HttpServerSpec;
 
 export interface ToolHubOptions {
-  /** @defaultValue 60000 — timeout of every MCP request: initialisation, listing, each tool call */
+  /** @defaultValue 60000 — timeout of each tool call */
   requestTimeoutMs?: number;
+  /**
+   * @defaultValue 60000 — timeout of a server's start-up: initialisation and listing its tools
+   * (separate from calls: a server started with `npx` may first have to be downloaded)
+   */
+  connectTimeoutMs?: number;
   /** @defaultValue 20000 — bytes of a call's result text kept (the beginning); a marker says how much was cut */
   resultCapBytes?: number;
   /** @defaultValue [] — function names the hub never hands out (the agent's own tools, e.g. `finish`) */
@@ -231,9 +236,10 @@ export class ToolHub {
       seen.add(spec.name);
     }
     const timeoutMs = opts.requestTimeoutMs ?? 60_000;
+    const connectTimeoutMs = opts.connectTimeoutMs ?? 60_000;
     const clientInfo = opts.clientInfo ?? { name: "looprun", version: "0.1.0" };
     const settled = await Promise.allSettled(
-      servers.map((spec) => connectServer(spec, clientInfo, timeoutMs)),
+      servers.map((spec) => connectServer(spec, clientInfo, connectTimeoutMs)),
     );
     const connected = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
     const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");

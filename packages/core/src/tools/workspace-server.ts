@@ -241,12 +241,13 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       } catch (error) {
         return textResult(error instanceof Error ? error.message : String(error), true);
       }
+      const limitMs = Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs);
       let pid: number | undefined;
       const result = await runCommand({
         command,
         cwd,
         env: commandEnv,
-        timeoutMs: Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs),
+        timeoutMs: limitMs,
         outputCapBytes,
         signal: AbortSignal.any([extra.signal, closed.signal]),
         onSpawn: (spawned) => {
@@ -258,7 +259,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       const status = result.aborted
         ? "cancelled, the command was killed"
         : result.timedOut
-          ? `timed out after ${Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs)} ms, the command was killed`
+          ? `timed out after ${limitMs} ms, the command was killed`
           : result.exitCode !== null
             ? `exit code ${result.exitCode}`
             : `killed by ${result.signal ?? "a signal"}`;

@@ -23,15 +23,27 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
       {
         model: "mistral-small-latest",
         messages: [{ role: "user", content: "hi" }],
-        tools: [{ name: "read", description: "read a file", parameters: { type: "object", properties: { path: { type: "string" } } } }],
+        tools: [
+          {
+            name: "read",
+            description: "read a file",
+            parameters: { type: "object", properties: { path: { type: "string" } } },
+          },
+        ],
       },
       signal,
     );
 
   it("sends tools and the key, and parses tool calls and usage", async () => {
-    fake.replies({ content: "reading", toolCalls: [{ name: "read", arguments: { path: "a.txt" } }], tokens: 120 });
+    fake.replies({
+      content: "reading",
+      toolCalls: [{ name: "read", arguments: { path: "a.txt" } }],
+      tokens: 120,
+    });
     const res = await ask();
-    expect(res.toolCalls).toEqual([{ id: expect.any(String), name: "read", arguments: '{"path":"a.txt"}' }]);
+    expect(res.toolCalls).toEqual([
+      { id: expect.any(String), name: "read", arguments: '{"path":"a.txt"}' },
+    ]);
     expect(res.usage.totalTokens).toBe(120);
     expect(fake.requests[0]?.authorization).toBe("Bearer test-key-123");
     expect(fake.requests[0]?.tools?.[0]?.function.name).toBe("read");
@@ -53,7 +65,10 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
       retry: { initialIntervalMs: 10, maxIntervalMs: 5000, maxElapsedMs: 10_000 },
     });
     const started = Date.now();
-    const res = await patient.complete({ model: "m", messages: [{ role: "user", content: "hi" }] }, new AbortController().signal);
+    const res = await patient.complete(
+      { model: "m", messages: [{ role: "user", content: "hi" }] },
+      new AbortController().signal,
+    );
     expect(res.content).toBe("after the wait");
     expect(fake.requests).toHaveLength(2);
     // Retry-After: 1 means the second request came no earlier than a second later.

@@ -182,18 +182,20 @@ describe("ToolHub failures", () => {
   it("reports a request timeout as data", async () => {
     const root = await realpath(await tempDir());
     const slow = await ToolHub.connect([{ name: "ws", ...workspaceServerLaunch(root, {}) }], {
-      // Generous enough for the server's start-up (initialisation shares the timeout).
-      requestTimeoutMs: 5000,
+      requestTimeoutMs: 1000,
     });
     try {
+      expect((await slow.call("ws__list_directory", { path: "." })).isError).toBe(false);
       const result = await slow.call("ws__run_command", { command: "echo $$ > t.pid; sleep 30" });
       expect(result.isError).toBe(true);
-      expect(result.result).toContain("did not answer run_command within 5000 ms");
+      expect(result.result).toContain("did not answer run_command within 1000 ms");
       // The timed-out request is cancelled on the server, which kills the command.
+      const pidFile = join(root, "t.pid");
       await waitFor(
-        () => !isAlive(pidIn(join(root, "t.pid"))),
-        "the timed-out command to be killed",
+        () => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "",
+        "the command to have started",
       );
+      await waitFor(() => !isAlive(pidIn(pidFile)), "the timed-out command to be killed");
     } finally {
       await slow.close();
       await removeDir(root);
@@ -253,7 +255,7 @@ describe("ToolHub failures", () => {
         { name: "ok", command: process.execPath, args: [EVERYTHING, "stdio"] },
         { name: "crash", command: "sh", args: ["-c", "echo 'boom: bad config' >&2; exit 1"] },
       ],
-      { requestTimeoutMs: 10_000 },
+      { connectTimeoutMs: 20_000 },
     ).catch((e: unknown) => e);
     expect(crashing).toBeInstanceOf(McpConnectError);
     expect((crashing as McpConnectError).name).toBe("McpConnectError");

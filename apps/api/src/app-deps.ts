@@ -1,4 +1,6 @@
+import type { Redactor } from "@looprun/core";
 import type { RunRepository } from "@looprun/db";
+import type { Context } from "hono";
 import type { RunQueue } from "./run-queue";
 
 export interface AppDeps {
@@ -11,6 +13,16 @@ export interface AppDeps {
   newId?: () => string;
   /** When set, every /api route requires `Authorization: Bearer <apiToken>`. */
   apiToken?: string;
+  /** Applied to what a submission stores (task, commands, requirements…). */
+  redactor?: Redactor;
+  /** Origins allowed by CORS; none: no CORS headers at all. */
+  corsOrigins?: string[];
+  /** Requests per client per minute on /api; unset: no limit. */
+  rateLimitPerMinute?: number;
+  /** Who a client is, for the rate limit (its address). */
+  clientKey?: (c: Context) => string;
+  /** @defaultValue 1048576 */
+  bodyLimitBytes?: number;
   /** Checks the database for /readyz. */
   dbHealthy: () => boolean;
 }

@@ -1,7 +1,10 @@
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
 import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
 import { ApiError } from "./errors";
+import { rateLimit } from "./rate-limit";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { statsRoutes } from "./routes/stats";
@@ -29,6 +32,21 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     return c.json(body, redis && db ? 200 : 503);
   });
 
+  if (deps.corsOrigins && deps.corsOrigins.length > 0) {
+    app.use("/api/*", cors({ origin: deps.corsOrigins, allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"] }));
+  }
+  if (deps.rateLimitPerMinute) {
+    app.use("/api/*", rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }));
+  }
+  app.use(
+    "/api/*",
+    bodyLimit({
+      maxSize: deps.bodyLimitBytes ?? 1024 * 1024,
+      onError: () => {
+        throw new ApiError(413, "payload_too_large", `the body is larger than ${deps.bodyLimitBytes ?? 1024 * 1024} bytes`);
+      },
+    }),
+  );
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));

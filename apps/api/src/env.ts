@@ -12,6 +12,18 @@ export const ApiEnv = z
     /** BullMQ key prefix: lets several looprun installs (or test runs) share one Redis. */
     LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),
     API_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
+    LOOPRUN_SECRET_ENV: z
+      .string()
+      .default("")
+      .transform((s) => s.split(",").map((n) => n.trim()).filter(Boolean)),
+    /** Comma-separated origins allowed by CORS; empty: no CORS. */
+    CORS_ORIGINS: z
+      .string()
+      .default("")
+      .transform((s) => s.split(",").map((n) => n.trim()).filter(Boolean)),
+    /** Requests per client address per minute on /api (0: no limit). */
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(1200),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((env, ctx) => {

@@ -1,5 +1,7 @@
 import { resolve } from "node:path";
 import { serve } from "@hono/node-server";
+import { getConnInfo } from "@hono/node-server/conninfo";
+import { collectSecrets, Redactor, redactingLogOptions } from "@looprun/core";
 import { openDatabase, RunRepository } from "@looprun/db";
 import { pino } from "pino";
 import { createApp } from "./app";
@@ -13,7 +15,8 @@ export interface ApiServer {
 
 /** Starts the HTTP API: opens the database (migrating it) and connects to the queue. */
 export async function startApi(env: ApiEnv): Promise<ApiServer> {
-  const logger = pino({ level: env.LOG_LEVEL, base: { app: "api" } });
+  const redactor = new Redactor(collectSecrets(process.env, env.LOOPRUN_SECRET_ENV));
+  const logger = pino({ level: env.LOG_LEVEL, base: { app: "api" }, ...redactingLogOptions(redactor) });
   const database = openDatabase(env.DATABASE_PATH);
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
   const app = createApp(
@@ -22,6 +25,10 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       queue,
       workspacesRoot: resolve(env.WORKSPACES_ROOT),
       ...(env.API_TOKEN ? { apiToken: env.API_TOKEN } : {}),
+      redactor,
+      corsOrigins: env.CORS_ORIGINS,
+      ...(env.RATE_LIMIT_PER_MINUTE > 0 ? { rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE } : {}),
+      clientKey: (c) => getConnInfo(c).remote.address ?? "unknown",
       dbHealthy: () => {
         try {
           database.sqlite.prepare("select 1").get();

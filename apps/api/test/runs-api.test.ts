@@ -223,3 +223,54 @@ describe("runs API with API_TOKEN", () => {
     }
   });
 });
+
+describe("runs API limits", () => {
+  it("answers 413 payload_too_large for a 3 MB body and stores nothing", async () => {
+    const h = apiHarness(inject("redisUrl"));
+    try {
+      await h.untilReady();
+      const res = await h.request("POST", "/api/runs", { ...valid, task: "x".repeat(3 * 1024 * 1024) });
+      expect(res.status).toBe(413);
+      expect(res.body.error.code).toBe("payload_too_large");
+      expect(h.repo.listRuns({ limit: 10 }).items).toHaveLength(0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("answers 429 rate_limited with Retry-After past the per-client limit", async () => {
+    const { createApp } = await import("../src/app");
+    const h = apiHarness(inject("redisUrl"));
+    try {
+      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, rateLimitPerMinute: 5 });
+      const statuses: number[] = [];
+      let retryAfter: string | null = null;
+      for (let i = 0; i < 7; i++) {
+        const res = await app.request("/api/runs");
+        statuses.push(res.status);
+        if (res.status === 429) {
+          retryAfter = res.headers.get("retry-after");
+          expect(((await res.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+        }
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      expect(Number(retryAfter)).toBeGreaterThan(0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("sends no CORS headers unless origins are configured", async () => {
+    const { createApp } = await import("../src/app");
+    const h = apiHarness(inject("redisUrl"));
+    try {
+      const plain = await h.app.request("/api/runs", { headers: { origin: "https://evil.example" } });
+      expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, corsOrigins: ["https://ok.example"] });
+      const ok = await app.request("/api/runs", { headers: { origin: "https://ok.example" } });
+      expect(ok.headers.get("access-control-allow-origin")).toBe("https://ok.example");
+    } finally {
+      await h.close();
+    }
+  });
+});

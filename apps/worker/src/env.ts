@@ -24,6 +24,8 @@ export const WorkerEnv = z.object({
   LOOPRUN_STOP_POLL_MS: z.coerce.number().int().min(10).default(500),
   /** Extra environment variable names that agent and validation commands may see. */
   AGENT_ENV_ALLOWLIST: list,
+  /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
+  LOOPRUN_SECRET_ENV: list,
   /** Bytes of each command's output kept (the tail). */
   LOOPRUN_OUTPUT_CAP_BYTES: z.coerce.number().int().min(1024).default(65_536),
   /** Enables the `mistral` agent. Never passed to commands, stored or logged. */

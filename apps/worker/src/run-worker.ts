@@ -1,4 +1,14 @@
-import { type EngineResources, failRun, MistralChatModel, RUN_QUEUE, RunJob, runStep } from "@looprun/core";
+import {
+  collectSecrets,
+  type EngineResources,
+  failRun,
+  MistralChatModel,
+  Redactor,
+  RUN_QUEUE,
+  RunJob,
+  redactingLogOptions,
+  runStep,
+} from "@looprun/core";
 import { openDatabase, SqliteRunStore } from "@looprun/db";
 import { DelayedError, type Job, Worker } from "bullmq";
 import { Redis } from "ioredis";
@@ -17,7 +27,8 @@ export interface RunWorker {
  * slot is held while a run cools down).
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
-  const logger = pino({ level: env.LOG_LEVEL, base: { app: "worker", pid: process.pid } });
+  const redactor = new Redactor(collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST));
+  const logger = pino({ level: env.LOG_LEVEL, base: { app: "worker", pid: process.pid }, ...redactingLogOptions(redactor) });
   const database = openDatabase(env.DATABASE_PATH);
   const store = new SqliteRunStore(database.db);
   const resources: EngineResources = {
@@ -25,6 +36,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     logger,
     commandEnv,
     envAllowlist: env.AGENT_ENV_ALLOWLIST,
+    redactor,
     outputCapBytes: env.LOOPRUN_OUTPUT_CAP_BYTES,
     stopPollMs: env.LOOPRUN_STOP_POLL_MS,
     defaultModel: env.LOOPRUN_MISTRAL_MODEL,

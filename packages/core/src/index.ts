@@ -52,6 +52,7 @@ export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
 export { RUN_QUEUE, RunJob } from "./queue/index";
 export { assertNever } from "./util/assert-never";
 export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
+export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";
 export { buildPrompt, hasCompletionPromise } from "./agents/index";
 export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
 export type { Plan, PlanStep, StepStatus } from "./domain/plan";

@@ -37,7 +37,9 @@ export function runRoutes(deps: AppDeps): Hono {
 
   app.post("/", async (c) => {
     const body = await parseBody(c, RunSubmission);
-    const spec = normalizeSubmission(body);
+    const normalized = normalizeSubmission(body);
+    // Secrets never reach the DB: a literal key in a command or task is stored redacted.
+    const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
     // Before the workspace is created: a refused submission leaves nothing behind.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const sessionId = body.sessionId ?? newId();

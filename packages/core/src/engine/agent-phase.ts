@@ -22,6 +22,16 @@ export interface AgentPhaseResult extends AgentResult {
   phaseFailed: { phase: string; error: string } | null;
 }
 
+/**
+ * `${NAME}` in an MCP server's env or headers takes the value of an allowed variable of the
+ * worker: secrets are configured on the workers, never sent in (and stored with) a run.
+ */
+function expandVars(values: Record<string, string>, env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([k, v]) => [k, v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => env[name] ?? "")]),
+  );
+}
+
 /** Runs the run's agent for one iteration: a command, or the mistral agent with MCP tools. */
 export async function runAgentPhase(
   res: EngineResources,
@@ -61,7 +71,11 @@ export async function runAgentPhase(
         hub = await ToolHub.connect(
           [
             { name: "workspace", ...workspaceServerLaunch(ctx.run.workspace, input.env), cwd: ctx.run.workspace },
-            ...spec.mcpServers.map((s) => ("url" in s ? s : { ...s, cwd: ctx.run.workspace })),
+            ...spec.mcpServers.map((s) =>
+              "url" in s
+                ? { ...s, headers: expandVars(s.headers, input.env) }
+                : { ...s, env: expandVars(s.env, input.env), cwd: ctx.run.workspace },
+            ),
           ],
           { reservedNames: ["finish", "update_step"], requestTimeoutMs: res.toolTimeoutMs ?? 120_000 },
         );

@@ -1,4 +1,5 @@
 import type { ChatModel } from "../llm/chat-model";
+import type { Redactor } from "../util/redactor";
 import type { RunStore } from "./run-store";
 
 export interface EngineLogger {
@@ -19,6 +20,8 @@ export interface EngineResources {
   envAllowlist: readonly string[];
   /** @defaultValue 65536 — bytes of output kept per command */
   outputCapBytes?: number;
+  /** Applied to everything the engine writes (outputs, prompts, events, tool calls). */
+  redactor?: Redactor;
   /** The LLM of `mistral` agents; without it they fail with a clear error. */
   llm?: ChatModel;
   /** @defaultValue "mistral-large-latest" — for runs that name no model */

@@ -33,10 +33,11 @@ export class RunContext {
       type,
       data: { ...data, budget: budgetSnapshot(after, now, reason) },
     }));
+    const mutation: RunMutation = { run: patch, events: newEvents, ...iteration };
     this.run = await this.res.store.commit(
       this.run.id,
       this.epoch,
-      { run: patch, events: newEvents, ...iteration },
+      this.res.redactor ? this.res.redactor.deep(mutation) : mutation,
       now,
     );
     return this.run;

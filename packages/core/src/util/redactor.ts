@@ -1,0 +1,100 @@
+/** Common shapes of credentials, redacted wherever they appear. */
+const PATTERNS: RegExp[] = [
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+  /\b(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b/g,
+  /\bgh[pousr]_[A-Za-z0-9]{30,}\b/g,
+  /\bgithub_pat_[A-Za-z0-9_]{30,}\b/g,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}\b/g,
+  /\bAKIA[0-9A-Z]{16}\b/g,
+  /\bAIza[0-9A-Za-z_-]{35}\b/g,
+  /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g,
+  /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
+  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&]{8,}/gi,
+];
+
+export const REDACTED = "[REDACTED]";
+
+/**
+ * Removes secrets from text before it is stored, queued, emitted or logged: the exact values
+ * it was given (API_TOKEN, MISTRAL_API_KEY, configured secrets) and common key patterns.
+ */
+export class Redactor {
+  private readonly values: string[];
+
+  constructor(secretValues: readonly (string | undefined)[] = []) {
+    // Longest first, so a secret that contains another is replaced whole. Very short values
+    // would redact ordinary words; they are not secrets worth the name.
+    this.values = [...new Set(secretValues.filter((v): v is string => typeof v === "string" && v.length >= 6))].sort(
+      (a, b) => b.length - a.length,
+    );
+  }
+
+  text(input: string): string {
+    let out = input;
+    for (const value of this.values) {
+      if (out.includes(value)) out = out.split(value).join(REDACTED);
+    }
+    for (const pattern of PATTERNS) {
+      out = out.replace(pattern, (match, prefix?: unknown) =>
+        typeof prefix === "string" && match.startsWith(prefix) ? `${prefix}${REDACTED}` : REDACTED,
+      );
+    }
+    return out;
+  }
+
+  /** Redacts every string inside a JSON-like value (objects, arrays), keys included. */
+  deep<T>(value: T): T {
+    return this.walk(value) as T;
+  }
+
+  private walk(value: unknown): unknown {
+    if (typeof value === "string") return this.text(value);
+    if (Array.isArray(value)) return value.map((v) => this.walk(v));
+    if (value !== null && typeof value === "object") {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) out[this.text(k)] = this.walk(v);
+      return out;
+    }
+    return value;
+  }
+}
+
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+/**
+ * The secret values an app knows of: `API_TOKEN`, `MISTRAL_API_KEY`, the variables named in
+ * `names` (e.g. `LOOPRUN_SECRET_ENV`), and allowlisted variables whose names look secret.
+ */
+export function collectSecrets(
+  source: Record<string, string | undefined>,
+  names: readonly string[] = [],
+  allowlist: readonly string[] = [],
+): string[] {
+  const wanted = new Set(["API_TOKEN", "MISTRAL_API_KEY", ...names, ...allowlist.filter((n) => SECRET_NAME.test(n))]);
+  return [...wanted].map((n) => source[n]).filter((v): v is string => typeof v === "string" && v.length > 0);
+}
+
+/**
+ * pino options that pass every log line through the redactor (objects, errors, messages),
+ * so no secret reaches the logs. Plain functions: the apps own their logger.
+ */
+export function redactingLogOptions(redactor: Redactor) {
+  const plain = (value: unknown): unknown => {
+    if (value instanceof Error) return { type: value.name, message: value.message, stack: value.stack };
+    if (Array.isArray(value)) return value.map(plain);
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+    }
+    return value;
+  };
+  return {
+    formatters: {
+      log: (obj: Record<string, unknown>) => redactor.deep(plain(obj)) as Record<string, unknown>,
+    },
+    hooks: {
+      logMethod(this: unknown, args: unknown[], method: (...a: unknown[]) => void) {
+        method.apply(this, args.map((a) => (typeof a === "string" ? redactor.text(a) : a)));
+      },
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { REDACTED, Redactor } from "../src/util/redactor";
+
+describe("Redactor", () => {
+  const r = new Redactor(["the-api-token-value", "mistral-key-abcdef", undefined, "abc"]);
+
+  it("replaces configured secret values wherever they appear", () => {
+    expect(r.text("token=the-api-token-value and again the-api-token-value")).not.toContain("the-api-token-value");
+    expect(r.text("key mistral-key-abcdef!")).toBe(`key ${REDACTED}!`);
+    // Too short to be a secret: left alone.
+    expect(r.text("abc")).toBe("abc");
+  });
+
+  it.each([
+    "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "AKIAABCDEFGHIJKLMNOP",
+    "xoxb-123456789012-abcdefghij",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
+  ])("redacts the common key pattern %s", (secret) => {
+    expect(r.text(`before ${secret} after`)).toBe(`before ${REDACTED} after`);
+  });
+
+  it("keeps the name of an assignment and the Bearer scheme", () => {
+    expect(r.text("OPENAI_API_KEY=abcdefgh12345678")).toBe(`OPENAI_API_KEY=${REDACTED}`);
+    expect(r.text("Authorization: Bearer abcdefghijklmnop123456")).toBe(`Authorization: Bearer ${REDACTED}`);
+    expect(r.text('password: "hunter2hunter2"')).toBe(`password: "${REDACTED}"`);
+  });
+
+  it("leaves ordinary text alone", () => {
+    const text = "npm test\n  3 passed, 1 failed\nexpected 4 to be 5 (src/cart.ts:12)";
+    expect(r.text(text)).toBe(text);
+  });
+
+  it("redacts deep inside objects and arrays", () => {
+    expect(r.deep({ a: ["x the-api-token-value"], b: { c: 1, d: "mistral-key-abcdef" } })).toEqual({
+      a: [`x ${REDACTED}`],
+      b: { c: 1, d: REDACTED },
+    });
+  });
+});

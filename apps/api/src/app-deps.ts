@@ -1,6 +1,7 @@
 import type { Redactor } from "@looprun/core";
 import type { RunRepository } from "@looprun/db";
 import type { Context } from "hono";
+import type { LiveOptions } from "./live/sse-session";
 import type { RunQueue } from "./run-queue";
 
 export interface AppDeps {
@@ -23,6 +24,8 @@ export interface AppDeps {
   clientKey?: (c: Context) => string;
   /** @defaultValue 1048576 */
   bodyLimitBytes?: number;
+  /** Server-sent events: how often streams poll the database and ping while idle. */
+  live?: Partial<LiveOptions>;
   /** Checks the database for /readyz. */
   dbHealthy: () => boolean;
 }

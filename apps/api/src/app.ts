@@ -3,8 +3,15 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
+import { dashboardRoutes } from "./dashboard/dashboard-routes";
 import { ApiError } from "./errors";
+import { RunFeed } from "./live/run-feed";
+import { LIVE_DEFAULTS } from "./live/sse-session";
+import { MetricsCollector } from "./metrics/metrics-collector";
 import { rateLimit } from "./rate-limit";
+import { liveRoutes } from "./routes/events-stream";
+import { metricsRoutes } from "./routes/metrics";
+import { openApiRoutes } from "./routes/openapi";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { statsRoutes } from "./routes/stats";
@@ -16,6 +23,7 @@ export interface AppLogger {
 /** The HTTP API. Every error leaves as `{"error": {code, message, ...}}`. */
 export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   const app = new Hono();
+  const now = deps.now ?? Date.now;
 
   app.onError((error, c) => {
     if (error instanceof ApiError) return c.json(error.toBody(), error.status);
@@ -31,6 +39,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     const body = { redis: redis ? "up" : "down", db: db ? "up" : "down" };
     return c.json(body, redis && db ? 200 : 503);
   });
+  app.route("/metrics", metricsRoutes(new MetricsCollector(deps), deps.apiToken));
 
   if (deps.corsOrigins && deps.corsOrigins.length > 0) {
     app.use("/api/*", cors({ origin: deps.corsOrigins, allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"] }));
@@ -48,8 +57,13 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     }),
   );
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
+  const live = { ...LIVE_DEFAULTS, ...deps.live };
+  // Before runRoutes, whose /:id would take "stream" for an id.
+  app.route("/api/runs", liveRoutes(deps, new RunFeed({ repo: deps.repo, pollMs: live.pollMs, now }), live));
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));
   app.route("/api/stats", statsRoutes(deps));
+  app.route("/api/openapi.json", openApiRoutes());
+  app.route("/", dashboardRoutes(deps.apiToken));
   return app;
 }

@@ -24,6 +24,10 @@ export const ApiEnv = z
       .transform((s) => s.split(",").map((n) => n.trim()).filter(Boolean)),
     /** Requests per client address per minute on /api (0: no limit). */
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(1200),
+    /** How often a live stream (SSE) reads the database for new events and run changes. */
+    LOOPRUN_SSE_POLL_MS: z.coerce.number().int().min(10).default(250),
+    /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */
+    LOOPRUN_SSE_HEARTBEAT_MS: z.coerce.number().int().min(10).default(15_000),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .superRefine((env, ctx) => {

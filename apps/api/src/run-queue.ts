@@ -1,4 +1,4 @@
-import { RUN_QUEUE, type RunJob } from "@looprun/core";
+import { RUN_JOB_NAME, RUN_QUEUE, type RunJob, runJobOptions, stopChannel } from "@looprun/core";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 
@@ -7,10 +7,20 @@ export interface RunQueue {
   /** Whether Redis is connected right now (requests fail fast when it is not). */
   isReady(): boolean;
   enqueue(runId: string): Promise<void>;
+  /** Tells the worker holding a run (if any) to stop it now; best effort (workers also poll). */
+  publishStop(runId: string): Promise<void>;
   /** Removes a run's job unless a worker holds it; `true` when no worker holds it now. */
   remove(runId: string): Promise<boolean>;
   ping(): Promise<boolean>;
+  /** Jobs waiting, running and delayed (cooling down) — for the metrics; rejects while Redis is down. */
+  jobCounts(): Promise<QueueDepth>;
   close(): Promise<void>;
+}
+
+export interface QueueDepth {
+  waiting: number;
+  active: number;
+  delayed: number;
 }
 
 export interface RunQueueOptions {
@@ -30,23 +40,18 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
   connection.on("error", () => {
     // Reported through isReady() and /readyz; ioredis reconnects by itself.
   });
-  const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix: opts.prefix ?? "looprun" });
+  const prefix = opts.prefix ?? "looprun";
+  const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix });
   queue.on("error", () => {});
 
   return {
     isReady: () => connection.status === "ready",
     async enqueue(runId) {
-      await queue.add(
-        "run",
-        { runId },
-        {
-          jobId: runId,
-          attempts: 3,
-          backoff: { type: "exponential", delay: 1000 },
-          removeOnComplete: { age: 3600, count: 1000 },
-          removeOnFail: { age: 7 * 24 * 3600 },
-        },
-      );
+      await queue.add(RUN_JOB_NAME, { runId }, runJobOptions(runId));
+    },
+    async publishStop(runId) {
+      if (connection.status !== "ready") return;
+      await connection.publish(stopChannel(prefix), runId).catch(() => {});
     },
     async remove(runId) {
       return (await queue.remove(runId)) === 1;
@@ -58,6 +63,11 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
       } catch {
         return false;
       }
+    },
+    async jobCounts() {
+      if (connection.status !== "ready") throw new Error("the queue (Redis) is not connected");
+      const counts = await queue.getJobCounts("waiting", "active", "delayed");
+      return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
     },
     async close() {
       await queue.close();

@@ -29,6 +29,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       corsOrigins: env.CORS_ORIGINS,
       ...(env.RATE_LIMIT_PER_MINUTE > 0 ? { rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE } : {}),
       clientKey: (c) => getConnInfo(c).remote.address ?? "unknown",
+      live: { pollMs: env.LOOPRUN_SSE_POLL_MS, heartbeatMs: env.LOOPRUN_SSE_HEARTBEAT_MS },
       dbHealthy: () => {
         try {
           database.sqlite.prepare("select 1").get();

@@ -274,3 +274,34 @@ describe("runs API limits", () => {
     }
   });
 });
+
+describe("idempotent submit", () => {
+  it("returns the same run for the same key and body, 422 for the same key with another body", async () => {
+    const h = apiHarness(inject("redisUrl"));
+    try {
+      await h.untilReady();
+      const post = async (body: unknown, key: string) => {
+        const res = await h.app.request("/api/runs", {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as { id: string; error?: { code: string } } };
+      };
+      const first = await post({ ...valid, sessionId: "idem-1" }, "key-1");
+      // The same body with its keys in another order is the same request.
+      const again = await post({ sessionId: "idem-1", testCommand: "true", agent: valid.agent, task: valid.task }, "key-1");
+      expect(first.status).toBe(202);
+      expect(again.status).toBe(202);
+      expect(again.body.id).toBe(first.body.id);
+      expect(h.repo.listRuns({ sessionId: "idem-1", limit: 10 }).items).toHaveLength(1);
+      const other = await post({ ...valid, sessionId: "idem-1", task: "something else" }, "key-1");
+      expect(other.status).toBe(422);
+      expect(other.body.error?.code).toBe("idempotency_conflict");
+      const bad = await post(valid, "");
+      expect(bad.status).toBe(400);
+    } finally {
+      await h.close();
+    }
+  });
+});

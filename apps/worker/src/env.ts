@@ -20,6 +20,8 @@ export const WorkerEnv = z.object({
   LOOPRUN_LOCK_MS: z.coerce.number().int().min(1000).default(60_000),
   /** How often stalled jobs (a dead worker's) are looked for and handed to another worker. */
   LOOPRUN_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(30_000),
+  /** How often runs the DB holds as unfinished are checked against the queue (re-enqueued when lost). */
+  LOOPRUN_RECONCILE_MS: z.coerce.number().int().min(100).default(30_000),
   /** How often a running iteration checks the DB for a stop request. */
   LOOPRUN_STOP_POLL_MS: z.coerce.number().int().min(10).default(500),
   /** Extra environment variable names that agent and validation commands may see. */

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   collectSecrets,
   type EngineResources,
@@ -8,17 +9,24 @@ import {
   RunJob,
   redactingLogOptions,
   runStep,
+  stopChannel,
 } from "@looprun/core";
-import { openDatabase, SqliteRunStore } from "@looprun/db";
-import { DelayedError, type Job, Worker } from "bullmq";
+import { openDatabase, RunRepository, SqliteRunStore } from "@looprun/db";
+import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import type { WorkerEnv } from "./env";
-
+import { reconcile } from "./reconciler";
 
 export interface RunWorker {
   /** Stops taking jobs, hands the iterations in flight back to the queue, and closes. */
   close(): Promise<void>;
+}
+
+/** What the worker can tell the run it drives: stop it now, or that its lease is gone. */
+interface ActiveRun {
+  stop: AbortController;
+  leaseLost: AbortController;
 }
 
 /**
@@ -28,9 +36,14 @@ export interface RunWorker {
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
   const redactor = new Redactor(collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST));
-  const logger = pino({ level: env.LOG_LEVEL, base: { app: "worker", pid: process.pid }, ...redactingLogOptions(redactor) });
+  const logger = pino({
+    level: env.LOG_LEVEL,
+    base: { app: "worker", pid: process.pid },
+    ...redactingLogOptions(redactor),
+  });
   const database = openDatabase(env.DATABASE_PATH);
   const store = new SqliteRunStore(database.db);
+  const repo = new RunRepository(database.db);
   const resources: EngineResources = {
     store,
     logger,
@@ -51,13 +64,32 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
         }
       : {}),
   };
+  const prefix = env.LOOPRUN_QUEUE_PREFIX;
   const shutdown = new AbortController();
+  const active = new Map<string, ActiveRun>();
   const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
   connection.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 
+  // Stop requests reach the worker holding the run at once; the engine also polls the DB.
+  const subscriber = connection.duplicate();
+  subscriber.on("error", () => {});
+  subscriber.on("message", (_channel, runId: string) => active.get(runId)?.stop.abort());
+  await subscriber.subscribe(stopChannel(prefix));
+
   const processor = async (job: Job<RunJob>, token?: string) => {
     const { runId } = RunJob.parse(job.data);
-    const result = await runStep(resources, runId, { shutdown: shutdown.signal });
+    const handle: ActiveRun = { stop: new AbortController(), leaseLost: new AbortController() };
+    active.set(runId, handle);
+    let result: Awaited<ReturnType<typeof runStep>>;
+    try {
+      result = await runStep(resources, runId, {
+        shutdown: shutdown.signal,
+        stop: handle.stop.signal,
+        leaseLost: handle.leaseLost.signal,
+      });
+    } finally {
+      active.delete(runId);
+    }
     logger.info({ runId, result }, "run step done");
     switch (result.kind) {
       case "cooldown":
@@ -81,29 +113,51 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
 
   const worker = new Worker<RunJob>(RUN_QUEUE, processor, {
     connection,
-    prefix: env.LOOPRUN_QUEUE_PREFIX,
+    prefix,
+    name: `looprun-worker-${process.pid}-${randomUUID().slice(0, 8)}`,
     concurrency: env.WORKER_CONCURRENCY,
     lockDuration: env.LOOPRUN_LOCK_MS,
     stalledInterval: env.LOOPRUN_STALLED_INTERVAL_MS,
+    // A run whose worker keeps dying is failed after this many stalls (and its session freed).
     maxStalledCount: 2,
   });
   worker.on("error", (err) => logger.warn({ err: err.message }, "worker error"));
+  worker.on("lockRenewalFailed", (jobIds: string[]) => {
+    logger.warn({ jobIds }, "job locks lost: abandoning those runs");
+    for (const id of jobIds) active.get(id)?.leaseLost.abort();
+  });
+  const failForGood = (runId: string, message: string) =>
+    failRun(resources, runId, message).catch((e: unknown) =>
+      logger.error({ err: e, runId }, "could not mark the run failed"),
+    );
   worker.on("failed", (job, err) => {
     if (!job) return;
     logger.error({ runId: job.data.runId, err: err.message, attempts: job.attemptsMade }, "run job failed");
-    if (job.attemptsMade >= (job.opts.attempts ?? 1)) {
-      void failRun(resources, job.data.runId, err.message).catch((e) =>
-        logger.error({ err: e, runId: job.data.runId }, "could not mark the run failed"),
-      );
-    }
+    // Only a job that BullMQ will not retry (attempts spent, or stalled too often) fails its run.
+    void job.isFailed().then((final) => (final ? failForGood(job.data.runId, err.message) : undefined));
   });
   await worker.waitUntilReady();
+
+  const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix });
+  let reconciling: Promise<unknown> = Promise.resolve();
+  const reconcileNow = () => {
+    reconciling = reconcile({ repo, queue, failRun: failForGood, logger }).catch((err: unknown) =>
+      logger.warn({ err }, "reconcile failed"),
+    );
+  };
+  reconcileNow();
+  const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
+  reconcileTimer.unref();
   logger.info({ concurrency: env.WORKER_CONCURRENCY }, "looprun worker ready");
 
   return {
     async close() {
+      clearInterval(reconcileTimer);
       shutdown.abort();
       await worker.close();
+      await reconciling;
+      await queue.close();
+      await subscriber.quit().catch(() => subscriber.disconnect());
       await connection.quit().catch(() => connection.disconnect());
       database.close();
       logger.info("looprun worker closed");

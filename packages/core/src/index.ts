@@ -49,7 +49,7 @@ export type {
 export { decideIteration, failRun, MAX_CONSECUTIVE_FAILURES, mergeStatus, runStep } from "./engine/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
 export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
-export { RUN_QUEUE, RunJob } from "./queue/index";
+export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
 export { assertNever } from "./util/assert-never";
 export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
 export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";

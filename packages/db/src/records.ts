@@ -33,6 +33,7 @@ export function toRunRecord(row: RunRow): RunRecord {
     epoch: row.epoch,
     latestReviewId: row.latestReviewId,
     plan: row.plan ?? null,
+    activePgid: row.activePgid ?? null,
     createdAt: row.createdAt,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,

@@ -14,6 +14,7 @@ import {
 import { and, asc, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
+import { iterationsAfter, liveRuns, runCountsByStatus, tokenTotal, toolCallsAfter } from "./live-queries";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
@@ -22,7 +23,7 @@ import {
   toRunRecord,
   toSessionRecord,
 } from "./records";
-import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import { events, idempotencyKeys, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
 import { type ToolStats, type ToolStatsFilter, toolStats } from "./tool-stats";
 
 export interface NewRun {
@@ -33,7 +34,20 @@ export interface NewRun {
   workspace: string;
   spec: RunSpec;
   createdAt: number;
+  /** With a key, a repeated submit (same key, same `requestHash`) returns the first run. */
+  idempotency?: { key: string; requestHash: string };
 }
+
+/** The key was used before with another body. */
+export class IdempotencyConflictError extends Error {
+  override readonly name = "IdempotencyConflictError";
+  constructor(readonly key: string) {
+    super(`Idempotency-Key ${key} was used with a different request`);
+  }
+}
+
+/** Keys are remembered this long. */
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 export interface RunFilter {
   sessionId?: string;
@@ -63,11 +77,24 @@ function isUniqueViolation(error: unknown): boolean {
 export class RunRepository {
   constructor(private readonly db: Db) {}
 
-  /** Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is busy. */
-  createRun(input: NewRun): RunRecord {
+  /**
+   * Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is
+   * busy, `IdempotencyConflictError` when the key came with another body. `replayed` is true
+   * when the key had already created this run.
+   */
+  createRun(input: NewRun): RunRecord & { replayed?: boolean } {
     try {
       return this.db.transaction(
         (tx) => {
+          if (input.idempotency) {
+            tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS)).run();
+            const seen = tx.select().from(idempotencyKeys).where(eq(idempotencyKeys.key, input.idempotency.key)).get();
+            if (seen) {
+              if (seen.requestHash !== input.idempotency.requestHash) throw new IdempotencyConflictError(seen.key);
+              const first = tx.select().from(runs).where(eq(runs.id, seen.runId)).get();
+              if (first) return { ...toRunRecord(first), replayed: true };
+            }
+          }
           const session = tx.select().from(sessions).where(eq(sessions.id, input.sessionId)).get();
           if (!session) {
             tx.insert(sessions)
@@ -90,6 +117,12 @@ export class RunRepository {
             .returning()
             .get();
           const run = toRunRecord(row);
+          if (input.idempotency) {
+            tx.insert(idempotencyKeys)
+              .values({ key: input.idempotency.key, requestHash: input.idempotency.requestHash, runId: run.id, createdAt: input.createdAt })
+              .onConflictDoUpdate({ target: idempotencyKeys.key, set: { runId: run.id, requestHash: input.idempotency.requestHash, createdAt: input.createdAt } })
+              .run();
+          }
           appendEvents(
             tx,
             run.id,
@@ -129,6 +162,16 @@ export class RunRepository {
       .where(and(eq(runs.sessionId, sessionId), inArray(runs.status, active)))
       .get();
     return row?.id ?? null;
+  }
+
+  /** Runs that should have a job in the queue (awaiting approval ones wait for a person). */
+  listUnfinishedRuns(createdBefore: number): RunRecord[] {
+    return this.db
+      .select()
+      .from(runs)
+      .where(and(inArray(runs.status, ["queued", "running", "stopping"]), lt(runs.createdAt, createdBefore)))
+      .all()
+      .map(toRunRecord);
   }
 
   getRun(runId: string): RunRecord | null {
@@ -182,6 +225,19 @@ export class RunRepository {
   toolStats(filter: ToolStatsFilter): ToolStats {
     return toolStats(this.db, filter);
   }
+
+  /** See `liveRuns`: what the API's live run list polls. */
+  liveRuns(ids: readonly string[], sinceId: string): RunRecord[] {
+    return liveRuns(this.db, ids, sinceId);
+  }
+
+  /** Reads for the Prometheus metrics (see live-queries.ts). */
+  readonly metrics = {
+    runCountsByStatus: () => runCountsByStatus(this.db),
+    tokenTotal: () => tokenTotal(this.db),
+    iterationsAfter: (afterRowid: number, limit: number) => iterationsAfter(this.db, afterRowid, limit),
+    toolCallsAfter: (afterRowid: number) => toolCallsAfter(this.db, afterRowid),
+  };
 
   listReviews(runId: string): ReviewArtifactRow[] {
     return this.db

@@ -36,6 +36,7 @@ export const runs = sqliteTable(
     epoch: integer("epoch").notNull().default(0),
     latestReviewId: text("latest_review_id"),
     plan: text("plan", { mode: "json" }).$type<Plan>(),
+    activePgid: integer("active_pgid"),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
@@ -127,3 +128,13 @@ export const reviewArtifacts = sqliteTable(
   },
   (t) => [index("review_artifacts_run_idx").on(t.runId, t.iteration)],
 );
+
+/** `Idempotency-Key` of a submit: the same key and body give the same run. */
+export const idempotencyKeys = sqliteTable("idempotency_keys", {
+  key: text("key").primaryKey(),
+  requestHash: text("request_hash").notNull(),
+  runId: text("run_id")
+    .notNull()
+    .references(() => runs.id, { onDelete: "cascade" }),
+  createdAt: integer("created_at").notNull(),
+});

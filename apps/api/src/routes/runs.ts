@@ -1,9 +1,11 @@
 import { normalizeSubmission, RUN_STATUSES, RunAlreadyActiveError, RunSubmission } from "@looprun/core";
+import { createHash } from "node:crypto";
+import { IdempotencyConflictError } from "@looprun/db";
 import { Hono } from "hono";
 import { ulid } from "ulid";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
-import { ApiError, notFound, unavailable } from "../errors";
+import { ApiError, invalidRequest, notFound, unavailable } from "../errors";
 import { presentEvent, presentIteration, presentReview, presentRun, presentToolCall } from "../presenters";
 import { parseBody, parseQuery } from "../request-parsing";
 import { prepareWorkspace } from "../workspaces";
@@ -24,6 +26,24 @@ export const ListEventsQuery = z.strictObject({
 
 const NoQuery = z.strictObject({});
 
+/** JSON with sorted keys: two bodies that mean the same hash the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+function idempotencyOf(header: string | undefined, body: unknown) {
+  if (header === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,200}$/.test(header)) {
+    throw invalidRequest([{ path: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters" }]);
+  }
+  return { key: header, requestHash: createHash("sha256").update(canonical(body)).digest("hex") };
+}
+
 export function runRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
@@ -37,6 +57,7 @@ export function runRoutes(deps: AppDeps): Hono {
 
   app.post("/", async (c) => {
     const body = await parseBody(c, RunSubmission);
+    const idempotency = idempotencyOf(c.req.header("idempotency-key"), body);
     const normalized = normalizeSubmission(body);
     // Secrets never reach the DB: a literal key in a command or task is stored redacted.
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
@@ -59,23 +80,32 @@ export function runRoutes(deps: AppDeps): Hono {
         workspace,
         spec,
         createdAt: now(),
+        ...(idempotency ? { idempotency } : {}),
       });
     } catch (error) {
+      if (error instanceof IdempotencyConflictError) {
+        throw new ApiError(422, "idempotency_conflict", error.message);
+      }
       if (error instanceof RunAlreadyActiveError) {
         throw new ApiError(409, "run_already_active", error.message, { activeRunId: error.activeRunId });
       }
       throw error;
     }
+    const accepted = {
+      id: run.id,
+      sessionId: run.sessionId,
+      status: run.status,
+      createdAt: new Date(run.createdAt).toISOString(),
+    };
+    // The same key and body again: the run that the first request created.
+    if (run.replayed) return c.json(accepted, 202);
     try {
       await deps.queue.enqueue(run.id);
     } catch {
       deps.repo.deleteRun(run.id);
       throw unavailable("the queue (Redis)");
     }
-    return c.json(
-      { id: run.id, sessionId: run.sessionId, status: run.status, createdAt: new Date(run.createdAt).toISOString() },
-      202,
-    );
+    return c.json({ ...accepted, status: "queued" }, 202);
   });
 
   app.get("/", (c) => {
@@ -135,6 +165,7 @@ export function runRoutes(deps: AppDeps): Hono {
           free = false;
         }
         const run = free ? (deps.repo.finalizeStop(id, now()) ?? request.run) : request.run;
+        if (run.status === "stopping") await deps.queue.publishStop(id);
         return c.json({ id, status: run.status }, 202);
       }
     }

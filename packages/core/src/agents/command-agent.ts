@@ -13,6 +13,8 @@ export interface CommandAgentInput {
   timeoutMs: number;
   outputCapBytes: number;
   signal: AbortSignal;
+  /** Told the command's process group id as soon as it runs (recorded for crash cleanup). */
+  onSpawn?: (pgid: number) => void;
 }
 
 /**
@@ -32,6 +34,7 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
+      ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
     });
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -69,6 +69,8 @@ export interface RunRecord {
   /** Fencing token: increases on every claim; writes carry the epoch they were claimed with. */
   epoch: number;
   latestReviewId: string | null;
+  /** Process group of the command in flight (killed by whoever resumes after a crash). */
+  activePgid: number | null;
   /** The mistral agent's plan, when it plans. */
   plan: Plan | null;
   createdAt: number;

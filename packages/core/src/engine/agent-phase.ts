@@ -15,6 +15,7 @@ export interface AgentPhaseInput {
   msLeft: () => number;
   outputCapBytes: number;
   signal: AbortSignal;
+  onSpawn?: (pgid: number) => void;
 }
 
 export interface AgentPhaseResult extends AgentResult {
@@ -50,6 +51,7 @@ export async function runAgentPhase(
         timeoutMs: Math.max(1, input.msLeft()),
         outputCapBytes: input.outputCapBytes,
         signal: input.signal,
+        ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       });
       return { exitCode: r.exitCode, output: r.output, durationMs: r.durationMs, phaseFailed: null };
     }

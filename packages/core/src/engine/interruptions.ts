@@ -29,10 +29,13 @@ export function watchInterruptions(
   };
   const onStop = () => interrupt("stopped");
   const onShutdown = () => interrupt("shutdown");
+  const onLeaseLost = () => interrupt("lease_lost");
+  if (opts.leaseLost?.aborted) onLeaseLost();
   if (opts.stop?.aborted) onStop();
   if (opts.shutdown?.aborted) onShutdown();
   opts.stop?.addEventListener("abort", onStop, { once: true });
   opts.shutdown?.addEventListener("abort", onShutdown, { once: true });
+  opts.leaseLost?.addEventListener("abort", onLeaseLost, { once: true });
 
   let polling = false;
   const poll = setInterval(async () => {
@@ -60,6 +63,7 @@ export function watchInterruptions(
       clearInterval(poll);
       opts.stop?.removeEventListener("abort", onStop);
       opts.shutdown?.removeEventListener("abort", onShutdown);
+      opts.leaseLost?.removeEventListener("abort", onLeaseLost);
     },
   };
 }

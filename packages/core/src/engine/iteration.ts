@@ -72,7 +72,15 @@ export async function runIteration(
     const outputCapBytes = res.outputCapBytes ?? 65_536;
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
 
+    // The process group of the command in flight is recorded, so that whoever resumes the
+    // run after a crash of this worker can kill what it left behind.
+    const onSpawn = (pgid: number) => {
+      ctx.commit({ activePgid: pgid }).catch((error: unknown) => {
+        res.logger.warn({ err: error, runId: ctx.run.id }, "could not record the process group");
+      });
+    };
     const result = await runAgentPhase(res, ctx, {
+      onSpawn,
       n,
       prompt: record.prompt,
       env,
@@ -92,6 +100,7 @@ export async function runIteration(
     const total = spec.validationCommands.length;
     await ctx.commit(
       {
+        activePgid: null,
         progress:
           total > 0
             ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}, validating`
@@ -109,6 +118,7 @@ export async function runIteration(
       deadlineMs: Math.max(1, left()),
       outputCapBytes,
       signal: watch.signal,
+      onSpawn,
       onCommandStart: async (index, command) => {
         await ctx.commit({
           progress: `iteration ${n}/${spec.maxIterations}: running validation ${index + 1}/${total}: ${command}`,

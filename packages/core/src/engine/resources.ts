@@ -37,4 +37,6 @@ export interface StepOptions {
   shutdown?: AbortSignal;
   /** Fires when a stop request for this run reaches the worker (e.g. by pub/sub). */
   stop?: AbortSignal;
+  /** Fires when the worker learns it lost the run (its job lock could not be renewed). */
+  leaseLost?: AbortSignal;
 }

@@ -63,7 +63,7 @@ export class RunContext {
         ? this.updateIteration({ ...extra.iteration, finishedAt: now })
         : {};
     await this.commit(
-      { ...extra.patch, status, reason, summary, finishedAt: now, progress: summary },
+      { ...extra.patch, status, reason, summary, finishedAt: now, progress: summary, activePgid: null },
       [...(extra.events ?? []), ["run_finished", { status, reason, summary }, reason]],
       iteration,
     );

@@ -2,6 +2,7 @@ import { checkBudget, deadlineFor } from "../budget/budget";
 import type { BudgetReason, RunReason, RunStatus } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { assertNever } from "../util/assert-never";
+import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError } from "../util/errors";
 import { describeInterruption, type IterationResult, runIteration } from "./iteration";
 import type { EngineResources, StepOptions } from "./resources";
@@ -16,6 +17,9 @@ export type StepResult =
   | { kind: "missing" };
 
 const BUDGET_SUMMARY = "failed_budget_exhausted";
+
+/** An iteration interrupted this many times (crashes, hand-backs) fails the run: a poison run. */
+export const MAX_ITERATION_ATTEMPTS = 3;
 
 /**
  * Drives a run as far as it can go without waiting: claims it, runs iterations until one
@@ -51,7 +55,7 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
     });
     return finished(ctx);
   }
-  await start(ctx);
+  await start(res, ctx);
 
   for (;;) {
     const budget = checkBudget(ctx.run, ctx.now());
@@ -59,8 +63,18 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
       await finishBudget(ctx, budget.reason);
       return finished(ctx);
     }
+    // A worker that is shutting down starts nothing new: the job goes back to the queue.
+    if (opts.shutdown?.aborted) return { kind: "handed_back" };
     const last = ctx.lastIteration;
     const resume = last?.status === "abandoned";
+    if (resume && last.attempt >= MAX_ITERATION_ATTEMPTS) {
+      await ctx.finish(
+        "failed",
+        "error",
+        `error: iteration ${last.n} was interrupted ${last.attempt} times (its worker keeps dying or being stopped)`,
+      );
+      return finished(ctx);
+    }
     const n = last === null ? 1 : resume ? last.n : last.n + 1;
     const attempt = resume ? last.attempt + 1 : 1;
     const result = await runIteration(res, ctx, n, attempt, opts);
@@ -70,7 +84,7 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
 }
 
 /** Marks the run started (or resumed after an interrupted iteration). */
-async function start(ctx: RunContext): Promise<void> {
+async function start(res: EngineResources, ctx: RunContext): Promise<void> {
   const now = ctx.now();
   const patch: RunPatch = {};
   const events: Parameters<RunContext["commit"]>[1] = [];
@@ -81,6 +95,13 @@ async function start(ctx: RunContext): Promise<void> {
     patch.progress = "started";
     events.push(["run_started", { workspace: ctx.run.workspace }]);
   }
+  // A worker that died mid-command may have left its process group running (same host).
+  if (ctx.run.activePgid !== null) {
+    if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
+      res.logger.warn({ runId: ctx.run.id, pgid: ctx.run.activePgid }, "killed processes left by a crashed worker");
+    }
+    patch.activePgid = null;
+  }
   let iteration = {};
   const last = ctx.lastIteration;
   if (last?.status === "running") {
@@ -90,7 +111,7 @@ async function start(ctx: RunContext): Promise<void> {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);
     patch.progress = `resuming iteration ${last.n}`;
   }
-  if (events.length > 0) await ctx.commit(patch, events, iteration);
+  if (events.length > 0 || Object.keys(patch).length > 0) await ctx.commit(patch, events, iteration);
 }
 
 async function finishBudget(ctx: RunContext, reason: BudgetReason): Promise<void> {
@@ -139,7 +160,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
         return { kind: "lease_lost" };
       case "shutdown":
         await ctx.commit(
-          { progress: describeInterruption(why) },
+          { progress: describeInterruption(why), activePgid: null },
           [],
           ctx.updateIteration({ status: "abandoned", finishedAt: now }),
         );
@@ -208,7 +229,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
         decision.reason,
         `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
         {
-          patch: { metrics, consecutiveFailures: decision.consecutiveFailures },
+          patch: { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
           events: validationEvents,
           iteration: iterationPatch,
         },
@@ -219,7 +240,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
         await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
-          patch: { metrics, consecutiveFailures: decision.consecutiveFailures },
+          patch: { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
           events: [...validationEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
           iteration: iterationPatch,
         });
@@ -229,7 +250,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
         await ctx.commit(
-          { metrics, consecutiveFailures: decision.consecutiveFailures },
+          { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
           validationEvents,
           iteration,
         );
@@ -239,6 +260,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
         {
           metrics,
           consecutiveFailures: decision.consecutiveFailures,
+          activePgid: null,
           progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
         },
         [...validationEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],

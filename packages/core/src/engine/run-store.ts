@@ -20,6 +20,7 @@ export interface RunPatch {
   consecutiveFailures?: number;
   latestReviewId?: string | null;
   plan?: Plan | null;
+  activePgid?: number | null;
   startedAt?: number;
   finishedAt?: number;
   deadlineAt?: number;

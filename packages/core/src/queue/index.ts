@@ -1,1 +1,1 @@
-export { RUN_QUEUE, RunJob } from "./run-job";
+export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./run-job";

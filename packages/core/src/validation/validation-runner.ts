@@ -12,6 +12,7 @@ export interface ValidationInput {
   signal: AbortSignal;
   /** Awaited: a rejection (e.g. a lost lease) ends the validation with that error. */
   onCommandStart?: (index: number, command: string) => void | Promise<void>;
+  onSpawn?: (pgid: number) => void;
 }
 
 export interface ValidationOutcome {
@@ -36,6 +37,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
       timeoutMs: Math.min(input.timeoutMs, left),
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
+      ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
     });
     results.push({
       command,

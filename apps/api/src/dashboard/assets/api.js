@@ -1,0 +1,144 @@
+// The dashboard's access to the API: the bearer token kept in localStorage (when API_TOKEN is
+// set), JSON requests, and server-sent events read with fetch (EventSource cannot send headers).
+
+const TOKEN_KEY = "looprun.token";
+
+export const authEnabled = () => document.body.dataset.auth === "on";
+export const getToken = () => localStorage.getItem(TOKEN_KEY);
+export const setToken = (token) => localStorage.setItem(TOKEN_KEY, token);
+export const clearToken = () => localStorage.removeItem(TOKEN_KEY);
+
+export function toLogin() {
+  clearToken();
+  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+}
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  const token = getToken();
+  if (authEnabled() && token) h.authorization = `Bearer ${token}`;
+  return h;
+}
+
+/** An error the API answered: `{error: {code, message, issues?}}`. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    const err = body?.error ?? {};
+    super(err.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = err.code ?? "error";
+    this.issues = Array.isArray(err.issues) ? err.issues : [];
+  }
+}
+
+/** A JSON request; resolves with the body, throws ApiError otherwise (401 → sign in). */
+export async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: headers(body === undefined ? {} : { "content-type": "application/json" }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (res.status === 401 && authEnabled()) toLogin();
+  if (!res.ok) throw new ApiError(res.status, json);
+  return json;
+}
+
+/** GET that answers `null` on a 404 (optional resources, e.g. a diff). */
+export async function optional(path) {
+  const res = await fetch(path, { headers: headers() });
+  if (!res.ok) return null;
+  return res.text();
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Parses a text/event-stream body, calling `onMessage({event, data, id})` per message. */
+async function readEvents(body, onMessage) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let msg = { event: "message", data: [], id: undefined };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buffer += value;
+    const lines = buffer.split(/\r\n|\r|\n/);
+    buffer = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line === "") {
+        if (msg.data.length > 0) onMessage({ event: msg.event, data: msg.data.join("\n"), id: msg.id });
+        msg = { event: "message", data: [], id: undefined };
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") msg.event = value;
+      else if (field === "data") msg.data.push(value);
+      else if (field === "id") msg.id = value;
+    }
+  }
+}
+
+/**
+ * Follows an SSE route: reconnects with Last-Event-ID when the connection drops, until
+ * `onEvent` returns "stop" or `close()` is called. `onState` gets "live" | "reconnecting" | "ended".
+ */
+export function follow(path, { onEvent, onState = () => {} }) {
+  let lastId;
+  let stopped = false;
+  let controller;
+  (async () => {
+    let delay = 500;
+    while (!stopped) {
+      controller = new AbortController();
+      try {
+        const h = headers({ accept: "text/event-stream" });
+        if (lastId !== undefined) h["last-event-id"] = lastId;
+        const res = await fetch(path, { headers: h, signal: controller.signal, cache: "no-store" });
+        if (res.status === 401 && authEnabled()) return toLogin();
+        if (res.status === 404) {
+          onState("ended");
+          return;
+        }
+        if (res.ok && res.body) {
+          onState("live");
+          delay = 500;
+          await readEvents(res.body, (msg) => {
+            if (msg.id !== undefined) lastId = msg.id;
+            let data = null;
+            try {
+              data = JSON.parse(msg.data);
+            } catch {
+              return;
+            }
+            if (onEvent(msg.event, data) === "stop") {
+              stopped = true;
+              controller.abort();
+            }
+          });
+        }
+      } catch {
+        // Dropped (or aborted by close): reconnect below unless stopped.
+      }
+      if (stopped) break;
+      onState("reconnecting");
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5000);
+    }
+    onState("ended");
+  })();
+  return {
+    close() {
+      stopped = true;
+      controller?.abort();
+    },
+  };
+}

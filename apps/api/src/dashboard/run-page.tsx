@@ -1,0 +1,95 @@
+/** @jsxRuntime automatic @jsxImportSource hono/jsx */
+import { Layout } from "./layout";
+
+const ROLES = [
+  ["all", "All"],
+  ["agent", "Agent"],
+  ["validation", "Validation"],
+  ["reviewer", "Reviewer"],
+  ["run", "Run"],
+] as const;
+
+/** A run's page: the skeleton; the script fills it from the API and keeps it live. */
+export function RunPage({ auth, id }: { auth: boolean; id: string }) {
+  return (
+    <Layout title={`Run ${id}`} auth={auth} script="run.js">
+      <div id="run-page" data-run-id={id}>
+        <section class="card run-head">
+          <div class="run-title">
+            <a href="/" class="muted small">
+              ← Runs
+            </a>
+            <h1 id="run-task">Run {id}</h1>
+            <div class="muted small mono" id="run-meta">
+              {id}
+            </div>
+          </div>
+          <div class="run-state">
+            <span class="badge" id="run-status">
+              …
+            </span>
+            <span class="live-dot" id="live-state">
+              connecting…
+            </span>
+            <button type="button" class="danger" id="stop-run" disabled>
+              Stop
+            </button>
+          </div>
+          <p id="run-reason" class="reason" />
+          <p id="run-progress" class="progress-line mono" />
+          <p id="run-error" class="form-error" role="alert" hidden />
+        </section>
+        <div class="columns">
+          <div class="main-col">
+            <section class="card" id="budget">
+              <h2>Budget</h2>
+              <div class="meter">
+                <div class="meter-label">
+                  <span>Iterations</span>
+                  <span id="budget-iterations-text" />
+                </div>
+                <div class="bar">
+                  <div class="fill" id="budget-iterations-bar" />
+                </div>
+              </div>
+              <div class="meter">
+                <div class="meter-label">
+                  <span>Time</span>
+                  <span id="budget-time-text" />
+                </div>
+                <div class="bar">
+                  <div class="fill" id="budget-time-bar" />
+                </div>
+              </div>
+            </section>
+            <section class="card">
+              <h2>Iterations</h2>
+              <ol class="timeline" id="iterations">
+                <li class="muted">No iteration yet.</li>
+              </ol>
+            </section>
+          </div>
+          <aside class="side-col">
+            <section class="card" id="review">
+              <h2>Review</h2>
+              <div id="review-body" class="muted">
+                No review
+              </div>
+            </section>
+            <section class="card events-card">
+              <h2>Events</h2>
+              <div class="role-filter" role="group" aria-label="Filter events by role">
+                {ROLES.map(([role, label]) => (
+                  <button type="button" class={`chip${role === "all" ? " active" : ""}`} data-role={role}>
+                    {label}
+                  </button>
+                ))}
+              </div>
+              <ol class="events" id="events" />
+            </section>
+          </aside>
+        </div>
+      </div>
+    </Layout>
+  );
+}

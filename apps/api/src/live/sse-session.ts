@@ -1,0 +1,68 @@
+import type { SSEStreamingApi } from "hono/streaming";
+
+export interface LiveOptions {
+  /** How often a stream reads the database for news. @defaultValue 250 */
+  pollMs: number;
+  /** A `: ping` comment after this long without a write keeps proxies and clients from timing out. @defaultValue 15000 */
+  heartbeatMs: number;
+}
+
+export const LIVE_DEFAULTS: LiveOptions = { pollMs: 250, heartbeatMs: 15_000 };
+
+/**
+ * One open SSE response: writes messages, pings while idle and sleeps until the next poll,
+ * waking at once when the client goes away or `wake()` is called.
+ */
+export class SseSession {
+  private lastWrite = Date.now();
+  private wakeUp: (() => void) | null = null;
+
+  constructor(
+    private readonly stream: SSEStreamingApi,
+    private readonly opts: LiveOptions,
+  ) {
+    stream.onAbort(() => this.wake());
+  }
+
+  get open(): boolean {
+    return !this.stream.aborted && !this.stream.closed;
+  }
+
+  /** Tells clients how soon to reconnect and gets the response headers on their way. */
+  async start(): Promise<void> {
+    await this.stream.write("retry: 2000\n\n");
+    this.lastWrite = Date.now();
+  }
+
+  async send(event: string, data: unknown, id?: number): Promise<void> {
+    await this.stream.writeSSE({
+      event,
+      data: JSON.stringify(data),
+      ...(id === undefined ? {} : { id: String(id) }),
+    });
+    this.lastWrite = Date.now();
+  }
+
+  /** Waits `pollMs` (or until woken), then pings if nothing was written for `heartbeatMs`. */
+  async idle(): Promise<void> {
+    if (!this.open) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, this.opts.pollMs);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = null;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+    if (this.open && Date.now() - this.lastWrite >= this.opts.heartbeatMs) {
+      await this.stream.write(": ping\n\n");
+      this.lastWrite = Date.now();
+    }
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+}

@@ -1,0 +1,281 @@
+import { RunSubmission } from "@looprun/core";
+import type { z } from "zod";
+import { EventsStreamQuery, RunsStreamQuery } from "../routes/events-stream";
+import { ListEventsQuery, ListRunsQuery } from "../routes/runs";
+import { ToolStatsQuery } from "../routes/stats";
+import * as R from "./response-schemas";
+
+/** A response: JSON with a named schema, or another media type described in words. */
+export type ResponseDoc =
+  | { description: string; json: keyof typeof NAMED }
+  | { description: string; media: "text/event-stream" | "text/html" | "text/plain" | "application/javascript" | "text/css" }
+  | { description: string };
+
+export interface OperationDoc {
+  method: "get" | "post";
+  /** Hono's form (`/api/runs/:id`). */
+  path: string;
+  summary: string;
+  tag: "runs" | "live" | "sessions" | "stats" | "ops" | "dashboard";
+  /** Which credentials the route takes when API_TOKEN is set. */
+  auth: "bearer" | "cookie" | "none";
+  query?: z.ZodObject;
+  headers?: { name: string; description: string }[];
+  body?: "RunSubmission";
+  responses: Record<number, ResponseDoc>;
+}
+
+/** The schemas the document names (components), response bodies and the request body. */
+export const NAMED = {
+  Error: R.ErrorBody,
+  Run: R.RunView,
+  RunDetail: R.RunDetail,
+  RunList: R.RunList,
+  RunAccepted: R.RunAccepted,
+  StopAccepted: R.StopAccepted,
+  Iteration: R.IterationView,
+  IterationList: R.IterationList,
+  Event: R.EventView,
+  EventList: R.EventList,
+  ToolCall: R.ToolCallView,
+  ToolCallList: R.ToolCallList,
+  Review: R.ReviewView,
+  ReviewList: R.ReviewList,
+  Session: R.SessionView,
+  ToolStats: R.ToolStatsView,
+  Health: R.Health,
+  Readiness: R.Readiness,
+} as const;
+
+export const REQUEST_BODIES = { RunSubmission } as const;
+
+const err = (description: string): ResponseDoc => ({ description, json: "Error" });
+const bad = err("invalid_request: a parameter is invalid (`issues` names it)");
+const missing = err("not_found");
+const unauthorized = err("unauthorized: API_TOKEN is set and the bearer token is missing or wrong");
+
+const sse = (description: string): ResponseDoc => ({ description, media: "text/event-stream" });
+
+/** Every route of the app. A test checks this list against the routes the app registers. */
+export const OPERATIONS: OperationDoc[] = [
+  {
+    method: "post",
+    path: "/api/runs",
+    summary: "Submit a run",
+    tag: "runs",
+    auth: "bearer",
+    body: "RunSubmission",
+    responses: {
+      202: { description: "accepted and queued", json: "RunAccepted" },
+      400: bad,
+      401: unauthorized,
+      409: err("run_already_active: the session has an active run (`activeRunId`)"),
+      413: err("payload_too_large"),
+      503: err("unavailable: the queue (Redis) is down"),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/runs",
+    summary: "List runs, newest first",
+    tag: "runs",
+    auth: "bearer",
+    query: ListRunsQuery,
+    responses: { 200: { description: "a page of runs", json: "RunList" }, 400: bad, 401: unauthorized },
+  },
+  {
+    method: "get",
+    path: "/api/runs/stream",
+    summary: "Every run's changes, live (server-sent events)",
+    tag: "live",
+    auth: "bearer",
+    query: RunsStreamQuery,
+    responses: {
+      200: sse(
+        "`event: run_updated` with the run (as in GET /api/runs) in `data` whenever its status, iteration, progress or metrics change; `: ping` comments while idle",
+      ),
+      400: bad,
+      401: unauthorized,
+    },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id",
+    summary: "A run",
+    tag: "runs",
+    auth: "bearer",
+    responses: { 200: { description: "the run", json: "RunDetail" }, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/iterations",
+    summary: "A run's iterations",
+    tag: "runs",
+    auth: "bearer",
+    responses: { 200: { description: "iterations", json: "IterationList" }, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/tool-calls",
+    summary: "A run's MCP tool calls",
+    tag: "runs",
+    auth: "bearer",
+    responses: { 200: { description: "tool calls", json: "ToolCallList" }, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/reviews",
+    summary: "A run's review artifacts",
+    tag: "runs",
+    auth: "bearer",
+    responses: { 200: { description: "reviews", json: "ReviewList" }, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/events",
+    summary: "A run's events (a page)",
+    tag: "runs",
+    auth: "bearer",
+    query: ListEventsQuery,
+    responses: { 200: { description: "events", json: "EventList" }, 400: bad, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/events/stream",
+    summary: "A run's events, live (server-sent events)",
+    tag: "live",
+    auth: "bearer",
+    query: EventsStreamQuery,
+    headers: [{ name: "Last-Event-ID", description: "resume after this seq (wins over `after`)" }],
+    responses: {
+      200: sse(
+        "`id:` the seq, `event:` the type, `data:` the event as in GET /api/runs/{id}/events; replays then follows, `: ping` while idle, ends after `run_finished`",
+      ),
+      400: bad,
+      401: unauthorized,
+      404: missing,
+    },
+  },
+  {
+    method: "post",
+    path: "/api/runs/:id/stop",
+    summary: "Stop a run",
+    tag: "runs",
+    auth: "bearer",
+    responses: {
+      202: { description: "stopping, or stopped when no worker held it", json: "StopAccepted" },
+      401: unauthorized,
+      404: missing,
+      409: err("run_finished"),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/sessions/:id",
+    summary: "A session and its runs",
+    tag: "sessions",
+    auth: "bearer",
+    responses: { 200: { description: "the session", json: "Session" }, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/stats/tools",
+    summary: "Tool success rates, durations and common errors",
+    tag: "stats",
+    auth: "bearer",
+    query: ToolStatsQuery,
+    responses: { 200: { description: "tool statistics", json: "ToolStats" }, 400: bad, 401: unauthorized, 404: missing },
+  },
+  {
+    method: "get",
+    path: "/api/openapi.json",
+    summary: "This document",
+    tag: "ops",
+    auth: "bearer",
+    responses: { 200: { description: "the OpenAPI 3.1 document" }, 401: unauthorized },
+  },
+  {
+    method: "get",
+    path: "/metrics",
+    summary: "Prometheus metrics (looprun_ prefix)",
+    tag: "ops",
+    auth: "bearer",
+    responses: { 200: { description: "Prometheus text format", media: "text/plain" }, 401: unauthorized },
+  },
+  {
+    method: "get",
+    path: "/healthz",
+    summary: "Liveness",
+    tag: "ops",
+    auth: "none",
+    responses: { 200: { description: "the process is up", json: "Health" } },
+  },
+  {
+    method: "get",
+    path: "/readyz",
+    summary: "Readiness: Redis and the database",
+    tag: "ops",
+    auth: "none",
+    responses: {
+      200: { description: "both up", json: "Readiness" },
+      503: { description: "one is down", json: "Readiness" },
+    },
+  },
+  ...dashboardOperations(),
+];
+
+function dashboardOperations(): OperationDoc[] {
+  const page = (path: string, summary: string): OperationDoc => ({
+    method: "get",
+    path,
+    summary,
+    tag: "dashboard",
+    auth: "cookie",
+    responses: {
+      200: { description: "the page", media: "text/html" },
+      302: { description: "to /login when API_TOKEN is set and the dashboard cookie is missing" },
+    },
+  });
+  return [
+    page("/", "Dashboard: runs, live"),
+    page("/runs/:id", "Dashboard: one run, live"),
+    {
+      method: "get",
+      path: "/login",
+      summary: "Dashboard sign-in form (when API_TOKEN is set)",
+      tag: "dashboard",
+      auth: "none",
+      responses: { 200: { description: "the form", media: "text/html" } },
+    },
+    {
+      method: "post",
+      path: "/login",
+      summary: "Sign in with the API token: sets the dashboard cookie",
+      tag: "dashboard",
+      auth: "none",
+      responses: {
+        303: { description: "signed in: back to the page asked for" },
+        401: { description: "wrong token: the form again", media: "text/html" },
+      },
+    },
+    {
+      method: "post",
+      path: "/logout",
+      summary: "Sign out: clears the dashboard cookie",
+      tag: "dashboard",
+      auth: "none",
+      responses: { 303: { description: "to /login" } },
+    },
+    {
+      method: "get",
+      path: "/dashboard/assets/:file",
+      summary: "The dashboard's scripts and styles (served from the API, no CDN)",
+      tag: "dashboard",
+      auth: "none",
+      responses: {
+        200: { description: "a script or a stylesheet", media: "application/javascript" },
+        404: missing,
+      },
+    },
+  ];
+}

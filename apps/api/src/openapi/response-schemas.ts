@@ -1,0 +1,174 @@
+import { AgentSpec, EVENT_TYPES, McpServerSpec, RUN_STATUSES, ReviewSpec } from "@looprun/core";
+import { z } from "zod";
+
+// What the API answers, as zod schemas: the OpenAPI document is generated from them, and the
+// tests parse real responses with them, so the document cannot drift from the presenters.
+
+const isoDate = z.iso.datetime();
+const nullableDate = isoDate.nullable();
+
+export const ErrorBody = z.object({
+  error: z
+    .object({
+      code: z.string(),
+      message: z.string(),
+      issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+      activeRunId: z.string().optional(),
+    })
+    .catchall(z.unknown()),
+});
+
+export const RunMetricsView = z.object({
+  iterations: z.number().int(),
+  validationFailures: z.number().int(),
+  reviewBlockings: z.number().int(),
+  toolCalls: z.number().int(),
+  toolFailures: z.number().int(),
+  tokens: z.number().int(),
+});
+
+export const RunView = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  task: z.string(),
+  requirements: z.string().nullable(),
+  filePaths: z.array(z.string()),
+  workspace: z.string(),
+  validationCommands: z.array(z.string()),
+  completionPromise: z.string().nullable(),
+  agent: AgentSpec,
+  mcpServers: z.array(McpServerSpec).optional(),
+  review: ReviewSpec,
+  cooldownMs: z.number().int(),
+  maxTokens: z.number().int().nullable(),
+  status: z.enum(RUN_STATUSES),
+  reason: z.string().nullable(),
+  summary: z.string().nullable(),
+  iteration: z.number().int(),
+  budget: z.object({
+    maxIterations: z.number().int(),
+    maxMinutes: z.number(),
+    elapsedMs: z.number().int(),
+    remainingIterations: z.number().int(),
+    deadlineAt: nullableDate,
+  }),
+  progress: z.string().nullable(),
+  metrics: RunMetricsView,
+  latestReviewId: z.string().nullable(),
+  createdAt: isoDate,
+  startedAt: nullableDate,
+  finishedAt: nullableDate,
+});
+
+const ToolTotals = z.object({
+  calls: z.number().int(),
+  failures: z.number().int(),
+  successRate: z.number().nullable(),
+  meanDurationMs: z.number().nullable(),
+});
+const CommonError = z.object({ server: z.string(), tool: z.string(), error: z.string(), count: z.number().int() });
+
+export const RunDetail = RunView.extend({
+  toolStats: ToolTotals.extend({ commonErrors: z.array(CommonError) }),
+});
+
+export const RunList = z.object({ items: z.array(RunView), nextCursor: z.string().nullable() });
+
+export const RunAccepted = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  status: z.literal("queued"),
+  createdAt: isoDate,
+});
+
+export const StopAccepted = z.object({ id: z.string(), status: z.enum(["stopping", "stopped"]) });
+
+const CommandOutcome = z.object({
+  exitCode: z.number().int().nullable(),
+  output: z.string(),
+  durationMs: z.number().int(),
+});
+
+export const IterationView = z.object({
+  n: z.number().int(),
+  attempt: z.number().int(),
+  status: z.enum(["running", "passed", "failed", "abandoned"]),
+  outcome: z.string().nullable(),
+  prompt: z.string(),
+  agent: CommandOutcome.nullable(),
+  validation: z.array(CommandOutcome.extend({ command: z.string() })),
+  reviewId: z.string().nullable(),
+  feedback: z.string().nullable(),
+  startedAt: isoDate,
+  finishedAt: nullableDate,
+});
+export const IterationList = z.object({ items: z.array(IterationView) });
+
+export const EventView = z.object({
+  seq: z.number().int().min(1),
+  type: z.enum(EVENT_TYPES),
+  at: isoDate,
+  data: z
+    .object({
+      budget: z.object({
+        elapsedMs: z.number(),
+        remainingIterations: z.number().int(),
+        reason: z.string().optional(),
+      }),
+    })
+    .catchall(z.unknown()),
+});
+export const EventList = z.object({ items: z.array(EventView) });
+
+export const ToolCallView = z.object({
+  iteration: z.number().int(),
+  seq: z.number().int(),
+  server: z.string(),
+  tool: z.string(),
+  args: z.unknown(),
+  isError: z.boolean(),
+  result: z.string(),
+  durationMs: z.number().int(),
+  createdAt: isoDate,
+});
+export const ToolCallList = z.object({ items: z.array(ToolCallView) });
+
+export const ReviewView = z.object({
+  id: z.string(),
+  runId: z.string(),
+  sessionId: z.string(),
+  phase: z.literal("review"),
+  iteration: z.number().int(),
+  blockingIssues: z.array(z.string()),
+  nonBlockingIssues: z.array(z.string()),
+  score: z.number().min(0).max(100),
+  fixPlan: z.array(z.string()),
+  createdAt: isoDate,
+});
+export const ReviewList = z.object({ items: z.array(ReviewView) });
+
+export const SessionView = z.object({
+  id: z.string(),
+  workspace: z.string(),
+  createdAt: isoDate,
+  activeRunId: z.string().nullable(),
+  runs: z.array(RunView),
+});
+
+export const ToolStatsView = z.object({
+  totals: ToolTotals,
+  tools: z.array(
+    z.object({
+      server: z.string(),
+      tool: z.string(),
+      calls: z.number().int(),
+      failures: z.number().int(),
+      successRate: z.number(),
+      meanDurationMs: z.number(),
+    }),
+  ),
+  commonErrors: z.array(CommonError),
+});
+
+export const Health = z.object({ status: z.literal("ok") });
+export const Readiness = z.object({ redis: z.enum(["up", "down"]), db: z.enum(["up", "down"]) });

@@ -1,0 +1,91 @@
+import { isTerminal, type RunRecord } from "@looprun/core";
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { z } from "zod";
+import type { AppDeps } from "../app-deps";
+import { invalidRequest, notFound } from "../errors";
+import type { RunFeed } from "../live/run-feed";
+import { type LiveOptions, SseSession } from "../live/sse-session";
+import { presentEvent, presentRun } from "../presenters";
+import { parseQuery } from "../request-parsing";
+
+export const EventsStreamQuery = z.strictObject({
+  /** Replay from after this seq (exclusive); a `Last-Event-ID` header wins over it. */
+  after: z.coerce.number().int().min(0).optional(),
+});
+
+export const RunsStreamQuery = z.strictObject({
+  /** Only runs of this session. */
+  sessionId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}").optional(),
+  /** Only this run. */
+  runId: z.string().min(1).max(64).optional(),
+});
+
+const PAGE = 500;
+
+function lastEventId(header: string | undefined): number | undefined {
+  if (header === undefined || header.trim() === "") return undefined;
+  if (!/^\d+$/.test(header.trim())) {
+    throw invalidRequest([{ path: "Last-Event-ID", message: "must be the seq of an event" }]);
+  }
+  return Number(header.trim());
+}
+
+/** Server-sent events: a run's events as they are written, and every run's changes for list views. */
+export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hono {
+  const app = new Hono();
+  const now = deps.now ?? Date.now;
+
+  app.get("/stream", (c) => {
+    const q = parseQuery(c, RunsStreamQuery);
+    const wanted = (run: RunRecord) =>
+      (q.sessionId === undefined || run.sessionId === q.sessionId) && (q.runId === undefined || run.id === q.runId);
+    return streamSSE(c, async (stream) => {
+      const session = new SseSession(stream, live);
+      const pending: RunRecord[] = [];
+      const unsubscribe = feed.subscribe((run) => {
+        if (!wanted(run)) return;
+        pending.push(run);
+        session.wake();
+      });
+      try {
+        await session.start();
+        while (session.open) {
+          for (let run = pending.shift(); run; run = pending.shift()) {
+            await session.send("run_updated", presentRun(run, now()));
+          }
+          await session.idle();
+        }
+      } finally {
+        unsubscribe();
+      }
+    });
+  });
+
+  app.get("/:id/events/stream", (c) => {
+    const q = parseQuery(c, EventsStreamQuery);
+    const id = c.req.param("id");
+    if (!deps.repo.getRun(id)) throw notFound(`run ${id}`);
+    let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
+    return streamSSE(c, async (stream) => {
+      const session = new SseSession(stream, live);
+      await session.start();
+      while (session.open) {
+        // The run is read before its events: when it is already finished, its run_finished
+        // event (written in the same transaction) is in the page read next.
+        const run = deps.repo.getRun(id);
+        const page = deps.repo.listEvents(id, last, PAGE);
+        for (const event of page) {
+          await session.send(event.type, presentEvent(event), event.seq);
+          last = event.seq;
+          if (event.type === "run_finished") return;
+        }
+        if (page.length === PAGE) continue;
+        if (!run || isTerminal(run.status)) return;
+        await session.idle();
+      }
+    });
+  });
+
+  return app;
+}

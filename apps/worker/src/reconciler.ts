@@ -1,0 +1,48 @@
+import { RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
+import type { RunRepository } from "@looprun/db";
+import type { Queue } from "bullmq";
+
+export interface ReconcilerOptions {
+  repo: RunRepository;
+  queue: Queue<RunJob>;
+  /** Ends a run whose job failed for good. */
+  failRun: (runId: string, message: string) => Promise<void>;
+  logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
+  /** @defaultValue 5000 — runs younger than this may not be enqueued yet by the API */
+  graceMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Makes the queue agree with the database, the source of truth: a run the DB holds as
+ * queued/running with no job in Redis (Redis restarted empty, a job removed) is enqueued again
+ * — job id = run id, so never twice; a stopping run with no job is ended; a run whose job
+ * failed for good is failed. Every worker runs it; it is idempotent.
+ */
+export async function reconcile(opts: ReconcilerOptions): Promise<{ enqueued: string[]; stopped: string[]; failed: string[] }> {
+  const now = opts.now ?? Date.now;
+  const result = { enqueued: [] as string[], stopped: [] as string[], failed: [] as string[] };
+  for (const run of opts.repo.listUnfinishedRuns(now() - (opts.graceMs ?? 5000))) {
+    const job = await opts.queue.getJob(run.id);
+    const state = job ? await job.getState() : "missing";
+    if (state === "missing" || state === "unknown" || state === "completed") {
+      if (run.status === "stopping") {
+        if (job) await job.remove().catch(() => {});
+        opts.repo.finalizeStop(run.id, now());
+        result.stopped.push(run.id);
+        continue;
+      }
+      // A completed job of an unfinished run was completed by a worker that lost it.
+      if (job) await job.remove().catch(() => {});
+      await opts.queue.add(RUN_JOB_NAME, { runId: run.id }, runJobOptions(run.id));
+      result.enqueued.push(run.id);
+    } else if (state === "failed") {
+      await opts.failRun(run.id, job?.failedReason ?? "its job failed");
+      result.failed.push(run.id);
+    }
+  }
+  if (result.enqueued.length + result.stopped.length + result.failed.length > 0) {
+    opts.logger.warn(result, "reconciled runs with the queue");
+  }
+  return result;
+}

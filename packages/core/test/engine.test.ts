@@ -515,12 +515,11 @@ describe("runStep", () => {
     expectEventInvariants(events);
   });
 
-  it("resumes an iteration a crashed worker left running", async () => {
-    const run = seed({ testCommand: "true", cooldownMs: 0 });
-    // A worker claimed the run and started iteration 1, then died.
-    const claimed = (await store.claimRun(run.id))!;
+  /** A worker claimed the run and started iteration 1, then died. */
+  async function crashInIteration1(runId: string): Promise<void> {
+    const claimed = (await store.claimRun(runId))!;
     await store.commit(
-      run.id,
+      runId,
       claimed.run.epoch,
       {
         run: {
@@ -530,7 +529,7 @@ describe("runStep", () => {
           iteration: 1,
         },
         insertIteration: {
-          runId: run.id,
+          runId,
           n: 1,
           attempt: 1,
           status: "running",
@@ -546,12 +545,33 @@ describe("runStep", () => {
       },
       Date.now(),
     );
+  }
+
+  it("resumes an iteration a crashed worker left running", async () => {
+    const run = seed({ testCommand: "true", cooldownMs: 0 });
+    await crashInIteration1(run.id);
     expect(await runStep(resources(store), run.id)).toMatchObject({ status: "succeeded" });
     expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
       [1, 1, "abandoned"],
       [1, 2, "passed"],
     ]);
     expect(types(store.eventsOf(run.id))[0]).toBe("run_resumed");
+  });
+
+  it("stops a run whose worker crashed mid-iteration, marking that attempt abandoned", async () => {
+    const run = seed({ testCommand: "true" });
+    await crashInIteration1(run.id);
+    store.runs.get(run.id)!.status = "stopping";
+    expect(await runStep(resources(store), run.id)).toEqual({
+      kind: "finished",
+      status: "stopped",
+      reason: "stopped",
+    });
+    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
+      [1, 1, "abandoned"],
+    ]);
+    expect(store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
+    expect(types(store.eventsOf(run.id))).toEqual(["run_finished"]);
   });
 
   it("gives up the run when another worker claims it, and writes nothing more", async () => {

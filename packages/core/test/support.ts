@@ -92,6 +92,8 @@ export function makeRun(
     consecutiveFailures: 0,
     epoch: 0,
     latestReviewId: null,
+    plan: null,
+    activePgid: null,
     createdAt: opts.createdAt ?? Date.now(),
     startedAt: null,
     finishedAt: null,

@@ -1,4 +1,9 @@
-import { ACTIVE_STATUSES, type AgentResult, type RunRecord, type ValidationResult } from "@looprun/core";
+import {
+  ACTIVE_STATUSES,
+  type AgentResult,
+  type RunRecord,
+  type ValidationResult,
+} from "@looprun/core";
 import { asc, count, eq, gt, gte, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { toRunRecord } from "./records";
@@ -73,7 +78,10 @@ export function iterationsAfter(db: Db, afterRowid: number, limit: number): Iter
 export function toolCallsAfter(
   db: Db,
   afterRowid: number,
-): { lastRowid: number; counts: { server: string; tool: string; calls: number; failures: number }[] } {
+): {
+  lastRowid: number;
+  counts: { server: string; tool: string; calls: number; failures: number }[];
+} {
   const rowid = sql<number>`${toolCalls}.rowid`;
   const rows = db
     .select({
@@ -90,6 +98,11 @@ export function toolCallsAfter(
   const lastRowid = rows.reduce((max, r) => Math.max(max, Number(r.lastRowid)), afterRowid);
   return {
     lastRowid,
-    counts: rows.map((r) => ({ server: r.server, tool: r.tool, calls: r.calls, failures: Number(r.failures) })),
+    counts: rows.map((r) => ({
+      server: r.server,
+      tool: r.tool,
+      calls: r.calls,
+      failures: Number(r.failures),
+    })),
   };
 }

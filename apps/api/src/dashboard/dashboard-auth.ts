@@ -23,7 +23,7 @@ export const tokenMatches = (given: string, token: string) => sameText(given, to
 
 /** Only a path on this site: never `//host` or a URL elsewhere. */
 export function safeNext(next: string | undefined): string {
-  if (!next || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/";
+  if (!next?.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/";
   return next;
 }
 

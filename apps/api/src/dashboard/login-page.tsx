@@ -7,8 +7,8 @@ export function LoginPage({ next, error }: { next: string; error?: string }) {
       <section class="card login">
         <h1>Sign in</h1>
         <p class="muted">
-          This looprun API has an <code>API_TOKEN</code>. Enter it once: this browser keeps it to call the
-          API, and a cookie opens the dashboard pages.
+          This looprun API has an <code>API_TOKEN</code>. Enter it once: this browser keeps it to
+          call the API, and a cookie opens the dashboard pages.
         </p>
         {error ? (
           <p class="form-error" role="alert">
@@ -19,7 +19,13 @@ export function LoginPage({ next, error }: { next: string; error?: string }) {
           <input type="hidden" name="next" value={next} />
           <label>
             API token
-            <input type="password" name="token" id="login-token" autocomplete="current-password" required />
+            <input
+              type="password"
+              name="token"
+              id="login-token"
+              autocomplete="current-password"
+              required
+            />
           </label>
           <button type="submit" class="primary">
             Sign in

@@ -25,7 +25,8 @@ export interface Preset {
   values: FormValues;
 }
 
-const counterAgent = 'n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; echo "count is now $((n+1))"';
+const counterAgent =
+  'n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count; echo "count is now $((n+1))"';
 const approve = `cat > /dev/null; echo '{"blockingIssues":[],"nonBlockingIssues":["add a unit test"],"score":92,"fixPlan":[]}'`;
 const block = `echo '{"blockingIssues":["add() ignores non-numbers"],"nonBlockingIssues":[],"score":40,"fixPlan":["validate the arguments of add()"]}'`;
 const sendBackOnce = `cat > /dev/null; r=$(cat .review-rounds 2>/dev/null || echo 0); echo $((r+1)) > .review-rounds; if [ "$r" -eq 0 ]; then ${block}; else echo '{"blockingIssues":[],"nonBlockingIssues":[],"score":88,"fixPlan":[]}'; fi`;
@@ -71,7 +72,8 @@ export const PRESETS: Preset[] = [
       task: "Try twice",
       agentType: "command",
       agentCommand: "echo attempt >> attempts.log",
-      testCommand: 'test "$(wc -l < attempts.log)" -ge 2 || { echo "only $(wc -l < attempts.log) attempt(s)"; exit 1; }',
+      testCommand:
+        'test "$(wc -l < attempts.log)" -ge 2 || { echo "only $(wc -l < attempts.log) attempt(s)"; exit 1; }',
       reviewType: "none",
       maxAttempts: 3,
       cooldownMs: 0,

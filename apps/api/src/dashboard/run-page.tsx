@@ -78,9 +78,13 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
             </section>
             <section class="card events-card">
               <h2>Events</h2>
-              <div class="role-filter" role="group" aria-label="Filter events by role">
+              <div class="role-filter">
                 {ROLES.map(([role, label]) => (
-                  <button type="button" class={`chip${role === "all" ? " active" : ""}`} data-role={role}>
+                  <button
+                    type="button"
+                    class={`chip${role === "all" ? " active" : ""}`}
+                    data-role={role}
+                  >
                     {label}
                   </button>
                 ))}

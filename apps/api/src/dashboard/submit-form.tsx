@@ -3,6 +3,7 @@ import { raw } from "hono/html";
 import type { Preset } from "./presets";
 
 const field = (name: string, label: string, input: unknown, hint?: string) => (
+  // biome-ignore lint/a11y/noLabelWithoutControl: the control is the `input` child
   <label class={`field field-${name}`}>
     <span>{label}</span>
     {input}
@@ -23,7 +24,7 @@ export function SubmitForm({ presets }: { presets: Preset[] }) {
             ✕
           </button>
         </header>
-        <div class="presets" role="group" aria-label="Presets">
+        <div class="presets">
           <span class="muted">Presets:</span>
           {presets.map((p) => (
             <button type="button" class="chip" data-preset={p.id} title={p.note}>
@@ -35,8 +36,18 @@ export function SubmitForm({ presets }: { presets: Preset[] }) {
         <div id="submit-error" class="form-error" role="alert" hidden />
         <div class="grid2">
           {field("task", "Task", <textarea name="task" rows={2} required />)}
-          {field("sessionId", "Session", <input name="sessionId" placeholder="new session" />, "optional")}
-          {field("workspace", "Workspace", <input name="workspace" placeholder="default: the session's" />, "under WORKSPACES_ROOT")}
+          {field(
+            "sessionId",
+            "Session",
+            <input name="sessionId" placeholder="new session" />,
+            "optional",
+          )}
+          {field(
+            "workspace",
+            "Workspace",
+            <input name="workspace" placeholder="default: the session's" />,
+            "under WORKSPACES_ROOT",
+          )}
           {field("testCommand", "Test command", <input name="testCommand" class="mono" />)}
           {field(
             "validationCommands",
@@ -55,7 +66,11 @@ export function SubmitForm({ presets }: { presets: Preset[] }) {
               </select>,
             )}
             {field("agentCommand", "Command", <input name="agentCommand" class="mono" />)}
-            {field("agentModel", "Model", <input name="agentModel" placeholder="mistral-large-latest" />)}
+            {field(
+              "agentModel",
+              "Model",
+              <input name="agentModel" placeholder="mistral-large-latest" />,
+            )}
           </fieldset>
           <fieldset class="group">
             <legend>Reviewer</legend>
@@ -73,10 +88,26 @@ export function SubmitForm({ presets }: { presets: Preset[] }) {
           </fieldset>
           <fieldset class="group budget-fields">
             <legend>Budget</legend>
-            {field("maxIterations", "Max iterations", <input name="maxIterations" type="number" min="1" placeholder="6" />)}
-            {field("maxMinutes", "Max minutes", <input name="maxMinutes" type="number" min="0" step="any" placeholder="45" />)}
-            {field("maxAttempts", "Max attempts (legacy)", <input name="maxAttempts" type="number" min="1" />)}
-            {field("cooldownMs", "Cooldown (ms)", <input name="cooldownMs" type="number" min="0" placeholder="1000" />)}
+            {field(
+              "maxIterations",
+              "Max iterations",
+              <input name="maxIterations" type="number" min="1" placeholder="6" />,
+            )}
+            {field(
+              "maxMinutes",
+              "Max minutes",
+              <input name="maxMinutes" type="number" min="0" step="any" placeholder="45" />,
+            )}
+            {field(
+              "maxAttempts",
+              "Max attempts (legacy)",
+              <input name="maxAttempts" type="number" min="1" />,
+            )}
+            {field(
+              "cooldownMs",
+              "Cooldown (ms)",
+              <input name="cooldownMs" type="number" min="0" placeholder="1000" />,
+            )}
           </fieldset>
         </div>
         <details class="body-preview">

@@ -8,7 +8,15 @@ import * as R from "./response-schemas";
 /** A response: JSON with a named schema, or another media type described in words. */
 export type ResponseDoc =
   | { description: string; json: keyof typeof NAMED }
-  | { description: string; media: "text/event-stream" | "text/html" | "text/plain" | "application/javascript" | "text/css" }
+  | {
+      description: string;
+      media:
+        | "text/event-stream"
+        | "text/html"
+        | "text/plain"
+        | "application/javascript"
+        | "text/css";
+    }
   | { description: string };
 
 export interface OperationDoc {
@@ -81,7 +89,11 @@ export const OPERATIONS: OperationDoc[] = [
     tag: "runs",
     auth: "bearer",
     query: ListRunsQuery,
-    responses: { 200: { description: "a page of runs", json: "RunList" }, 400: bad, 401: unauthorized },
+    responses: {
+      200: { description: "a page of runs", json: "RunList" },
+      400: bad,
+      401: unauthorized,
+    },
   },
   {
     method: "get",
@@ -104,7 +116,11 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A run",
     tag: "runs",
     auth: "bearer",
-    responses: { 200: { description: "the run", json: "RunDetail" }, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "the run", json: "RunDetail" },
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -112,7 +128,11 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A run's iterations",
     tag: "runs",
     auth: "bearer",
-    responses: { 200: { description: "iterations", json: "IterationList" }, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "iterations", json: "IterationList" },
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -120,7 +140,11 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A run's MCP tool calls",
     tag: "runs",
     auth: "bearer",
-    responses: { 200: { description: "tool calls", json: "ToolCallList" }, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "tool calls", json: "ToolCallList" },
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -128,7 +152,11 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A run's review artifacts",
     tag: "runs",
     auth: "bearer",
-    responses: { 200: { description: "reviews", json: "ReviewList" }, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "reviews", json: "ReviewList" },
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -137,7 +165,12 @@ export const OPERATIONS: OperationDoc[] = [
     tag: "runs",
     auth: "bearer",
     query: ListEventsQuery,
-    responses: { 200: { description: "events", json: "EventList" }, 400: bad, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "events", json: "EventList" },
+      400: bad,
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -175,7 +208,11 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "A session and its runs",
     tag: "sessions",
     auth: "bearer",
-    responses: { 200: { description: "the session", json: "Session" }, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "the session", json: "Session" },
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -184,7 +221,12 @@ export const OPERATIONS: OperationDoc[] = [
     tag: "stats",
     auth: "bearer",
     query: ToolStatsQuery,
-    responses: { 200: { description: "tool statistics", json: "ToolStats" }, 400: bad, 401: unauthorized, 404: missing },
+    responses: {
+      200: { description: "tool statistics", json: "ToolStats" },
+      400: bad,
+      401: unauthorized,
+      404: missing,
+    },
   },
   {
     method: "get",
@@ -200,7 +242,10 @@ export const OPERATIONS: OperationDoc[] = [
     summary: "Prometheus metrics (looprun_ prefix)",
     tag: "ops",
     auth: "bearer",
-    responses: { 200: { description: "Prometheus text format", media: "text/plain" }, 401: unauthorized },
+    responses: {
+      200: { description: "Prometheus text format", media: "text/plain" },
+      401: unauthorized,
+    },
   },
   {
     method: "get",

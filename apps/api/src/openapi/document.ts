@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { NAMED, OPERATIONS, type OperationDoc, REQUEST_BODIES, type ResponseDoc } from "./api-operations";
+import {
+  NAMED,
+  OPERATIONS,
+  type OperationDoc,
+  REQUEST_BODIES,
+  type ResponseDoc,
+} from "./api-operations";
 
 type JsonSchema = Record<string, unknown>;
 
@@ -45,20 +51,37 @@ function parameters(op: OperationDoc): JsonSchema[] {
   }
   for (const [name, field] of Object.entries(op.query?.shape ?? {})) {
     const schema = field as z.ZodType;
-    params.push({ name, in: "query", required: isRequired(schema), schema: jsonSchema(schema, "input") });
+    params.push({
+      name,
+      in: "query",
+      required: isRequired(schema),
+      schema: jsonSchema(schema, "input"),
+    });
   }
   for (const h of op.headers ?? []) {
-    params.push({ name: h.name, in: "header", required: false, description: h.description, schema: { type: "string" } });
+    params.push({
+      name: h.name,
+      in: "header",
+      required: false,
+      description: h.description,
+      schema: { type: "string" },
+    });
   }
   return params;
 }
 
 function response(doc: ResponseDoc): JsonSchema {
   if ("json" in doc) {
-    return { description: doc.description, content: { "application/json": { schema: { $ref: REF(doc.json) } } } };
+    return {
+      description: doc.description,
+      content: { "application/json": { schema: { $ref: REF(doc.json) } } },
+    };
   }
   if ("media" in doc) {
-    return { description: doc.description, content: { [doc.media]: { schema: { type: "string" } } } };
+    return {
+      description: doc.description,
+      content: { [doc.media]: { schema: { type: "string" } } },
+    };
   }
   return { description: doc.description };
 }
@@ -73,9 +96,16 @@ function operation(op: OperationDoc): JsonSchema {
     ...(op.auth === "cookie" ? { security: [{ dashboardCookie: [] }] } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
     ...(op.body
-      ? { requestBody: { required: true, content: { "application/json": { schema: { $ref: REF(op.body) } } } } }
+      ? {
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: { $ref: REF(op.body) } } },
+          },
+        }
       : {}),
-    responses: Object.fromEntries(Object.entries(op.responses).map(([status, doc]) => [status, response(doc)])),
+    responses: Object.fromEntries(
+      Object.entries(op.responses).map(([status, doc]) => [status, response(doc)]),
+    ),
   };
 }
 
@@ -102,7 +132,11 @@ export function buildOpenApiDocument(version = "0.1.0"): JsonSchema {
     components: {
       schemas: { ...responseComponents(), ...requestSchemas },
       securitySchemes: {
-        bearerToken: { type: "http", scheme: "bearer", description: "the API_TOKEN (only when it is set)" },
+        bearerToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "the API_TOKEN (only when it is set)",
+        },
         dashboardCookie: { type: "apiKey", in: "cookie", name: "looprun_dashboard" },
       },
     },

@@ -1,4 +1,4 @@
-import { AgentSpec, EVENT_TYPES, McpServerSpec, RUN_STATUSES, ReviewSpec } from "@looprun/core";
+import { AgentSpec, EVENT_TYPES, McpServerSpec, ReviewSpec, RUN_STATUSES } from "@looprun/core";
 import { z } from "zod";
 
 // What the API answers, as zod schemas: the OpenAPI document is generated from them, and the
@@ -66,7 +66,12 @@ const ToolTotals = z.object({
   successRate: z.number().nullable(),
   meanDurationMs: z.number().nullable(),
 });
-const CommonError = z.object({ server: z.string(), tool: z.string(), error: z.string(), count: z.number().int() });
+const CommonError = z.object({
+  server: z.string(),
+  tool: z.string(),
+  error: z.string(),
+  count: z.number().int(),
+});
 
 export const RunDetail = RunView.extend({
   toolStats: ToolTotals.extend({ commonErrors: z.array(CommonError) }),

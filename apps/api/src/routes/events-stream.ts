@@ -16,7 +16,10 @@ export const EventsStreamQuery = z.strictObject({
 
 export const RunsStreamQuery = z.strictObject({
   /** Only runs of this session. */
-  sessionId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}").optional(),
+  sessionId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}")
+    .optional(),
   /** Only this run. */
   runId: z.string().min(1).max(64).optional(),
 });
@@ -39,7 +42,8 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
   app.get("/stream", (c) => {
     const q = parseQuery(c, RunsStreamQuery);
     const wanted = (run: RunRecord) =>
-      (q.sessionId === undefined || run.sessionId === q.sessionId) && (q.runId === undefined || run.id === q.runId);
+      (q.sessionId === undefined || run.sessionId === q.sessionId) &&
+      (q.runId === undefined || run.id === q.runId);
     return streamSSE(c, async (stream) => {
       const session = new SseSession(stream, live);
       const pending: RunRecord[] = [];

@@ -6,6 +6,8 @@ import type { MetricsCollector } from "../metrics/metrics-collector";
 export function metricsRoutes(collector: MetricsCollector, apiToken: string | undefined): Hono {
   const app = new Hono();
   if (apiToken) app.use("*", bearerAuth(apiToken));
-  app.get("/", async (c) => c.body(await collector.scrape(), 200, { "content-type": collector.contentType }));
+  app.get("/", async (c) =>
+    c.body(await collector.scrape(), 200, { "content-type": collector.contentType }),
+  );
   return app;
 }

@@ -2,7 +2,7 @@ import { normalizeSubmission, RUN_STATUSES, RunAlreadyActiveError, RunSubmission
 import { createHash } from "node:crypto";
 import { IdempotencyConflictError } from "@looprun/db";
 import { Hono } from "hono";
-import { ulid } from "ulid";
+import { monotonicFactory } from "ulid";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, invalidRequest, notFound, unavailable } from "../errors";
@@ -47,7 +47,8 @@ function idempotencyOf(header: string | undefined, body: unknown) {
 export function runRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
-  const newId = deps.newId ?? ulid;
+  // Monotonic within a millisecond, so ids (and pages) keep the order of creation.
+  const newId = deps.newId ?? monotonicFactory();
 
   const loadRun = (id: string) => {
     const run = deps.repo.getRun(id);

@@ -41,9 +41,14 @@ export async function runStep(
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     res.logger.error({ err: error, runId }, "run step failed");
     const message = error instanceof Error ? error.message : String(error);
-    await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
-      iteration: { status: "failed", outcome: "error" },
-    });
+    try {
+      await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
+        iteration: { status: "failed", outcome: "error" },
+      });
+    } catch (finishError) {
+      if (finishError instanceof LeaseLostError) return { kind: "lease_lost" };
+      throw finishError;
+    }
     return { kind: "finished", status: "failed", reason: "error" };
   }
 }
@@ -65,6 +70,11 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
     }
     // A worker that is shutting down starts nothing new: the job goes back to the queue.
     if (opts.shutdown?.aborted) return { kind: "handed_back" };
+    // Every write returns the row as stored, so a stop request shows in ctx.run.
+    if (stopRequested(ctx) || opts.stop?.aborted) {
+      await ctx.finish("stopped", "stopped", "stopped by request");
+      return finished(ctx);
+    }
     const last = ctx.lastIteration;
     const resume = last?.status === "abandoned";
     if (resume && last.attempt >= MAX_ITERATION_ATTEMPTS) {
@@ -119,6 +129,11 @@ async function finishBudget(ctx: RunContext, reason: BudgetReason): Promise<void
     events: [["budget_exhausted", { reason }, reason]],
     iteration: { status: "failed", outcome: "budget_exhausted" },
   });
+}
+
+// A function, so that TypeScript does not keep an earlier narrowing of the mutable status.
+function stopRequested(ctx: RunContext): boolean {
+  return ctx.run.status === "stopping";
 }
 
 function finished(ctx: RunContext): StepResult {

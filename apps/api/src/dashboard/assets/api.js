@@ -72,7 +72,8 @@ async function readEvents(body, onMessage) {
     buffer = lines.pop() ?? "";
     for (const line of lines) {
       if (line === "") {
-        if (msg.data.length > 0) onMessage({ event: msg.event, data: msg.data.join("\n"), id: msg.id });
+        if (msg.data.length > 0)
+          onMessage({ event: msg.event, data: msg.data.join("\n"), id: msg.id });
         msg = { event: "message", data: [], id: undefined };
         continue;
       }
@@ -142,3 +143,6 @@ export function follow(path, { onEvent, onState = () => {} }) {
     },
   };
 }
+
+// Signing out forgets the token here too (the server clears the cookie).
+document.getElementById("signout")?.addEventListener("submit", clearToken);

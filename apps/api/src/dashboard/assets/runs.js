@@ -23,24 +23,41 @@ sessionInput.value = state.sessionId;
 
 const page = () => state.cursors.length - 1;
 const matches = (run) =>
-  (!state.status || run.status === state.status) && (!state.sessionId || run.sessionId === state.sessionId);
+  (!state.status || run.status === state.status) &&
+  (!state.sessionId || run.sessionId === state.sessionId);
 
 function row(run, readAt) {
   const n = run.budget.maxIterations;
   return h(
     "tr",
-    { class: `run-row status-row-${run.status}`, dataset: { id: run.id }, onclick: () => location.assign(`/runs/${run.id}`) },
+    {
+      class: `run-row status-row-${run.status}`,
+      dataset: { id: run.id },
+      onclick: () => location.assign(`/runs/${run.id}`),
+    },
     h("td", {}, badge(run.status)),
     h(
       "td",
       { class: "task" },
-      h("a", { href: `/runs/${run.id}`, onclick: (e) => e.stopPropagation() }, truncate(run.task, 80)),
+      h(
+        "a",
+        { href: `/runs/${run.id}`, onclick: (e) => e.stopPropagation() },
+        truncate(run.task, 80),
+      ),
       h("div", { class: "muted small mono" }, run.id),
     ),
     h("td", { class: "mono small" }, run.sessionId),
     h("td", { class: "num" }, `${run.iteration} / ${n}`),
-    h("td", { class: "progress small" }, truncate(run.reason ? `${run.reason} — ${run.summary ?? ""}` : run.progress, 90)),
-    h("td", { class: "num mono elapsed", dataset: { readAt: String(readAt) } }, clock(elapsedNow(run, readAt))),
+    h(
+      "td",
+      { class: "progress small" },
+      truncate(run.reason ? `${run.reason} — ${run.summary ?? ""}` : run.progress, 90),
+    ),
+    h(
+      "td",
+      { class: "num mono elapsed", dataset: { readAt: String(readAt) } },
+      clock(elapsedNow(run, readAt)),
+    ),
     h("td", { class: "num small", title: run.createdAt }, ago(run.createdAt)),
   );
 }
@@ -50,7 +67,13 @@ function render() {
   const runs = [...state.runs.values()].sort((a, b) => (a.run.id < b.run.id ? 1 : -1));
   body.replaceChildren(
     ...(runs.length === 0
-      ? [h("tr", { class: "empty" }, h("td", { colspan: 7 }, "No runs yet. Submit one with “New run”."))]
+      ? [
+          h(
+            "tr",
+            { class: "empty" },
+            h("td", { colspan: 7 }, "No runs yet. Submit one with “New run”."),
+          ),
+        ]
       : runs.map(({ run, readAt }) => row(run, readAt ?? now))),
   );
   document.getElementById("page-newer").disabled = page() === 0;
@@ -71,7 +94,9 @@ async function load() {
     state.nextCursor = res.nextCursor;
     render();
   } catch (error) {
-    body.replaceChildren(h("tr", { class: "empty" }, h("td", { colspan: 7, class: "form-error" }, error.message)));
+    body.replaceChildren(
+      h("tr", { class: "empty" }, h("td", { colspan: 7, class: "form-error" }, error.message)),
+    );
   }
 }
 
@@ -115,13 +140,18 @@ setInterval(() => {
   for (const cell of body.querySelectorAll("td.elapsed")) {
     const id = cell.parentElement.dataset.id;
     const entry = state.runs.get(id);
-    if (entry && isActive(entry.run.status)) cell.textContent = clock(elapsedNow(entry.run, entry.readAt));
+    if (entry && isActive(entry.run.status))
+      cell.textContent = clock(elapsedNow(entry.run, entry.readAt));
   }
 }, 1000);
 
 const form = setupSubmitForm({
   onSubmitted(created) {
-    notice.replaceChildren("Submitted run ", h("a", { href: `/runs/${created.id}` }, created.id), ` (session ${created.sessionId}).`);
+    notice.replaceChildren(
+      "Submitted run ",
+      h("a", { href: `/runs/${created.id}` }, created.id),
+      ` (session ${created.sessionId}).`,
+    );
     notice.hidden = false;
     if (page() === 0) load();
   },

@@ -23,7 +23,9 @@ const NUMBERS = ["maxIterations", "maxMinutes", "maxAttempts", "cooldownMs"];
 
 /** The request body the form describes; empty fields are left out (the API's defaults apply). */
 export function bodyFrom(form) {
-  const v = Object.fromEntries(FIELDS.map((name) => [name, String(form.elements[name]?.value ?? "").trim()]));
+  const v = Object.fromEntries(
+    FIELDS.map((name) => [name, String(form.elements[name]?.value ?? "").trim()]),
+  );
   const body = { task: v.task };
   if (v.sessionId) body.sessionId = v.sessionId;
   if (v.workspace) body.workspace = v.workspace;
@@ -38,7 +40,10 @@ export function bodyFrom(form) {
       ? { type: "mistral", ...(v.agentModel ? { model: v.agentModel } : {}) }
       : { type: "command", command: v.agentCommand };
   if (v.reviewType !== "none") {
-    body.review = { type: v.reviewType, ...(v.reviewType === "command" ? { command: v.reviewCommand } : {}) };
+    body.review = {
+      type: v.reviewType,
+      ...(v.reviewType === "command" ? { command: v.reviewCommand } : {}),
+    };
   }
   for (const name of NUMBERS) {
     if (v[name] !== "") body[name] = Number(v[name]);
@@ -51,7 +56,8 @@ function fill(form, values) {
     const el = form.elements[name];
     if (!el) continue;
     const value = values[name];
-    el.value = value === undefined ? (el.tagName === "SELECT" ? el.options[0].value : "") : String(value);
+    el.value =
+      value === undefined ? (el.tagName === "SELECT" ? el.options[0].value : "") : String(value);
   }
 }
 
@@ -60,7 +66,13 @@ function showError(box, error) {
   if (error instanceof ApiError) {
     box.append(h("strong", {}, `${error.status} ${error.code}: `), error.message);
     if (error.issues.length > 0) {
-      box.append(h("ul", {}, error.issues.map((i) => h("li", {}, h("code", {}, i.path || "(body)"), ` ${i.message}`))));
+      box.append(
+        h(
+          "ul",
+          {},
+          error.issues.map((i) => h("li", {}, h("code", {}, i.path || "(body)"), ` ${i.message}`)),
+        ),
+      );
     }
   } else {
     box.append(h("strong", {}, "Could not reach the API: "), String(error?.message ?? error));
@@ -97,7 +109,8 @@ export function setupSubmitForm({ onSubmitted }) {
     button.addEventListener("click", () => {
       const preset = presets.find((p) => p.id === button.dataset.preset);
       fill(form, preset.values);
-      for (const b of form.querySelectorAll("[data-preset]")) b.classList.toggle("active", b === button);
+      for (const b of form.querySelectorAll("[data-preset]"))
+        b.classList.toggle("active", b === button);
       note.textContent = preset.note;
       errorBox.hidden = true;
       sync();
@@ -124,7 +137,8 @@ export function setupSubmitForm({ onSubmitted }) {
     }
   });
   fill(form, presets[0]?.values ?? {});
-  for (const b of form.querySelectorAll("[data-preset]")) b.classList.toggle("active", b.dataset.preset === presets[0]?.id);
+  for (const b of form.querySelectorAll("[data-preset]"))
+    b.classList.toggle("active", b.dataset.preset === presets[0]?.id);
   note.textContent = presets[0]?.note ?? "";
   return { open };
 }

@@ -1,0 +1,71 @@
+// How the run page shows events: roles for the filter, one-line descriptions, highlights.
+import { duration, h, time } from "./format.js";
+
+export function roleOf(type) {
+  if (
+    type.startsWith("agent_") ||
+    type.startsWith("plan_") ||
+    type === "tool_called" ||
+    type === "step_completed"
+  ) {
+    return "agent";
+  }
+  if (type.startsWith("validation_")) return "validation";
+  if (type.startsWith("review_")) return "reviewer";
+  return "run";
+}
+
+const HIGHLIGHT = {
+  review_blocking_detected: "hl-bad",
+  review_approved: "hl-good",
+  budget_exhausted: "hl-warn",
+  validation_failed: "hl-soft-bad",
+  run_finished: "hl-end",
+};
+
+export function describe(e) {
+  const d = e.data ?? {};
+  switch (e.type) {
+    case "iteration_started":
+      return `iteration ${d.iteration} started${Number(d.attempt) > 1 ? ` (attempt ${d.attempt})` : ""}`;
+    case "agent_started":
+      return `agent started: ${d.agent ?? d.type ?? ""}`;
+    case "agent_finished":
+      return `agent exited ${d.exitCode} after ${duration(d.durationMs)}`;
+    case "tool_called":
+      return `${d.isError ? "✗" : "✓"} ${d.server ?? ""}${d.server ? "." : ""}${d.tool ?? "tool"}`;
+    case "validation_passed":
+    case "validation_failed":
+      return `${e.type === "validation_passed" ? "passed" : "failed"}: ${(d.results ?? [])
+        .map((r) => `${r.command} → ${r.exitCode}`)
+        .join(", ")}`;
+    case "review_blocking_detected":
+      return `review blocks: ${(d.blockingIssues ?? []).length || d.blocking || ""} issue(s)${d.score !== undefined ? `, score ${d.score}` : ""}`;
+    case "review_approved":
+      return `review approved${d.score !== undefined ? `, score ${d.score}` : ""}`;
+    case "cooldown_started":
+      return `cooling down ${duration(d.cooldownMs)}`;
+    case "budget_exhausted":
+      return `budget exhausted (${d.reason ?? d.budget?.reason ?? ""})`;
+    case "phase_failed":
+      return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
+    case "run_finished":
+      return `finished: ${d.status} (${d.reason})${d.summary ? ` — ${d.summary}` : ""}`;
+    default:
+      return e.type.replaceAll("_", " ");
+  }
+}
+
+export function eventItem(e) {
+  return h(
+    "li",
+    {
+      class: `event role-${roleOf(e.type)} ${HIGHLIGHT[e.type] ?? ""}`,
+      dataset: { seq: String(e.seq), type: e.type },
+    },
+    h("span", { class: "seq mono" }, `#${e.seq}`),
+    h("span", { class: "etype" }, e.type),
+    h("span", { class: "when muted" }, time(e.at)),
+    h("div", { class: "edesc" }, describe(e)),
+  );
+}

@@ -142,7 +142,7 @@ describe("run history", () => {
     // The last one holds its session until released.
     const b2 = await submit(
       stack,
-      commandRun("while [ ! -f release ]; do sleep 0.05; done", {
+      commandRun("while [ ! -f release ]; do sleep 0.1; done", {
         sessionId: b,
         testCommand: "true",
       }),

@@ -149,7 +149,7 @@ describe("worker shutdown and crash", () => {
   it("hands the iteration in flight back on SIGTERM; another worker resumes and finishes the run", async () => {
     // First attempt: records its pid and sleeps; a resumed attempt finds `started` and is quick.
     const agent =
-      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; sleep 5; touch slept; fi";
+      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; sleep 30; touch slept; fi";
     const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
     const running = await waitForStatus(stack, id, ["running"]);
     const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
@@ -206,7 +206,7 @@ describe("worker shutdown and crash", () => {
     expect(types.at(-1)).toBe("run_finished");
   });
 
-  it("resumes the run of a worker killed with SIGKILL on another worker", async () => {
+  it("resumes the run of a worker killed with SIGKILL on another worker, killing its orphaned agent", async () => {
     // The worker that crashes holds a short lease, so its run is taken over within seconds.
     await stack.stopWorkers();
     const doomed = stack.startWorker({
@@ -222,11 +222,11 @@ describe("worker shutdown and crash", () => {
     });
     try {
       expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
-      // The crashed worker's agent (its own process group) may outlive it: not the point here.
-      killGroup(agentPid);
+      // The crashed worker's agent runs on in its own process group, until the run resumes.
+      expect(isAlive(agentPid)).toBe(true);
 
       stack.startWorker({ LOOPRUN_STALLED_INTERVAL_MS: "1000" });
-      const run = await waitForStatus(stack, id);
+      const run = await waitForStatus(stack, id, undefined, { timeoutMs: 60_000 });
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
       const iterations = await getIterations(stack, id);
       expect(iterations.map((it) => [it.n, it.attempt, it.status, it.outcome])).toEqual([
@@ -234,6 +234,8 @@ describe("worker shutdown and crash", () => {
         [1, 2, "passed", "complete"],
       ]);
       expect(iterations[1]?.agent?.output).toContain("resumed");
+      // The worker that resumed the run killed the orphaned agent of the crashed one.
+      expect(isAlive(agentPid)).toBe(false);
       const events = await getEvents(stack, id);
       expectWellFormedEvents(events);
       expect(events.filter((e) => e.type === "run_resumed").map((e) => e.data)).toEqual([
@@ -243,5 +245,5 @@ describe("worker shutdown and crash", () => {
     } finally {
       killGroup(agentPid);
     }
-  });
+  }, 120_000);
 });

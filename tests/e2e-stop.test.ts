@@ -31,7 +31,7 @@ afterAll(async () => {
 const unique = (name: string) => `${name}-${randomBytes(4).toString("hex")}`;
 
 /** An agent that holds its run until a `release` file appears in the workspace. */
-const HOLD_UNTIL_RELEASED = "while [ ! -f release ]; do sleep 0.05; done";
+const HOLD_UNTIL_RELEASED = "while [ ! -f release ]; do sleep 0.1; done";
 
 describe("one active run per session", () => {
   it("refuses a second run while the session is busy, and accepts one once it is free", async () => {
@@ -42,7 +42,7 @@ describe("one active run per session", () => {
     );
     const second = commandRun("touch second-ran", { sessionId, testCommand: "true" });
 
-    // Busy while queued or running alike.
+    // Busy from the moment it is accepted, and while it runs.
     const whileQueued = await stack.api("POST", "/api/runs", second);
     expect(whileQueued.status).toBe(409);
     expect(whileQueued.body.error).toMatchObject({

@@ -18,7 +18,7 @@ export const LOOPRUN_BIN = join(REPO_ROOT, "apps/cli/bin/looprun.js");
 export interface WaitOptions {
   /** @defaultValue 30000 */
   timeoutMs?: number;
-  /** @defaultValue 50 */
+  /** @defaultValue 100 */
   intervalMs?: number;
   /** Named in the error when the deadline passes. */
   message?: string;
@@ -53,12 +53,17 @@ export async function waitFor<T>(
       last = error;
     }
     if (Date.now() >= deadline) {
-      const detail = last instanceof Error ? last.message : JSON.stringify(last);
+      const detail =
+        last instanceof Error
+          ? ` (last error: ${last.message})`
+          : last
+            ? ` (last: ${JSON.stringify(last)})`
+            : "";
       throw new Error(
-        `waitFor: ${opts.message ?? "condition"} not met within ${timeoutMs} ms (last: ${detail})`,
+        `waitFor: ${opts.message ?? "condition"} not met within ${timeoutMs} ms${detail}`,
       );
     }
-    await pause(opts.intervalMs ?? 50);
+    await pause(opts.intervalMs ?? 100);
   }
 }
 
@@ -298,7 +303,7 @@ export interface Stack {
 /** The environment the API and worker get: PATH and HOME from here, nothing secret. */
 function baseEnv(): Record<string, string | undefined> {
   const { PATH, HOME, LANG, TMPDIR, USER, SHELL } = process.env;
-  return { PATH, HOME, LANG, TMPDIR, USER, SHELL, NODE_ENV: "test" };
+  return { PATH, HOME, LANG, TMPDIR, USER, SHELL };
 }
 
 /** Starts the API (waiting for /healthz) and `workers` worker processes. */
@@ -320,6 +325,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     LOG_LEVEL: "warn",
     LOOPRUN_STOP_POLL_MS: "100",
     WORKER_CONCURRENCY: "2",
+    // Tests poll the API: the per-client rate limit is not what they are about.
+    RATE_LIMIT_PER_MINUTE: "0",
     ...opts.env,
   };
   const url = `http://127.0.0.1:${port}`;
@@ -333,9 +340,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     all.push(proc);
     return proc;
   };
+  // The tail of each process's output: enough to see why, short enough to read.
   const logs = () =>
     all
-      .map((p) => `--- ${p.name} (pid ${p.pid})${p.hasExited() ? " [exited]" : ""}\n${p.output()}`)
+      .map((p) => {
+        const out = p.output();
+        const tail = out.length > 4000 ? `[…]${out.slice(-4000)}` : out;
+        return `--- ${p.name} (pid ${p.pid})${p.hasExited() ? " [exited]" : ""}\n${tail}`;
+      })
       .join("\n");
 
   const apiProcess = spawnLooprun("api", "api");

@@ -40,3 +40,13 @@ describe("Redactor", () => {
     });
   });
 });
+
+describe("Redactor on commands", () => {
+  it("keeps the shell structure of a command around a redacted value", () => {
+    const r = new Redactor();
+    expect(r.text("echo OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123; head -c 10 /dev/zero | tr x y")).toBe(
+      `echo OPENAI_API_KEY=${REDACTED}; head -c 10 /dev/zero | tr x y`,
+    );
+    expect(r.text("GH_TOKEN=abcdefgh12345678 gh pr list")).toBe(`GH_TOKEN=${REDACTED} gh pr list`);
+  });
+});

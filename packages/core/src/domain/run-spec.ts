@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
 
 /** Limits on a submitted run, shared by the API (validation) and the docs. */
 export const SPEC_LIMITS = {
@@ -60,8 +61,57 @@ export const McpServerSpec = z.union([
 ]);
 export type McpServerSpec = z.infer<typeof McpServerSpec>;
 
-export const ReviewSpec = z.discriminatedUnion("type", [z.strictObject({ type: z.literal("none") })]);
+const reviewModel = z.string().trim().min(1).max(200).optional();
+
+/**
+ * `sh -c COMMAND` in the workspace; stdin is JSON `{task, requirements, iteration, diff,
+ * validation}`, stdout must be JSON `{blockingIssues, nonBlockingIssues, score, fixPlan}`.
+ */
+export const CommandReviewSpec = z.strictObject({
+  type: z.literal("command"),
+  command,
+  /** @defaultValue 600000 (10 minutes) */
+  timeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(24 * 3_600_000)
+    .default(600_000),
+});
+export type CommandReviewSpec = z.infer<typeof CommandReviewSpec>;
+
+/** One structured LLM review of the change, the validation results and the requirements. */
+export const MistralReviewSpec = z.strictObject({
+  type: z.literal("mistral"),
+  /** @defaultValue the worker's LOOPRUN_MISTRAL_MODEL */
+  model: reviewModel,
+});
+export type MistralReviewSpec = z.infer<typeof MistralReviewSpec>;
+
+/** A blind reviewer reads only the change; a second pass compares its reading with the requirements. */
+export const TriangularReviewSpec = z.strictObject({
+  type: z.literal("triangular"),
+  /** @defaultValue the worker's LOOPRUN_MISTRAL_MODEL */
+  model: reviewModel,
+});
+export type TriangularReviewSpec = z.infer<typeof TriangularReviewSpec>;
+
+export const ReviewSpec = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("none") }),
+  CommandReviewSpec,
+  MistralReviewSpec,
+  TriangularReviewSpec,
+]);
 export type ReviewSpec = z.infer<typeof ReviewSpec>;
+
+/** `phases`: a subset of the pipeline phases, each at most once, in their order. */
+export const PhasesSpec = z
+  .array(z.enum(PIPELINE_PHASES))
+  .max(PIPELINE_PHASES.length)
+  .refine(
+    (list) => list.every((phase, i) => i === 0 || PIPELINE_PHASES.indexOf(phase) > PIPELINE_PHASES.indexOf(list[i - 1]!)),
+    `must list each phase at most once, in the order ${PIPELINE_PHASES.join(", ")}`,
+  );
 
 /** The body of `POST /api/runs`. Unknown keys are refused. */
 export const RunSubmission = z
@@ -70,7 +120,12 @@ export const RunSubmission = z
     sessionId: sessionId.optional(),
     requirements: z.string().max(SPEC_LIMITS.requirements).optional(),
     filePaths: z.array(z.string().min(1).max(SPEC_LIMITS.filePath)).max(SPEC_LIMITS.listItems).optional(),
-    workspace: z.string().min(1).max(SPEC_LIMITS.filePath).optional(),
+    workspace: z
+      .string()
+      .min(1)
+      .max(SPEC_LIMITS.filePath)
+      .regex(/^[A-Za-z0-9._/-]+$/, "may hold only letters, digits, '.', '_', '-' and '/'")
+      .optional(),
     testCommand: command.optional(),
     validationCommands: z.array(command).max(SPEC_LIMITS.listItems).optional(),
     /** @defaultValue 600000 per validation command */
@@ -83,6 +138,8 @@ export const RunSubmission = z
     completionPromise: z.string().trim().min(1).max(200).optional(),
     agent: AgentSpec,
     review: ReviewSpec.optional(),
+    /** Pipeline phases: planning, architecture, design before iteration 1; packaging after success. */
+    phases: PhasesSpec.optional(),
     mcpServers: z
       .array(McpServerSpec)
       .max(10)
@@ -133,6 +190,8 @@ export interface RunSpec {
   agent: AgentSpec;
   mcpServers: McpServerSpec[];
   review: ReviewSpec;
+  /** Pipeline phases to run (see `PIPELINE_PHASES`); empty: none. */
+  phases: PipelinePhase[];
   maxIterations: number;
   maxMinutes: number;
   maxTokens: number | null;
@@ -161,6 +220,7 @@ export function normalizeSubmission(body: RunSubmission): RunSpec {
     agent: body.agent,
     mcpServers: body.mcpServers ?? [],
     review: body.review ?? { type: "none" },
+    phases: body.phases ?? [],
     maxIterations: body.maxIterations ?? body.maxAttempts ?? SPEC_DEFAULTS.maxIterations,
     maxMinutes: body.maxMinutes ?? SPEC_DEFAULTS.maxMinutes,
     maxTokens: body.maxTokens ?? null,

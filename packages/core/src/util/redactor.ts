@@ -9,7 +9,8 @@ const PATTERNS: RegExp[] = [
   /\bAIza[0-9A-Za-z_-]{35}\b/g,
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g,
   /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
-  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&]{8,}/gi,
+  // The value stops at shell punctuation, so a redacted command keeps its structure.
+  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&;|<>()\`]{8,}/gi,
 ];
 
 export const REDACTED = "[REDACTED]";

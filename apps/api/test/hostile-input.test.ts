@@ -1,0 +1,147 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { RunSubmission } from "@looprun/core";
+import { parseApiEnv } from "../src/env";
+import { apiHarness } from "./api-harness";
+
+/** A small seeded PRNG (mulberry32), so a failing case can be replayed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const valid = { task: "t", agent: { type: "command", command: "true" }, testCommand: "true" };
+
+const WRONG_VALUES: unknown[] = [
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  "",
+  " ",
+  "x".repeat(30_000),
+  [],
+  [null],
+  {},
+  { nested: { deep: [1, 2, 3] } },
+  "../../etc",
+  "/abs",
+  "\u0000",
+  "DROP TABLE runs;",
+];
+
+const FIELDS = [
+  "task",
+  "sessionId",
+  "requirements",
+  "filePaths",
+  "workspace",
+  "testCommand",
+  "validationCommands",
+  "completionPromise",
+  "agent",
+  "review",
+  "maxIterations",
+  "maxAttempts",
+  "maxMinutes",
+  "maxTokens",
+  "cooldownMs",
+  "mcpServers",
+];
+
+/** Each body is invalid for a known reason; they are built from a valid one. */
+function invalidBodies(count: number, random: () => number): unknown[] {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+  const out: unknown[] = [null, 42, "text", [], [valid], {}, { task: "t" }, { ...valid, agent: null }];
+  while (out.length < count) {
+    const kind = random();
+    if (kind < 0.6) {
+      const field = pick(FIELDS);
+      const value = pick(WRONG_VALUES);
+      const body = { ...valid, [field]: value };
+      // A few combinations happen to be valid (cooldownMs 0, a plain workspace name…): the
+      // explicit cases in runs-api.test.ts pin the schema; here only invalid bodies count.
+      if (RunSubmission.safeParse(body).success && !(field === "workspace")) continue;
+      if (field === "workspace" && !(typeof value === "string" && /^(\/|\.\.|\u0000|\s*$)/.test(value))) continue;
+      out.push(body);
+    } else if (kind < 0.75) {
+      out.push({ ...valid, [`unknown_${Math.floor(random() * 1e6)}`]: pick(WRONG_VALUES) });
+    } else if (kind < 0.9) {
+      out.push({ ...valid, agent: { type: pick(["command", "mistral", "nope", ""]), command: pick(WRONG_VALUES), extra: 1 } });
+    } else {
+      const { testCommand: _t, ...noGate } = valid;
+      out.push({ ...noGate, completionPromise: pick(["", "   "]) });
+    }
+  }
+  return out;
+}
+
+function invalidQueries(count: number, random: () => number): string[] {
+  const bad = ["", "-1", "0", "101", "abc", "1.5", "1e9", "%00", "NaN", "[]", "null", "__proto__"];
+  const out: string[] = [];
+  while (out.length < count) {
+    const which = Math.floor(random() * 5);
+    const v = encodeURIComponent(bad[Math.floor(random() * bad.length)] as string);
+    if (which === 0) out.push(`/api/runs?limit=${v}`);
+    else if (which === 1) out.push(`/api/runs?status=${v}`);
+    else if (which === 2) out.push(`/api/runs?cursor=${v}`);
+    else if (which === 3) out.push(`/api/runs?foo${Math.floor(random() * 100)}=${v}`);
+    else out.push(`/api/runs/x/events?after=${v === "0" ? "-3" : v}`);
+  }
+  return out;
+}
+
+describe("hostile input", () => {
+  let h: ReturnType<typeof apiHarness>;
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+  });
+  afterAll(() => h.close());
+
+  it("answers 400 invalid_request naming a field to a few hundred invalid bodies, storing nothing", async () => {
+    const random = rng(20261122);
+    const bodies = invalidBodies(300, random);
+    for (const body of bodies) {
+      const res = await h.request("POST", "/api/runs", body);
+      expect(res.status, JSON.stringify(body).slice(0, 200)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+      expect(Array.isArray(res.body.error.issues)).toBe(true);
+      expect(typeof res.body.error.message).toBe("string");
+    }
+    expect(h.repo.listRuns({ limit: 100 }).items).toHaveLength(0);
+    expect((await h.inspect.getJobCounts()).waiting ?? 0).toBe(0);
+  });
+
+  it("answers 400 to invalid query strings, never a 5xx", async () => {
+    const random = rng(7);
+    for (const path of invalidQueries(200, random)) {
+      const res = await h.request("GET", path);
+      // An unknown run answers 404 only once its query is valid.
+      expect([400, 404], path).toContain(res.status);
+      if (path.includes("/api/runs?")) expect(res.status, path).toBe(400);
+    }
+  });
+
+  it("refuses a non-loopback HOST without API_TOKEN, naming API_TOKEN", () => {
+    expect(() => parseApiEnv({ HOST: "0.0.0.0" })).toThrow(/API_TOKEN/);
+    expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-long-enough-token" })).not.toThrow();
+    const bin = join(__dirname, "../../cli/bin/looprun.js");
+    const res = spawnSync(process.execPath, [bin, "api"], {
+      env: { PATH: process.env.PATH, HOST: "0.0.0.0", PORT: "0" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(res.status).not.toBe(0);
+    expect(res.stderr).toContain("API_TOKEN");
+  });
+});

@@ -1,0 +1,142 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { FakeMistral } from "./support/fake-mistral";
+import { dumpRedis } from "./support/redis-dump";
+import {
+  getIterations,
+  isAlive,
+  readPid,
+  type Stack,
+  startStack,
+  submit,
+  tempDir,
+  waitFor,
+  waitForStatus,
+} from "./support/stack";
+
+const API_TOKEN = "api-token-e2e-0123456789abcdef";
+const MISTRAL_KEY = "mistral-key-e2e-0123456789abcdef";
+const ALLOWED_SECRET = "allowed-agent-key-0123456789";
+const auth = { headers: { authorization: `Bearer ${API_TOKEN}` } };
+
+/** Secrets stay out of the DB file, Redis and logs, whatever the agent prints. */
+describe("secrets, hostile commands and the mistral agent through real processes", () => {
+  const fake = new FakeMistral();
+  let stack: Stack;
+  let scratch: string;
+
+  beforeAll(async () => {
+    await fake.start();
+    scratch = tempDir("looprun-secrets-");
+    stack = await startStack({
+      redisUrl: inject("redisUrl"),
+      env: {
+        API_TOKEN,
+        MISTRAL_API_KEY: MISTRAL_KEY,
+        MISTRAL_SERVER_URL: fake.url,
+        AGENT_ENV_ALLOWLIST: "AGENT_SERVICE_API_KEY",
+        AGENT_SERVICE_API_KEY: ALLOWED_SECRET,
+        LOG_LEVEL: "debug",
+        LOOPRUN_OUTPUT_CAP_BYTES: "65536",
+      },
+    });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await fake.stop();
+  });
+
+  it("answers 401 without the token", async () => {
+    for (const [method, path] of [
+      ["GET", "/api/runs"],
+      ["POST", "/api/runs"],
+      ["GET", "/api/runs/x"],
+      ["POST", "/api/runs/x/stop"],
+      ["GET", "/api/sessions/x"],
+      ["GET", "/api/stats/tools"],
+    ] as const) {
+      const res = await stack.api(method, path, method === "POST" ? {} : undefined);
+      expect(res.status, `${method} ${path}`).toBe(401);
+      expect(res.body.error.code).toBe("unauthorized");
+    }
+    expect((await stack.api("GET", "/healthz")).status).toBe(200);
+  });
+
+  it("caps a 30 MB flood, keeps secrets out of the output, and leaves no process behind", async () => {
+    const pidFile = join(scratch, "bg.pid");
+    const agent = [
+      `sleep 300 & echo $! > ${pidFile}`,
+      "env",
+      `echo "token: ${API_TOKEN} key: ${MISTRAL_KEY} allowed: $AGENT_SERVICE_API_KEY"`,
+      "echo OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123",
+      "head -c 31457280 /dev/zero | tr '\\0' 'x'",
+      "echo; echo the-end",
+    ].join("; ");
+    const run = await stack.api("POST", "/api/runs", { task: "flood", agent: { type: "command", command: agent }, testCommand: "true", cooldownMs: 0 }, auth);
+    expect(run.status).toBe(202);
+    const done = await waitForStatus({ ...stack, api: (m, p, b, o) => stack.api(m, p, b, { ...o, ...auth }) }, run.body.id, ["succeeded"], { timeoutMs: 60_000 });
+    expect(done.status).toBe("succeeded");
+    const its = await stack.api("GET", `/api/runs/${run.body.id}/iterations`, undefined, auth);
+    const output: string = its.body.items[0].agent.output;
+    expect(output.length).toBeLessThan(70_000);
+    expect(output).toContain("the-end");
+    expect(output).toContain("omitted");
+    const pid = readPid(pidFile);
+    expect(pid).toBeDefined();
+    await waitFor(() => !isAlive(pid as number), { message: "the background sleep is killed" });
+  });
+
+  it("runs the mistral agent through the worker against the fake Mistral server", async () => {
+    fake.reset();
+    fake.replies(
+      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "answer.txt", content: "42\n" } }] },
+      { toolCalls: [{ name: "workspace__run_command", arguments: { command: "env" } }] },
+      { toolCalls: [{ name: "finish", arguments: { summary: "wrote the answer", status: "done" } }] },
+    );
+    const res = await stack.api(
+      "POST",
+      "/api/runs",
+      { task: "Write 42 into answer.txt", agent: { type: "mistral", model: "mistral-small-latest" }, testCommand: "grep -q 42 answer.txt", cooldownMs: 0 },
+      auth,
+    );
+    expect(res.status).toBe(202);
+    const api = { ...stack, api: (m: string, p: string, b?: unknown, o?: object) => stack.api(m, p, b, { ...o, ...auth }) };
+    const run = await waitForStatus(api as Stack, res.body.id, ["succeeded"], { timeoutMs: 60_000 });
+    expect(run.metrics).toMatchObject({ toolCalls: 2, toolFailures: 0, tokens: 300 });
+    expect(fake.requests[0]?.authorization).toBe(`Bearer ${MISTRAL_KEY}`);
+    const calls = await stack.api("GET", `/api/runs/${res.body.id}/tool-calls`, undefined, auth);
+    expect(calls.body.items.map((c: { tool: string }) => c.tool)).toEqual(["write_file", "run_command"]);
+    // The workspace server's commands get the minimal environment: no key of looprun's.
+    const envOutput: string = calls.body.items[1].result;
+    expect(envOutput).toContain("PATH=");
+    expect(envOutput).not.toContain(MISTRAL_KEY);
+    expect(envOutput).not.toContain("API_TOKEN");
+    const stats = await stack.api("GET", `/api/stats/tools?runId=${res.body.id}`, undefined, auth);
+    expect(stats.body.totals).toMatchObject({ calls: 2, failures: 0, successRate: 1 });
+    const iterations = await getIterations(api as Stack, res.body.id);
+    expect(iterations[0]?.agent?.exitCode).toBe(0);
+  });
+
+  it("finds no secret in the DB file, Redis or the logs", async () => {
+    // Let the processes flush their logs and the WAL reach the file.
+    const db = readFileSync(stack.databasePath).toString("latin1") +
+      (() => {
+        try {
+          return readFileSync(`${stack.databasePath}-wal`).toString("latin1");
+        } catch {
+          return "";
+        }
+      })();
+    const redis = await dumpRedis(inject("redisUrl"), stack.prefix);
+    const logs = stack.logs();
+    writeFileSync(join(scratch, "scan.txt"), `${logs.length} bytes of logs scanned`);
+    expect(logs.length).toBeGreaterThan(0);
+    for (const secret of [API_TOKEN, MISTRAL_KEY, ALLOWED_SECRET, "sk-proj-abcdefghijklmnopqrstuvwxyz0123"]) {
+      expect(db.includes(secret), `DB contains ${secret}`).toBe(false);
+      expect(redis.includes(secret), `Redis contains ${secret}`).toBe(false);
+      expect(logs.includes(secret), `logs contain ${secret}`).toBe(false);
+    }
+    expect(db).toContain("[REDACTED]");
+  });
+});

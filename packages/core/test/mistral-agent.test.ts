@@ -4,7 +4,7 @@ import { MistralChatModel, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
-import { makeRun, removeDir, resources, tempDir } from "./support";
+import { makeRun, removeDir, resources, tempDir, waitFor } from "./support";
 
 const API_KEY = "mistral-secret-key-0123456789";
 
@@ -321,5 +321,19 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(prompt).toContain("Earlier runs in this session");
     expect(prompt).toContain("Fix bug.txt so that it says fixed");
     expect(prompt).toContain("notes/todo.md");
+  });
+
+  it("aborts the LLM call in flight when the run is stopped", async () => {
+    fake.replies({ hang: true });
+    const store = new MemoryRunStore();
+    const run = mistralRun();
+    store.add(run);
+    const stop = new AbortController();
+    const step = runStep(resources(store, { llm }), run.id, { stop: stop.signal });
+    await waitFor(() => fake.requests.length > 0, "the model is called");
+    stop.abort();
+    const result = await step;
+    expect(result).toMatchObject({ kind: "finished", status: "stopped", reason: "stopped" });
+    expect(store.iterationsOf(run.id)[0]?.outcome).toBe("stopped");
   });
 });

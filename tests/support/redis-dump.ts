@@ -19,7 +19,7 @@ export async function dumpRedis(url: string, prefix: string): Promise<string> {
       else if (type === "hash") value = await redis.hgetall(key);
       else if (type === "list") value = await redis.lrange(key, 0, -1);
       else if (type === "set") value = await redis.smembers(key);
-      else if (type === "zset") value = await redis.zrange(key, 0, -1, "WITHSCORES");
+      else if (type === "zset") value = await redis.call("ZRANGE", key, "0", "-1", "WITHSCORES");
       else if (type === "stream") value = await redis.xrange(key, "-", "+");
       parts.push(`${key} ${JSON.stringify(value)}`);
     }

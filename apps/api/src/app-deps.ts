@@ -3,6 +3,7 @@ import type { RunRepository } from "@looprun/db";
 import type { Context } from "hono";
 import type { LiveOptions } from "./live/sse-session";
 import type { RunQueue } from "./run-queue";
+import type { WriteBatcher } from "./write-batcher";
 
 export interface AppDeps {
   repo: RunRepository;
@@ -26,6 +27,10 @@ export interface AppDeps {
   bodyLimitBytes?: number;
   /** Server-sent events: how often streams poll the database and ping while idle. */
   live?: Partial<LiveOptions>;
+  /** Aborted when the server shuts down: open event streams end so that it can close. */
+  shutdown?: AbortSignal;
+  /** Group commit of submits (one transaction for those that arrive together); unset: one each. */
+  writeBatcher?: WriteBatcher;
   /** Checks the database for /readyz. */
   dbHealthy: () => boolean;
 }

@@ -30,7 +30,12 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     logger?.error({ err: error, path: c.req.path }, "request failed");
     return c.json({ error: { code: "internal", message: "internal error" } }, 500);
   });
-  app.notFound((c) => c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+  app.notFound((c) =>
+    c.json(
+      { error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } },
+      404,
+    ),
+  );
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
@@ -42,24 +47,40 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   app.route("/metrics", metricsRoutes(new MetricsCollector(deps), deps.apiToken));
 
   if (deps.corsOrigins && deps.corsOrigins.length > 0) {
-    app.use("/api/*", cors({ origin: deps.corsOrigins, allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"] }));
+    app.use(
+      "/api/*",
+      cors({
+        origin: deps.corsOrigins,
+        allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+      }),
+    );
   }
   if (deps.rateLimitPerMinute) {
-    app.use("/api/*", rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }));
+    app.use(
+      "/api/*",
+      rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }),
+    );
   }
   app.use(
     "/api/*",
     bodyLimit({
       maxSize: deps.bodyLimitBytes ?? 1024 * 1024,
       onError: () => {
-        throw new ApiError(413, "payload_too_large", `the body is larger than ${deps.bodyLimitBytes ?? 1024 * 1024} bytes`);
+        throw new ApiError(
+          413,
+          "payload_too_large",
+          `the body is larger than ${deps.bodyLimitBytes ?? 1024 * 1024} bytes`,
+        );
       },
     }),
   );
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   const live = { ...LIVE_DEFAULTS, ...deps.live };
   // Before runRoutes, whose /:id would take "stream" for an id.
-  app.route("/api/runs", liveRoutes(deps, new RunFeed({ repo: deps.repo, pollMs: live.pollMs, now }), live));
+  app.route(
+    "/api/runs",
+    liveRoutes(deps, new RunFeed({ repo: deps.repo, pollMs: live.pollMs, now }), live),
+  );
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));
   app.route("/api/stats", statsRoutes(deps));

@@ -1,5 +1,11 @@
-import type { ReviewArtifactRow, ToolCallRow } from "@looprun/db";
-import { budgetView, type EventRecord, type IterationRecord, type RunRecord } from "@looprun/core";
+import {
+  budgetView,
+  type EventRecord,
+  type IterationRecord,
+  type PhaseArtifact,
+  type RunRecord,
+} from "@looprun/core";
+import type { ReviewArtifactRow, SnapshotRef, ToolCallRow } from "@looprun/db";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -18,6 +24,7 @@ export function presentRun(run: RunRecord, now: number) {
     completionPromise: spec.completionPromise,
     agent: spec.agent,
     review: spec.review,
+    phases: spec.phases,
     cooldownMs: spec.cooldownMs,
     maxTokens: spec.maxTokens,
     status: run.status,
@@ -28,13 +35,15 @@ export function presentRun(run: RunRecord, now: number) {
     progress: run.progress,
     metrics: run.metrics,
     latestReviewId: run.latestReviewId,
+    snapshots: { baseline: run.baselineSnapshot, latest: run.latestSnapshot },
     createdAt: iso(run.createdAt),
     startedAt: iso(run.startedAt),
     finishedAt: iso(run.finishedAt),
   };
 }
 
-export function presentIteration(it: IterationRecord) {
+/** An iteration; `snapshot` is its attempt's workspace snapshot, when one was taken. */
+export function presentIteration(it: IterationRecord, snapshot?: SnapshotRef) {
   return {
     n: it.n,
     attempt: it.attempt,
@@ -44,6 +53,14 @@ export function presentIteration(it: IterationRecord) {
     agent: it.agent,
     validation: it.validation,
     reviewId: it.reviewId,
+    snapshot: snapshot
+      ? {
+          id: snapshot.snapshotId,
+          parentId: snapshot.parentId,
+          diffBytes: snapshot.diffBytes,
+          diffTruncated: snapshot.diffTruncated,
+        }
+      : null,
     feedback: it.feedback,
     startedAt: iso(it.startedAt),
     finishedAt: iso(it.finishedAt),
@@ -81,4 +98,8 @@ export function presentReview(r: ReviewArtifactRow) {
     fixPlan: r.fixPlan,
     createdAt: iso(r.createdAt),
   };
+}
+
+export function presentPhaseArtifact(a: PhaseArtifact) {
+  return { phase: a.phase, content: a.content, createdAt: iso(a.createdAt) };
 }

@@ -67,7 +67,11 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
     async jobCounts() {
       if (connection.status !== "ready") throw new Error("the queue (Redis) is not connected");
       const counts = await queue.getJobCounts("waiting", "active", "delayed");
-      return { waiting: counts.waiting ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
+      return {
+        waiting: counts.waiting ?? 0,
+        active: counts.active ?? 0,
+        delayed: counts.delayed ?? 0,
+      };
     },
     async close() {
       await queue.close();

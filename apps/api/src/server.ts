@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { createApp } from "./app";
 import type { ApiEnv } from "./env";
 import { createRunQueue } from "./run-queue";
+import { WriteBatcher } from "./write-batcher";
 
 export interface ApiServer {
   url: string;
@@ -19,6 +20,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   const logger = pino({ level: env.LOG_LEVEL, base: { app: "api" }, ...redactingLogOptions(redactor) });
   const database = openDatabase(env.DATABASE_PATH);
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
+  const shutdown = new AbortController();
   const app = createApp(
     {
       repo: new RunRepository(database.db),
@@ -30,6 +32,11 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       ...(env.RATE_LIMIT_PER_MINUTE > 0 ? { rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE } : {}),
       clientKey: (c) => getConnInfo(c).remote.address ?? "unknown",
       live: { pollMs: env.LOOPRUN_SSE_POLL_MS, heartbeatMs: env.LOOPRUN_SSE_HEARTBEAT_MS },
+      shutdown: shutdown.signal,
+      writeBatcher: new WriteBatcher({
+        transaction: (fn) => database.sqlite.transaction(fn).immediate(),
+        inTransaction: () => database.sqlite.inTransaction,
+      }),
       dbHealthy: () => {
         try {
           database.sqlite.prepare("select 1").get();
@@ -54,6 +61,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   return {
     url,
     async close() {
+      shutdown.abort();
       await new Promise<void>((done) => server.close(() => done()));
       await queue.close();
       database.close();

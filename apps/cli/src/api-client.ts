@@ -2,7 +2,7 @@
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
-    private readonly token?: string,
+    readonly token?: string,
   ) {}
 
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -1,3 +1,4 @@
+import { dirname, join, resolve } from "node:path";
 import { z } from "zod";
 
 const list = z
@@ -40,6 +41,11 @@ export const WorkerEnv = z.object({
   LOOPRUN_LLM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
   /** Longest wait between LLM retries (a Retry-After is honoured up to it). */
   LOOPRUN_LLM_RETRY_MAX_MS: z.coerce.number().int().min(10).default(30_000),
+  /**
+   * Where workspace snapshots live: one bare git dir per session (needs git on PATH).
+   * Unset: `snapshots` next to the database, i.e. `.looprun/snapshots` by default.
+   */
+  LOOPRUN_SNAPSHOTS_DIR: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 export type WorkerEnv = z.infer<typeof WorkerEnv>;
@@ -51,4 +57,11 @@ export function parseWorkerEnv(source: Record<string, string | undefined>): Work
     throw new Error(`invalid environment for the looprun worker:\n${lines.join("\n")}`);
   }
   return parsed.data;
+}
+
+/** `LOOPRUN_SNAPSHOTS_DIR`, or `snapshots` next to the database file. */
+export function snapshotsDirOf(
+  env: Pick<WorkerEnv, "LOOPRUN_SNAPSHOTS_DIR" | "DATABASE_PATH">,
+): string {
+  return resolve(env.LOOPRUN_SNAPSHOTS_DIR ?? join(dirname(env.DATABASE_PATH), "snapshots"));
 }

@@ -15,7 +15,7 @@ import { openDatabase, RunRepository, SqliteRunStore } from "@looprun/db";
 import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import type { WorkerEnv } from "./env";
+import { snapshotsDirOf, type WorkerEnv } from "./env";
 import { reconcile } from "./reconciler";
 
 export interface RunWorker {
@@ -53,6 +53,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     outputCapBytes: env.LOOPRUN_OUTPUT_CAP_BYTES,
     stopPollMs: env.LOOPRUN_STOP_POLL_MS,
     defaultModel: env.LOOPRUN_MISTRAL_MODEL,
+    snapshotsDir: snapshotsDirOf(env),
     ...(env.MISTRAL_API_KEY
       ? {
           llm: new MistralChatModel({
@@ -79,7 +80,26 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   const processor = async (job: Job<RunJob>, token?: string) => {
     const { runId } = RunJob.parse(job.data);
     const handle: ActiveRun = { stop: new AbortController(), leaseLost: new AbortController() };
+    // The job came back while this worker still drives the run (its lock was lost, e.g. Redis
+    // restarted empty and the reconciler enqueued it again): that earlier step is stale.
+    const stale = active.get(runId);
+    stale?.leaseLost.abort();
     active.set(runId, handle);
+    // BullMQ renews locks by job id, and stops renewing that id when the stale step ends: this
+    // step then renews its own lock, or it would be taken for stalled and interrupted again.
+    const renewal =
+      stale && token
+        ? setInterval(() => {
+            job.extendLock(token, env.LOOPRUN_LOCK_MS).then(
+              (extended) => {
+                if (!extended) handle.leaseLost.abort();
+              },
+              () => {
+                // Redis unreachable: the next renewal tries again.
+              },
+            );
+          }, env.LOOPRUN_LOCK_MS / 4)
+        : undefined;
     let result: Awaited<ReturnType<typeof runStep>>;
     try {
       result = await runStep(resources, runId, {
@@ -88,7 +108,9 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
         leaseLost: handle.leaseLost.signal,
       });
     } finally {
-      active.delete(runId);
+      clearInterval(renewal);
+      // Not the handle of a newer step of the same run: stops must still reach that one.
+      if (active.get(runId) === handle) active.delete(runId);
     }
     logger.info({ runId, result }, "run step done");
     switch (result.kind) {

@@ -1,3 +1,5 @@
+export { buildPrompt, hasCompletionPromise } from "./agents/index";
+export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
 export type { BudgetCheck, RunBudgetView } from "./budget/index";
 export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget/index";
 export type {
@@ -8,8 +10,14 @@ export type {
   EventType,
   IterationOutcome,
   IterationRecord,
+  IterationSnapshot,
   IterationStatus,
   NewEvent,
+  PhaseArtifact,
+  PipelinePhase,
+  PreparationPhase,
+  ReviewArtifact,
+  RunChange,
   RunMetrics,
   RunReason,
   RunRecord,
@@ -22,17 +30,27 @@ export {
   ACTIVE_STATUSES,
   AgentSpec,
   CommandAgentSpec,
+  CommandReviewSpec,
   EMPTY_METRICS,
   EVENT_TYPES,
+  isPreparationPhase,
   isTerminal,
+  MistralReviewSpec,
   normalizeSubmission,
-  RUN_STATUSES,
+  PhasesSpec,
+  PIPELINE_PHASES,
+  PREPARATION_PHASES,
   ReviewSpec,
+  RUN_STATUSES,
   RunSubmission,
   SPEC_DEFAULTS,
   SPEC_LIMITS,
   TERMINAL_STATUSES,
+  TriangularReviewSpec,
 } from "./domain/index";
+export type { Plan, PlanStep, StepStatus } from "./domain/plan";
+export type { NewToolCall } from "./domain/run";
+export { McpServerSpec, MistralAgentSpec } from "./domain/run-spec";
 export type {
   ClaimedRun,
   EngineLogger,
@@ -40,26 +58,77 @@ export type {
   IterationDecision,
   IterationFacts,
   IterationPatch,
+  MutationExtras,
   RunMutation,
   RunPatch,
   RunStore,
   StepOptions,
   StepResult,
 } from "./engine/index";
-export { decideIteration, failRun, MAX_CONSECUTIVE_FAILURES, mergeStatus, runStep } from "./engine/index";
+export {
+  decideIteration,
+  failRun,
+  MAX_CONSECUTIVE_FAILURES,
+  mergeStatus,
+  runStep,
+  SNAPSHOT_DEFAULTS,
+} from "./engine/index";
+export type {
+  ChatMessage,
+  ChatModel,
+  ChatRequest,
+  ChatResponse,
+  ChatTool,
+  ChatToolCall,
+  MistralChatModelOptions,
+} from "./llm/index";
+export { ChatModelError, MistralChatModel } from "./llm/index";
+export type { PhaseRunInput, PhaseRunResult } from "./pipeline/index";
+export {
+  buildPhasePrompt,
+  PHASE_INSTRUCTIONS,
+  packageChange,
+  renderPhaseArtifacts,
+  runPreparationPhase,
+} from "./pipeline/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
 export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
 export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
-export { assertNever } from "./util/assert-never";
-export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
-export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";
-export { buildPrompt, hasCompletionPromise } from "./agents/index";
-export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
-export type { Plan, PlanStep, StepStatus } from "./domain/plan";
-export type { NewToolCall } from "./domain/run";
-export type { ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatTool, ChatToolCall, MistralChatModelOptions } from "./llm/index";
-export { ChatModelError, MistralChatModel } from "./llm/index";
-export { McpServerSpec, MistralAgentSpec } from "./domain/run-spec";
+export type {
+  CommandReviewInput,
+  JsonAnswer,
+  LlmCallOptions,
+  LlmReviewOptions,
+  ReviewInput,
+  ReviewOutcome,
+} from "./review/index";
+export {
+  askForJson,
+  askForText,
+  BLIND_SYSTEM,
+  capDiff,
+  DISCREPANCY_SYSTEM,
+  DiscrepancyReport,
+  MAX_REVIEW_OUTPUT_BYTES,
+  parseJsonAnswer,
+  REVIEW_SYSTEM,
+  ReviewFindings,
+  renderValidation,
+  reviewFeedback,
+  runCommandReview,
+  runMistralReview,
+  runTriangularReview,
+} from "./review/index";
+export type {
+  CappedText,
+  GitOptions,
+  GitResult,
+  SnapshotTarget,
+  WorkspaceSnapshotsOptions,
+} from "./snapshots/index";
+export { GitError, gitEnv, runGit, WorkspaceSnapshots } from "./snapshots/index";
+export type { Convergence } from "./stats/index";
+export { computeConvergence } from "./stats/index";
 export type {
   HttpServerSpec,
   HubTool,
@@ -85,3 +154,6 @@ export {
   toMistralParameters,
   workspaceServerLaunch,
 } from "./tools/index";
+export { assertNever } from "./util/assert-never";
+export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
+export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";

@@ -2,13 +2,28 @@ import type {
   EventRecord,
   IterationOutcome,
   IterationRecord,
+  IterationSnapshot,
   IterationStatus,
+  PhaseArtifact,
+  PipelinePhase,
+  ReviewArtifact,
+  RunChange,
   RunReason,
   RunRecord,
   RunStatus,
   SessionRecord,
 } from "@looprun/core";
-import type { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import type {
+  events,
+  iterationSnapshots,
+  iterations,
+  phaseArtifacts,
+  reviewArtifacts,
+  runChanges,
+  runs,
+  sessions,
+  toolCalls,
+} from "./schema";
 
 export type RunRow = typeof runs.$inferSelect;
 export type IterationRow = typeof iterations.$inferSelect;
@@ -16,12 +31,16 @@ export type EventRow = typeof events.$inferSelect;
 export type ToolCallRow = typeof toolCalls.$inferSelect;
 export type ReviewArtifactRow = typeof reviewArtifacts.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
+export type IterationSnapshotRow = typeof iterationSnapshots.$inferSelect;
+export type RunChangeRow = typeof runChanges.$inferSelect;
+export type PhaseArtifactRow = typeof phaseArtifacts.$inferSelect;
 
 export function toRunRecord(row: RunRow): RunRecord {
   return {
     id: row.id,
     sessionId: row.sessionId,
-    spec: row.spec,
+    // Runs stored before pipeline phases existed have none.
+    spec: { ...row.spec, phases: row.spec.phases ?? [] },
     workspace: row.workspace,
     status: row.status as RunStatus,
     reason: row.reason as RunReason | null,
@@ -32,6 +51,8 @@ export function toRunRecord(row: RunRow): RunRecord {
     consecutiveFailures: row.consecutiveFailures,
     epoch: row.epoch,
     latestReviewId: row.latestReviewId,
+    baselineSnapshot: row.baselineSnapshot ?? null,
+    latestSnapshot: row.latestSnapshot ?? null,
     plan: row.plan ?? null,
     activePgid: row.activePgid ?? null,
     createdAt: row.createdAt,
@@ -70,4 +91,36 @@ export function toEventRecord(row: EventRow): EventRecord {
 
 export function toSessionRecord(row: SessionRow): SessionRecord {
   return { id: row.id, workspace: row.workspace, createdAt: row.createdAt };
+}
+
+export function toReviewArtifact(row: ReviewArtifactRow): ReviewArtifact {
+  return {
+    id: row.id,
+    runId: row.runId,
+    sessionId: row.sessionId,
+    phase: "review",
+    iteration: row.iteration,
+    blockingIssues: row.blockingIssues,
+    nonBlockingIssues: row.nonBlockingIssues,
+    score: row.score,
+    fixPlan: row.fixPlan,
+    createdAt: row.createdAt,
+  };
+}
+
+export function toIterationSnapshot(row: IterationSnapshotRow): IterationSnapshot {
+  return { ...row };
+}
+
+export function toRunChange(row: RunChangeRow): RunChange {
+  return { ...row };
+}
+
+export function toPhaseArtifact(row: PhaseArtifactRow): PhaseArtifact {
+  return {
+    runId: row.runId,
+    phase: row.phase as PipelinePhase,
+    content: row.content,
+    createdAt: row.createdAt,
+  };
 }

@@ -4,17 +4,33 @@ import {
   EMPTY_METRICS,
   type EventRecord,
   type IterationRecord,
-  isTerminal,
-  type RunRecord,
   RunAlreadyActiveError,
+  type RunRecord,
   type RunSpec,
   type RunStatus,
   type SessionRecord,
 } from "@looprun/core";
-import { and, asc, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import {
+  iterationSnapshot,
+  listPhaseArtifacts,
+  listSnapshotRefs,
+  runChange,
+} from "./artifact-queries";
 import type { Db } from "./connection";
+import {
+  type ConvergenceStats,
+  type ConvergenceStatsFilter,
+  convergenceStats,
+} from "./convergence-stats";
 import { appendEvents } from "./event-log";
-import { iterationsAfter, liveRuns, runCountsByStatus, tokenTotal, toolCallsAfter } from "./live-queries";
+import {
+  iterationsAfter,
+  liveRuns,
+  runCountsByStatus,
+  tokenTotal,
+  toolCallsAfter,
+} from "./live-queries";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
@@ -23,7 +39,16 @@ import {
   toRunRecord,
   toSessionRecord,
 } from "./records";
-import { events, idempotencyKeys, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import {
+  events,
+  idempotencyKeys,
+  iterations,
+  reviewArtifacts,
+  runs,
+  sessions,
+  toolCalls,
+} from "./schema";
+import { finalizeStop, requestStop, type StopRequest } from "./stop-requests";
 import { type ToolStats, type ToolStatsFilter, toolStats } from "./tool-stats";
 
 export interface NewRun {
@@ -57,10 +82,7 @@ export interface RunFilter {
   limit: number;
 }
 
-export type StopRequest =
-  | { kind: "not_found" }
-  | { kind: "finished"; run: RunRecord }
-  | { kind: "stopping"; run: RunRecord };
+export type { StopRequest };
 
 const active = [...ACTIVE_STATUSES];
 
@@ -87,10 +109,17 @@ export class RunRepository {
       return this.db.transaction(
         (tx) => {
           if (input.idempotency) {
-            tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS)).run();
-            const seen = tx.select().from(idempotencyKeys).where(eq(idempotencyKeys.key, input.idempotency.key)).get();
+            tx.delete(idempotencyKeys)
+              .where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS))
+              .run();
+            const seen = tx
+              .select()
+              .from(idempotencyKeys)
+              .where(eq(idempotencyKeys.key, input.idempotency.key))
+              .get();
             if (seen) {
-              if (seen.requestHash !== input.idempotency.requestHash) throw new IdempotencyConflictError(seen.key);
+              if (seen.requestHash !== input.idempotency.requestHash)
+                throw new IdempotencyConflictError(seen.key);
               const first = tx.select().from(runs).where(eq(runs.id, seen.runId)).get();
               if (first) return { ...toRunRecord(first), replayed: true };
             }
@@ -98,7 +127,11 @@ export class RunRepository {
           const session = tx.select().from(sessions).where(eq(sessions.id, input.sessionId)).get();
           if (!session) {
             tx.insert(sessions)
-              .values({ id: input.sessionId, workspace: input.sessionWorkspace, createdAt: input.createdAt })
+              .values({
+                id: input.sessionId,
+                workspace: input.sessionWorkspace,
+                createdAt: input.createdAt,
+              })
               .run();
           }
           const row = tx
@@ -119,14 +152,31 @@ export class RunRepository {
           const run = toRunRecord(row);
           if (input.idempotency) {
             tx.insert(idempotencyKeys)
-              .values({ key: input.idempotency.key, requestHash: input.idempotency.requestHash, runId: run.id, createdAt: input.createdAt })
-              .onConflictDoUpdate({ target: idempotencyKeys.key, set: { runId: run.id, requestHash: input.idempotency.requestHash, createdAt: input.createdAt } })
+              .values({
+                key: input.idempotency.key,
+                requestHash: input.idempotency.requestHash,
+                runId: run.id,
+                createdAt: input.createdAt,
+              })
+              .onConflictDoUpdate({
+                target: idempotencyKeys.key,
+                set: {
+                  runId: run.id,
+                  requestHash: input.idempotency.requestHash,
+                  createdAt: input.createdAt,
+                },
+              })
               .run();
           }
           appendEvents(
             tx,
             run.id,
-            [{ type: "run_queued", data: { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) } }],
+            [
+              {
+                type: "run_queued",
+                data: { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
+              },
+            ],
             input.createdAt,
           );
           return run;
@@ -148,7 +198,12 @@ export class RunRepository {
         const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
         if (!row) return;
         tx.delete(runs).where(eq(runs.id, runId)).run();
-        const others = tx.select({ id: runs.id }).from(runs).where(eq(runs.sessionId, row.sessionId)).limit(1).get();
+        const others = tx
+          .select({ id: runs.id })
+          .from(runs)
+          .where(eq(runs.sessionId, row.sessionId))
+          .limit(1)
+          .get();
         if (!others) tx.delete(sessions).where(eq(sessions.id, row.sessionId)).run();
       },
       { behavior: "immediate" },
@@ -169,7 +224,12 @@ export class RunRepository {
     return this.db
       .select()
       .from(runs)
-      .where(and(inArray(runs.status, ["queued", "running", "stopping"]), lt(runs.createdAt, createdBefore)))
+      .where(
+        and(
+          inArray(runs.status, ["queued", "running", "stopping"]),
+          lt(runs.createdAt, createdBefore),
+        ),
+      )
       .all()
       .map(toRunRecord);
   }
@@ -183,7 +243,13 @@ export class RunRepository {
   listRuns(filter: RunFilter): { items: RunRecord[]; nextCursor: string | null } {
     const where: SQL[] = [];
     if (filter.sessionId !== undefined) where.push(eq(runs.sessionId, filter.sessionId));
-    if (filter.status !== undefined) where.push(eq(runs.status, filter.status));
+    if (filter.status !== undefined) {
+      // With a session as well, SQLite picks the (status, id) index and walks every run of that
+      // status (O(history)); a session has few runs: the unary + keeps status out of the choice.
+      where.push(
+        filter.sessionId === undefined ? eq(runs.status, filter.status) : sql`+${runs.status} = ${filter.status}`,
+      );
+    }
     if (filter.cursor !== undefined) where.push(lt(runs.id, filter.cursor));
     const rows = this.db
       .select()
@@ -219,7 +285,12 @@ export class RunRepository {
   }
 
   listToolCalls(runId: string): ToolCallRow[] {
-    return this.db.select().from(toolCalls).where(eq(toolCalls.runId, runId)).orderBy(asc(toolCalls.seq)).all();
+    return this.db
+      .select()
+      .from(toolCalls)
+      .where(eq(toolCalls.runId, runId))
+      .orderBy(asc(toolCalls.seq))
+      .all();
   }
 
   toolStats(filter: ToolStatsFilter): ToolStats {
@@ -235,8 +306,22 @@ export class RunRepository {
   readonly metrics = {
     runCountsByStatus: () => runCountsByStatus(this.db),
     tokenTotal: () => tokenTotal(this.db),
-    iterationsAfter: (afterRowid: number, limit: number) => iterationsAfter(this.db, afterRowid, limit),
+    iterationsAfter: (afterRowid: number, limit: number) =>
+      iterationsAfter(this.db, afterRowid, limit),
     toolCallsAfter: (afterRowid: number) => toolCallsAfter(this.db, afterRowid),
+  };
+
+  /** Convergence across the runs created in a time window (`GET /api/stats`). */
+  convergenceStats(filter: ConvergenceStatsFilter): ConvergenceStats {
+    return convergenceStats(this.db, filter);
+  }
+
+  /** A run's snapshots, its change and its pipeline phase artifacts (see artifact-queries.ts). */
+  readonly artifacts = {
+    phases: (runId: string) => listPhaseArtifacts(this.db, runId),
+    snapshots: (runId: string) => listSnapshotRefs(this.db, runId),
+    iterationSnapshot: (runId: string, n: number) => iterationSnapshot(this.db, runId, n),
+    change: (runId: string) => runChange(this.db, runId),
   };
 
   listReviews(runId: string): ReviewArtifactRow[] {
@@ -263,26 +348,7 @@ export class RunRepository {
 
   /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
   requestStop(runId: string, now: number): StopRequest {
-    return this.db.transaction(
-      (tx) => {
-        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
-        if (!row) return { kind: "not_found" } as const;
-        const run = toRunRecord(row);
-        if (isTerminal(run.status)) return { kind: "finished", run } as const;
-        if (run.status === "stopping") return { kind: "stopping", run } as const;
-        const updated = toRunRecord(
-          tx
-            .update(runs)
-            .set({ status: "stopping", stopRequestedAt: now, progress: "stopping" })
-            .where(eq(runs.id, runId))
-            .returning()
-            .get(),
-        );
-        appendEvents(tx, runId, [{ type: "stop_requested", data: { budget: budgetSnapshot(updated, now) } }], now);
-        return { kind: "stopping", run: updated } as const;
-      },
-      { behavior: "immediate" },
-    );
+    return requestStop(this.db, runId, now);
   }
 
   /**
@@ -290,44 +356,6 @@ export class RunRepository {
    * epoch so that no earlier holder can write to it again.
    */
   finalizeStop(runId: string, now: number): RunRecord | null {
-    return this.db.transaction(
-      (tx) => {
-        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
-        if (!row || row.status !== "stopping") return row ? toRunRecord(row) : null;
-        tx.update(iterations)
-          .set({ status: "abandoned", finishedAt: now })
-          .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
-          .run();
-        const summary = "stopped by request";
-        const run = toRunRecord(
-          tx
-            .update(runs)
-            .set({
-              status: "stopped",
-              reason: "stopped",
-              summary,
-              progress: summary,
-              finishedAt: now,
-              epoch: row.epoch + 1,
-            })
-            .where(eq(runs.id, runId))
-            .returning()
-            .get(),
-        );
-        appendEvents(
-          tx,
-          runId,
-          [
-            {
-              type: "run_finished",
-              data: { status: "stopped", reason: "stopped", summary, budget: budgetSnapshot(run, now, "stopped") },
-            },
-          ],
-          now,
-        );
-        return run;
-      },
-      { behavior: "immediate" },
-    );
+    return finalizeStop(this.db, runId, now);
   }
 }

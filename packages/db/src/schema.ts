@@ -35,6 +35,8 @@ export const runs = sqliteTable(
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     epoch: integer("epoch").notNull().default(0),
     latestReviewId: text("latest_review_id"),
+    baselineSnapshot: text("baseline_snapshot"),
+    latestSnapshot: text("latest_snapshot"),
     plan: text("plan", { mode: "json" }).$type<Plan>(),
     activePgid: integer("active_pgid"),
     createdAt: integer("created_at").notNull(),
@@ -127,6 +129,55 @@ export const reviewArtifacts = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [index("review_artifacts_run_idx").on(t.runId, t.iteration)],
+);
+
+/** An iteration attempt's workspace snapshot (a commit in the session's git dir) and its diff. */
+export const iterationSnapshots = sqliteTable(
+  "iteration_snapshots",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    n: integer("n").notNull(),
+    attempt: integer("attempt").notNull(),
+    snapshotId: text("snapshot_id").notNull(),
+    parentId: text("parent_id").notNull(),
+    diff: text("diff").notNull(),
+    diffBytes: integer("diff_bytes").notNull(),
+    diffTruncated: integer("diff_truncated", { mode: "boolean" }).notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.n, t.attempt] })],
+);
+
+/** A run's whole change: baseline snapshot → latest snapshot, as a patch. */
+export const runChanges = sqliteTable("run_changes", {
+  runId: text("run_id")
+    .primaryKey()
+    .references(() => runs.id, { onDelete: "cascade" }),
+  baselineSnapshot: text("baseline_snapshot").notNull(),
+  headSnapshot: text("head_snapshot").notNull(),
+  iteration: integer("iteration").notNull(),
+  files: text("files", { mode: "json" }).$type<string[]>().notNull(),
+  stat: text("stat").notNull(),
+  /** Null when the patch is larger than the worker stores. */
+  patch: text("patch"),
+  patchBytes: integer("patch_bytes").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** What a pipeline phase produced (planning, architecture, design, packaging). */
+export const phaseArtifacts = sqliteTable(
+  "phase_artifacts",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    phase: text("phase").notNull(),
+    content: text("content").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.phase] })],
 );
 
 /** `Idempotency-Key` of a submit: the same key and body give the same run. */

@@ -1,18 +1,21 @@
+import type { SessionRunSummary, ToolFailure } from "@looprun/core";
 import {
   type ClaimedRun,
   isTerminal,
   LeaseLostError,
   mergeStatus,
+  type PhaseArtifact,
+  PIPELINE_PHASES,
   type RunMutation,
   type RunRecord,
   type RunStore,
 } from "@looprun/core";
-import type { SessionRunSummary, ToolFailure } from "@looprun/core";
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { writeArtifacts } from "./artifact-writes";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
-import { toIterationRecord, toRunRecord } from "./records";
-import { iterations, runs, toolCalls } from "./schema";
+import { toIterationRecord, toPhaseArtifact, toRunRecord } from "./records";
+import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -85,7 +88,11 @@ export class SqliteRunStore implements RunStore {
           tx.update(iterations)
             .set(patch)
             .where(
-              and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
+              and(
+                eq(iterations.runId, runId),
+                eq(iterations.n, n),
+                eq(iterations.attempt, attempt),
+              ),
             )
             .run();
         }
@@ -97,9 +104,18 @@ export class SqliteRunStore implements RunStore {
             .get();
           let seq = last?.seq ?? 0;
           tx.insert(toolCalls)
-            .values(m.toolCalls.map((c) => ({ ...c, args: c.args ?? null, runId, seq: ++seq, createdAt: now })))
+            .values(
+              m.toolCalls.map((c) => ({
+                ...c,
+                args: c.args ?? null,
+                runId,
+                seq: ++seq,
+                createdAt: now,
+              })),
+            )
             .run();
         }
+        writeArtifacts(tx, runId, m);
         appendEvents(tx, runId, m.events ?? [], now);
         return toRunRecord(result);
       },
@@ -107,7 +123,11 @@ export class SqliteRunStore implements RunStore {
     );
   }
 
-  async sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]> {
+  async sessionHistory(
+    sessionId: string,
+    runId: string,
+    limit: number,
+  ): Promise<SessionRunSummary[]> {
     const earlier = this.db
       .select()
       .from(runs)
@@ -119,7 +139,13 @@ export class SqliteRunStore implements RunStore {
       const writes = this.db
         .select({ args: toolCalls.args })
         .from(toolCalls)
-        .where(and(eq(toolCalls.runId, r.id), eq(toolCalls.isError, false), inArray(toolCalls.tool, FILE_WRITERS)))
+        .where(
+          and(
+            eq(toolCalls.runId, r.id),
+            eq(toolCalls.isError, false),
+            inArray(toolCalls.tool, FILE_WRITERS),
+          ),
+        )
         .all();
       const files = writes
         .map((w) => (w.args as { path?: unknown } | null)?.path)
@@ -143,7 +169,16 @@ export class SqliteRunStore implements RunStore {
       .orderBy(desc(toolCalls.seq))
       .limit(limit)
       .all();
-    return rows.reverse().map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+    return rows
+      .reverse()
+      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+  }
+
+  async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
+    const rows = this.db.select().from(phaseArtifacts).where(eq(phaseArtifacts.runId, runId)).all();
+    return rows
+      .map(toPhaseArtifact)
+      .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -56,7 +56,11 @@ export function dashboardRoutes(apiToken: string | undefined): Hono {
     if (!apiToken) return c.redirect(next, 303);
     const given = typeof form.token === "string" ? form.token : "";
     if (!tokenMatches(given, apiToken)) {
-      return page(c, <LoginPage next={next} error="That is not this API's token." />, 401);
+      return page(
+        c,
+        <LoginPage next={next} error="That token is not the API_TOKEN of this API." />,
+        401,
+      );
     }
     signIn(c, apiToken);
     return c.redirect(next, 303);

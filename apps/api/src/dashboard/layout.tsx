@@ -8,12 +8,14 @@ export interface LayoutProps {
   title: string;
   /** Whether API_TOKEN is set (the scripts then send the token they keep). */
   auth: boolean;
+  /** No navigation (the sign-in page). */
+  bare?: boolean;
   /** The page's script module under /dashboard/assets. */
   script?: string;
   children?: Child;
 }
 
-export function Layout({ title, auth, script, children }: LayoutProps) {
+export function Layout({ title, auth, bare, script, children }: LayoutProps) {
   return (
     <html lang="en">
       <head>
@@ -21,6 +23,7 @@ export function Layout({ title, auth, script, children }: LayoutProps) {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{title} · looprun</title>
         <link rel="stylesheet" href={`${ASSETS}/style.css`} />
+        <link rel="stylesheet" href={`${ASSETS}/run.css`} />
         <link rel="icon" href="data:," />
       </head>
       <body data-auth={auth ? "on" : "off"}>
@@ -28,15 +31,19 @@ export function Layout({ title, auth, script, children }: LayoutProps) {
           <a class="brand" href="/">
             <span class="logo">↻</span> looprun
           </a>
-          <nav>
+          <nav hidden={bare}>
             <a href="/">Runs</a>
             <a href="/?new=1" id="nav-new-run">
               New run
             </a>
-            <a href="/api/openapi.json">API</a>
-            <a href="/metrics">Metrics</a>
+            {auth ? null : (
+              <>
+                <a href="/api/openapi.json">API</a>
+                <a href="/metrics">Metrics</a>
+              </>
+            )}
           </nav>
-          {auth ? (
+          {auth && !bare ? (
             <form method="post" action="/logout" class="signout" id="signout">
               <button type="submit" class="link">
                 Sign out

@@ -3,7 +3,7 @@ import { ASSETS, Layout } from "./layout";
 
 export function LoginPage({ next, error }: { next: string; error?: string }) {
   return (
-    <Layout title="Sign in" auth={false}>
+    <Layout title="Sign in" auth={false} bare>
       <section class="card login">
         <h1>Sign in</h1>
         <p class="muted">

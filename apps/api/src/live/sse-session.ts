@@ -20,12 +20,15 @@ export class SseSession {
   constructor(
     private readonly stream: SSEStreamingApi,
     private readonly opts: LiveOptions,
+    /** Aborted when the server shuts down: open streams end so that it can. */
+    private readonly shutdown?: AbortSignal,
   ) {
     stream.onAbort(() => this.wake());
+    shutdown?.addEventListener("abort", () => this.wake(), { once: true });
   }
 
   get open(): boolean {
-    return !this.stream.aborted && !this.stream.closed;
+    return !this.stream.aborted && !this.stream.closed && !this.shutdown?.aborted;
   }
 
   /** Tells clients how soon to reconnect and gets the response headers on their way. */

@@ -2,7 +2,7 @@ import { RunSubmission } from "@looprun/core";
 import type { z } from "zod";
 import { EventsStreamQuery, RunsStreamQuery } from "../routes/events-stream";
 import { ListEventsQuery, ListRunsQuery } from "../routes/runs";
-import { ToolStatsQuery } from "../routes/stats";
+import { ConvergenceStatsQuery, ToolStatsQuery } from "../routes/stats";
 import * as R from "./response-schemas";
 
 /** A response: JSON with a named schema, or another media type described in words. */
@@ -51,6 +51,8 @@ export const NAMED = {
   ReviewList: R.ReviewList,
   Session: R.SessionView,
   ToolStats: R.ToolStatsView,
+  ConvergenceStats: R.ConvergenceStatsView,
+  ArtifactList: R.ArtifactList,
   Health: R.Health,
   Readiness: R.Readiness,
 } as const;
@@ -160,6 +162,42 @@ export const OPERATIONS: OperationDoc[] = [
   },
   {
     method: "get",
+    path: "/api/runs/:id/iterations/:n/diff",
+    summary: "An iteration's diff (against the snapshot before it)",
+    tag: "runs",
+    auth: "bearer",
+    responses: {
+      200: { description: "a unified diff", media: "text/plain" },
+      401: unauthorized,
+      404: err("not_found: no such run, or no snapshot of that iteration (yet)"),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/patch",
+    summary: "The run's whole change (baseline → latest snapshot)",
+    tag: "runs",
+    auth: "bearer",
+    responses: {
+      200: { description: "a patch `git apply` takes", media: "text/plain" },
+      401: unauthorized,
+      404: err("not_found: no such run, or no snapshot yet"),
+    },
+  },
+  {
+    method: "get",
+    path: "/api/runs/:id/artifacts",
+    summary: "A run's phase artifacts and its change",
+    tag: "runs",
+    auth: "bearer",
+    responses: {
+      200: { description: "artifacts", json: "ArtifactList" },
+      401: unauthorized,
+      404: missing,
+    },
+  },
+  {
+    method: "get",
     path: "/api/runs/:id/events",
     summary: "A run's events (a page)",
     tag: "runs",
@@ -212,6 +250,19 @@ export const OPERATIONS: OperationDoc[] = [
       200: { description: "the session", json: "Session" },
       401: unauthorized,
       404: missing,
+    },
+  },
+  {
+    method: "get",
+    path: "/api/stats",
+    summary: "Convergence across the runs created in a time window",
+    tag: "stats",
+    auth: "bearer",
+    query: ConvergenceStatsQuery,
+    responses: {
+      200: { description: "convergence statistics", json: "ConvergenceStats" },
+      400: bad,
+      401: unauthorized,
     },
   },
   {

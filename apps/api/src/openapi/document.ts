@@ -29,10 +29,14 @@ function responseComponents(): Record<string, JsonSchema> {
     io: "output",
     unrepresentable: "any",
     uri: REF,
+    // Responses carry *at least* these fields: clients must not refuse one added later.
+    override: (ctx) => {
+      if (ctx.jsonSchema.additionalProperties === false) delete ctx.jsonSchema.additionalProperties;
+    },
   }) as { schemas: Record<string, JsonSchema> };
   const out: Record<string, JsonSchema> = {};
   for (const [id, schema] of Object.entries(schemas)) {
-    const { $schema: _drop, id: _id, ...rest } = schema;
+    const { $schema: _drop, $id: _id, ...rest } = schema;
     out[id] = rest;
   }
   return out;

@@ -55,6 +55,9 @@ export const RunView = z.object({
   progress: z.string().nullable(),
   metrics: RunMetricsView,
   latestReviewId: z.string().nullable(),
+  snapshots: z
+    .object({ baseline: z.string().nullable(), latest: z.string().nullable() })
+    .optional(),
   createdAt: isoDate,
   startedAt: nullableDate,
   finishedAt: nullableDate,
@@ -103,6 +106,15 @@ export const IterationView = z.object({
   agent: CommandOutcome.nullable(),
   validation: z.array(CommandOutcome.extend({ command: z.string() })),
   reviewId: z.string().nullable(),
+  snapshot: z
+    .object({
+      id: z.string(),
+      parentId: z.string().nullable(),
+      diffBytes: z.number().int(),
+      diffTruncated: z.boolean(),
+    })
+    .nullable()
+    .optional(),
   feedback: z.string().nullable(),
   startedAt: isoDate,
   finishedAt: nullableDate,
@@ -173,6 +185,41 @@ export const ToolStatsView = z.object({
     }),
   ),
   commonErrors: z.array(CommonError),
+});
+
+const Count = (key: string) => z.object({ [key]: z.string(), count: z.number().int() });
+
+export const ConvergenceStatsView = z.object({
+  window: z.object({ since: nullableDate, until: nullableDate }),
+  runs: z.object({
+    total: z.number().int(),
+    byStatus: z.record(z.enum(RUN_STATUSES), z.number().int()),
+  }),
+  successRate: z.number().nullable(),
+  meanIterationsToConverge: z.number().nullable(),
+  meanTimeToConvergeMs: z.number().nullable(),
+  meanIterationTimeMs: z.number().nullable(),
+  iterations: z.number().int(),
+  validationFailures: z.number().int(),
+  reviewBlockings: z.number().int(),
+  commonFailureReasons: z.array(Count("reason")),
+  iterationOutcomes: z.array(Count("outcome")),
+});
+
+export const ArtifactList = z.object({
+  items: z.array(z.object({ phase: z.string(), content: z.unknown(), createdAt: isoDate })),
+  change: z
+    .object({
+      baselineSnapshot: z.string(),
+      headSnapshot: z.string(),
+      iteration: z.number().int(),
+      files: z.unknown(),
+      stat: z.unknown(),
+      patchBytes: z.number().int(),
+      patchStored: z.boolean(),
+      updatedAt: isoDate,
+    })
+    .nullable(),
 });
 
 export const Health = z.object({ status: z.literal("ok") });

@@ -45,7 +45,7 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
       (q.sessionId === undefined || run.sessionId === q.sessionId) &&
       (q.runId === undefined || run.id === q.runId);
     return streamSSE(c, async (stream) => {
-      const session = new SseSession(stream, live);
+      const session = new SseSession(stream, live, deps.shutdown);
       const pending: RunRecord[] = [];
       const unsubscribe = feed.subscribe((run) => {
         if (!wanted(run)) return;
@@ -72,7 +72,7 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     if (!deps.repo.getRun(id)) throw notFound(`run ${id}`);
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
     return streamSSE(c, async (stream) => {
-      const session = new SseSession(stream, live);
+      const session = new SseSession(stream, live, deps.shutdown);
       await session.start();
       while (session.open) {
         // The run is read before its events: when it is already finished, its run_finished

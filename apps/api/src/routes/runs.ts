@@ -1,19 +1,35 @@
-import { normalizeSubmission, RUN_STATUSES, RunAlreadyActiveError, RunSubmission } from "@looprun/core";
 import { createHash } from "node:crypto";
+import {
+  computeConvergence,
+  normalizeSubmission,
+  RUN_STATUSES,
+  RunAlreadyActiveError,
+  RunSubmission,
+} from "@looprun/core";
 import { IdempotencyConflictError } from "@looprun/db";
 import { Hono } from "hono";
 import { monotonicFactory } from "ulid";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, invalidRequest, notFound, unavailable } from "../errors";
-import { presentEvent, presentIteration, presentReview, presentRun, presentToolCall } from "../presenters";
+import {
+  presentEvent,
+  presentIteration,
+  presentReview,
+  presentRun,
+  presentToolCall,
+} from "../presenters";
 import { parseBody, parseQuery } from "../request-parsing";
 import { prepareWorkspace } from "../workspaces";
+import { runArtifactRoutes } from "./run-artifacts";
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export const ListRunsQuery = z.strictObject({
-  sessionId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}").optional(),
+  sessionId: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}")
+    .optional(),
   status: z.enum(RUN_STATUSES).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z.string().regex(ULID, "must be a nextCursor returned by this endpoint").optional(),
@@ -39,7 +55,9 @@ function canonical(value: unknown): string {
 function idempotencyOf(header: string | undefined, body: unknown) {
   if (header === undefined) return undefined;
   if (!/^[\x21-\x7e]{1,200}$/.test(header)) {
-    throw invalidRequest([{ path: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters" }]);
+    throw invalidRequest([
+      { path: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters" },
+    ]);
   }
   return { key: header, requestHash: createHash("sha256").update(canonical(body)).digest("hex") };
 }
@@ -74,7 +92,7 @@ export function runRoutes(deps: AppDeps): Hono {
         : prepareWorkspace(deps.workspacesRoot, workspaceName);
     let run: ReturnType<typeof deps.repo.createRun>;
     try {
-      run = deps.repo.createRun({
+      const input = {
         id: newId(),
         sessionId,
         sessionWorkspace: workspace,
@@ -82,13 +100,19 @@ export function runRoutes(deps: AppDeps): Hono {
         spec,
         createdAt: now(),
         ...(idempotency ? { idempotency } : {}),
-      });
+      };
+      // Submits that arrive together share one transaction, hence one fsync (group commit).
+      run = deps.writeBatcher
+        ? await deps.writeBatcher.run(() => deps.repo.createRun(input))
+        : deps.repo.createRun(input);
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         throw new ApiError(422, "idempotency_conflict", error.message);
       }
       if (error instanceof RunAlreadyActiveError) {
-        throw new ApiError(409, "run_already_active", error.message, { activeRunId: error.activeRunId });
+        throw new ApiError(409, "run_already_active", error.message, {
+          activeRunId: error.activeRunId,
+        });
       }
       throw error;
     }
@@ -120,13 +144,25 @@ export function runRoutes(deps: AppDeps): Hono {
     parseQuery(c, NoQuery);
     const run = loadRun(c.req.param("id"));
     const stats = deps.repo.toolStats({ runId: run.id });
-    return c.json({ ...presentRun(run, now()), toolStats: { ...stats.totals, commonErrors: stats.commonErrors } });
+    const t = now();
+    return c.json({
+      ...presentRun(run, t),
+      toolStats: { ...stats.totals, commonErrors: stats.commonErrors },
+      convergence: computeConvergence(run, deps.repo.listReviews(run.id), t),
+    });
   });
 
   app.get("/:id/iterations", (c) => {
     parseQuery(c, NoQuery);
     const run = loadRun(c.req.param("id"));
-    return c.json({ items: deps.repo.listIterations(run.id).map(presentIteration) });
+    const snapshots = deps.repo.artifacts.snapshots(run.id);
+    const snapshotOf = (n: number, attempt: number) =>
+      snapshots.find((s) => s.n === n && s.attempt === attempt);
+    return c.json({
+      items: deps.repo
+        .listIterations(run.id)
+        .map((it) => presentIteration(it, snapshotOf(it.n, it.attempt))),
+    });
   });
 
   app.get("/:id/tool-calls", (c) => {
@@ -147,6 +183,8 @@ export function runRoutes(deps: AppDeps): Hono {
     return c.json({ items: deps.repo.listEvents(run.id, q.after, q.limit).map(presentEvent) });
   });
 
+  app.route("/", runArtifactRoutes(deps));
+
   app.post("/:id/stop", async (c) => {
     const id = c.req.param("id");
     const request = deps.repo.requestStop(id, now());
@@ -154,9 +192,14 @@ export function runRoutes(deps: AppDeps): Hono {
       case "not_found":
         throw notFound(`run ${id}`);
       case "finished":
-        throw new ApiError(409, "run_finished", `run ${id} has already finished (${request.run.status})`, {
-          status: request.run.status,
-        });
+        throw new ApiError(
+          409,
+          "run_finished",
+          `run ${id} has already finished (${request.run.status})`,
+          {
+            status: request.run.status,
+          },
+        );
       case "stopping": {
         // No worker holds the job (queued, cooling down, or lost): end the run here.
         let free = false;

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
-import { notFound } from "../errors";
+import { invalidRequest, notFound } from "../errors";
 import { parseQuery } from "../request-parsing";
 
 export const ToolStatsQuery = z.strictObject({
@@ -10,8 +10,30 @@ export const ToolStatsQuery = z.strictObject({
   since: z.iso.datetime({ offset: true }).optional(),
 });
 
+/** `GET /api/stats`: a window on the runs' creation time; both ends optional. */
+export const ConvergenceStatsQuery = z.strictObject({
+  /** Runs created at or after this ISO date-time. */
+  since: z.iso.datetime({ offset: true }).optional(),
+  /** Runs created before this ISO date-time. */
+  until: z.iso.datetime({ offset: true }).optional(),
+});
+
 export function statsRoutes(deps: AppDeps): Hono {
   const app = new Hono();
+  app.get("/", (c) => {
+    const q = parseQuery(c, ConvergenceStatsQuery);
+    const since = q.since === undefined ? undefined : Date.parse(q.since);
+    const until = q.until === undefined ? undefined : Date.parse(q.until);
+    if (since !== undefined && until !== undefined && until <= since) {
+      throw invalidRequest([{ path: "until", message: "must be later than since" }]);
+    }
+    const stats = deps.repo.convergenceStats({
+      ...(since !== undefined ? { since } : {}),
+      ...(until !== undefined ? { until } : {}),
+    });
+    const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+    return c.json({ window: { since: iso(since), until: iso(until) }, ...stats });
+  });
   app.get("/tools", (c) => {
     const q = parseQuery(c, ToolStatsQuery);
     if (q.runId !== undefined && !deps.repo.getRun(q.runId)) throw notFound(`run ${q.runId}`);

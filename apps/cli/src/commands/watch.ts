@@ -8,25 +8,53 @@ interface RunView {
   iteration: number;
   progress: string | null;
   budget: { maxIterations: number; elapsedMs: number; remainingIterations: number };
+  metrics?: { iterations: number };
 }
 interface EventView {
   seq: number;
   type: string;
   data: Record<string, unknown>;
 }
+interface SseMessage {
+  event: string;
+  data: string;
+  id?: string;
+}
 
-const TERMINAL = new Set(["succeeded", "failed", "stopped"]);
+/** Where watch writes: a TTY gets a live progress line, anything else one line per event. */
+export interface WatchOutput {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface WatchOptions {
+  /** Reconnect when nothing (not even a `: ping`) arrived for this long. @defaultValue 45000 */
+  idleTimeoutMs?: number;
+  /** Give up after this many connection attempts in a row that fail. @defaultValue 20 */
+  maxFailures?: number;
+}
+
+/** An answer that no retry can change (unknown run, bad token). */
+class FatalStreamError extends Error {
+  override readonly name = "FatalStreamError";
+}
 
 function describe(e: EventView): string {
-  const d = e.data as Record<string, unknown> & { results?: { command: string; exitCode: number | null }[] };
+  const d = e.data as Record<string, unknown> & {
+    results?: { command: string; exitCode: number | null }[];
+  };
   switch (e.type) {
     case "iteration_started":
       return `iteration ${d.iteration} started${Number(d.attempt) > 1 ? ` (attempt ${d.attempt})` : ""}`;
     case "agent_finished":
       return `agent exited ${d.exitCode} after ${d.durationMs} ms`;
+    case "tool_called":
+      return `tool ${d.server ?? ""}${d.server ? "." : ""}${d.tool ?? ""}${d.isError ? " failed" : ""}`;
     case "validation_passed":
     case "validation_failed":
       return `${e.type.replace("_", " ")}: ${(d.results ?? []).map((r) => `${r.command} → ${r.exitCode}`).join(", ")}`;
+    case "phase_failed":
+      return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
     case "cooldown_started":
       return `cooling down ${d.cooldownMs} ms`;
     case "budget_exhausted":
@@ -38,24 +66,230 @@ function describe(e: EventView): string {
   }
 }
 
+/** What the run is doing after this event, for the progress line. */
+function phaseAfter(e: EventView, current: string): string {
+  const d = e.data;
+  switch (e.type) {
+    case "run_queued":
+      return "queued";
+    case "run_started":
+    case "run_resumed":
+    case "iteration_started":
+      return "starting";
+    case "agent_started":
+    case "plan_created":
+    case "plan_updated":
+    case "step_completed":
+      return "agent";
+    case "tool_called":
+      return `agent (${String(d.tool ?? "tool")})`;
+    case "agent_finished":
+      return "validating";
+    case "validation_passed":
+    case "validation_failed":
+      return e.type.replace("_", " ");
+    case "review_approved":
+    case "review_blocking_detected":
+      return e.type.replaceAll("_", " ");
+    case "cooldown_started":
+      return "cooling down";
+    case "stop_requested":
+      return "stopping";
+    case "budget_exhausted":
+      return "budget exhausted";
+    case "run_finished":
+      return String(d.status ?? "finished");
+    default:
+      return current;
+  }
+}
+
 const clock = (ms: number) => {
-  const s = Math.floor(ms / 1000);
+  const s = Math.floor(Math.max(0, ms) / 1000);
   return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
 };
 
-/** Prints a run's events as progress lines until it finishes; resolves with its final view. */
-export async function watchRun(client: ApiClient, id: string, out = process.stdout): Promise<RunView> {
-  let after = 0;
-  for (;;) {
-    const { items } = await client.request<{ items: EventView[] }>("GET", `/api/runs/${id}/events?after=${after}`);
-    const run = await client.request<RunView>("GET", `/api/runs/${id}`);
-    for (const e of items) {
-      after = e.seq;
-      const budget = e.data.budget as { elapsedMs?: number } | undefined;
-      const n = typeof e.data.iteration === "number" ? `${e.data.iteration}/${run.budget.maxIterations} ` : "";
-      out.write(`[${clock(budget?.elapsedMs ?? 0)}] ${n}${describe(e)}\n`);
+/** Event lines, and on a TTY a progress line below them, redrawn every second. */
+class Progress {
+  private iteration = 0;
+  private phase = "connecting";
+  private elapsedMs = 0;
+  private readAt = Date.now();
+  private ticking = false;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly out: WatchOutput,
+    private readonly maxIterations: number,
+  ) {
+    if (out.isTTY) {
+      this.timer = setInterval(() => this.redraw(), 1000);
+      this.timer.unref();
     }
-    if (TERMINAL.has(run.status) && items.length === 0) return run;
-    await new Promise((r) => setTimeout(r, 400));
   }
+
+  event(e: EventView): void {
+    const budget = e.data.budget as { elapsedMs?: number } | undefined;
+    this.elapsedMs = budget?.elapsedMs ?? this.elapsedMs;
+    this.readAt = Date.now();
+    if (typeof e.data.iteration === "number") this.iteration = e.data.iteration;
+    this.phase = phaseAfter(e, this.phase);
+    this.ticking = e.type !== "run_queued" && e.type !== "run_finished";
+    const n =
+      typeof e.data.iteration === "number" ? `${e.data.iteration}/${this.maxIterations} ` : "";
+    this.print(`[${clock(this.elapsedMs)}] ${n}${describe(e)}`);
+  }
+
+  note(text: string): void {
+    this.phase = text;
+    if (this.out.isTTY) this.redraw();
+    else this.out.write(`${text}\n`);
+  }
+
+  /** Clears the progress line and prints the outcome, if any. */
+  finish(text?: string): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.out.isTTY) this.out.write("\r\x1b[2K");
+    if (text) this.out.write(`${text}\n`);
+  }
+
+  private line(): string {
+    const elapsed = this.elapsedMs + (this.ticking ? Date.now() - this.readAt : 0);
+    const it =
+      this.iteration > 0 ? `iteration ${this.iteration} of ${this.maxIterations}` : "not started";
+    return `▸ ${it} · ${this.phase} · ${clock(elapsed)} elapsed`;
+  }
+
+  private print(text: string): void {
+    if (!this.out.isTTY) {
+      this.out.write(`${text}\n`);
+      return;
+    }
+    this.out.write(`\r\x1b[2K${text}\n${this.line()}`);
+  }
+
+  private redraw(): void {
+    this.out.write(`\r\x1b[2K${this.line()}`);
+  }
+}
+
+/** Yields the messages of a text/event-stream body (comments and `retry:` only keep it alive). */
+async function* messages(
+  body: ReadableStream<Uint8Array>,
+  onActivity: () => void,
+): AsyncGenerator<SseMessage> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let event = "message";
+  let data: string[] = [];
+  let id: string | undefined;
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    onActivity();
+    buffer += decoder.decode(chunk, { stream: true });
+    const lines = buffer.split(/\r\n|\r|\n/);
+    buffer = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line === "") {
+        if (data.length > 0)
+          yield { event, data: data.join("\n"), ...(id === undefined ? {} : { id }) };
+        event = "message";
+        data = [];
+        id = undefined;
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+      else if (field === "id") id = value;
+    }
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function errorText(res: Response): Promise<string> {
+  const text = await res.text().catch(() => "");
+  try {
+    const err = JSON.parse(text)?.error;
+    if (err?.code) return `${res.status} ${err.code}: ${err.message}`;
+  } catch {
+    // not JSON
+  }
+  return `${res.status} ${text}`.trim();
+}
+
+/**
+ * Follows a run's event stream (SSE) until `run_finished`, reconnecting with Last-Event-ID when
+ * the connection drops or goes silent; prints progress; resolves with the run's final view.
+ */
+export async function watchRun(
+  client: ApiClient,
+  id: string,
+  out: WatchOutput = process.stdout,
+  opts: WatchOptions = {},
+): Promise<RunView> {
+  const first = await client.request<RunView>("GET", `/api/runs/${encodeURIComponent(id)}`);
+  const progress = new Progress(out, first.budget.maxIterations);
+  const url = new URL(`/api/runs/${encodeURIComponent(id)}/events/stream`, client.baseUrl);
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
+  let last = 0;
+  let failures = 0;
+  let finished = false;
+  while (!finished) {
+    const abort = new AbortController();
+    let idle: NodeJS.Timeout | undefined;
+    const activity = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => abort.abort(), idleTimeoutMs);
+    };
+    try {
+      activity();
+      const headers: Record<string, string> = { accept: "text/event-stream" };
+      if (client.token) headers.authorization = `Bearer ${client.token}`;
+      if (last > 0) headers["last-event-id"] = String(last);
+      const res = await fetch(url, { headers, signal: abort.signal });
+      if (res.status === 400 || res.status === 401 || res.status === 404)
+        throw new FatalStreamError(await errorText(res));
+      if (!res.ok || !res.body) throw new Error(await errorText(res));
+      failures = 0;
+      for await (const message of messages(res.body, activity)) {
+        const event = JSON.parse(message.data) as EventView;
+        if (event.seq <= last) continue;
+        last = event.seq;
+        progress.event(event);
+        if (event.type === "run_finished") {
+          finished = true;
+          break;
+        }
+      }
+    } catch (error) {
+      if (error instanceof FatalStreamError) {
+        progress.finish();
+        throw error;
+      }
+      failures++;
+      if (failures >= (opts.maxFailures ?? 20)) {
+        progress.finish();
+        throw new Error(
+          `lost the event stream of run ${id} at ${client.baseUrl}: ${(error as Error).message}`,
+        );
+      }
+    } finally {
+      clearTimeout(idle);
+      abort.abort();
+    }
+    if (!finished) {
+      progress.note("reconnecting…");
+      await pause(Math.min(250 * 2 ** failures, 5000));
+    }
+  }
+  const run = await client.request<RunView>("GET", `/api/runs/${encodeURIComponent(id)}`);
+  const iterations = run.metrics?.iterations ?? run.iteration;
+  progress.finish(
+    `run ${run.id} ${run.status} (${run.reason ?? "—"})${run.summary ? ` — ${run.summary}` : ""} · ${iterations} iteration${iterations === 1 ? "" : "s"} · ${clock(run.budget.elapsedMs)}`,
+  );
+  return run;
 }

@@ -1,4 +1,6 @@
+import type { PhaseArtifact } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
+import { renderPhaseArtifacts } from "../pipeline/phase-prompt";
 import {
   renderSessionHistory,
   renderToolFailures,
@@ -15,20 +17,34 @@ export interface PromptInput {
   history?: readonly SessionRunSummary[];
   /** Tool calls of this run that failed, so they are not repeated. */
   toolFailures?: readonly ToolFailure[];
+  /** What the run's preparation phases (planning, architecture, design) produced. */
+  phaseArtifacts?: readonly PhaseArtifact[];
 }
 
 /** The text an agent receives: the task, its requirements and the previous feedback. */
-export function buildPrompt({ spec, iteration, feedback, history = [], toolFailures = [] }: PromptInput): string {
+export function buildPrompt({
+  spec,
+  iteration,
+  feedback,
+  history = [],
+  toolFailures = [],
+  phaseArtifacts = [],
+}: PromptInput): string {
   const parts = [`# Task\n\n${spec.task}`];
   if (spec.requirements) parts.push(`# Requirements\n\n${spec.requirements}`);
   if (spec.filePaths.length > 0) {
     parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
   }
+  const preparation = renderPhaseArtifacts(phaseArtifacts);
+  if (preparation) parts.push(`# Preparation\n\n${preparation}`);
   const gates: string[] = spec.validationCommands.map((c) => `- \`${c}\` must exit 0`);
   if (spec.completionPromise !== null) {
     gates.push(
       `- when the task is complete, print <promise>${spec.completionPromise}</promise> on its own line`,
     );
+  }
+  if (spec.review.type !== "none") {
+    gates.push(`- a ${spec.review.type} reviewer of your change must find no blocking issue`);
   }
   if (gates.length > 0) parts.push(`# Done when\n\n${gates.join("\n")}`);
   if (history.length > 0) {
@@ -39,7 +55,9 @@ export function buildPrompt({ spec, iteration, feedback, history = [], toolFailu
     parts.push(`# Feedback from the previous iteration\n\n${feedback}`);
   }
   if (toolFailures.length > 0) {
-    parts.push(`# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`);
+    parts.push(
+      `# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`,
+    );
   }
   return `${parts.join("\n\n")}\n`;
 }

@@ -14,6 +14,8 @@ export const EVENT_TYPES = [
   "review_approved",
   "review_blocking_detected",
   "phase_failed",
+  "phase_started",
+  "phase_completed",
   "budget_exhausted",
   "cooldown_started",
   "stop_requested",

@@ -1,3 +1,5 @@
+export type { PhaseArtifact, PipelinePhase, PreparationPhase, ReviewArtifact } from "./artifacts";
+export { isPreparationPhase, PIPELINE_PHASES, PREPARATION_PHASES } from "./artifacts";
 export type { BudgetSnapshot, EventRecord, EventType, NewEvent } from "./events";
 export { EVENT_TYPES } from "./events";
 export type {
@@ -18,9 +20,14 @@ export type { RunSpec } from "./run-spec";
 export {
   AgentSpec,
   CommandAgentSpec,
+  CommandReviewSpec,
+  MistralReviewSpec,
   normalizeSubmission,
+  PhasesSpec,
   ReviewSpec,
   RunSubmission,
   SPEC_DEFAULTS,
   SPEC_LIMITS,
+  TriangularReviewSpec,
 } from "./run-spec";
+export type { IterationSnapshot, RunChange } from "./snapshots";

@@ -11,9 +11,7 @@ export const SPEC_LIMITS = {
 } as const;
 
 const command = z.string().trim().min(1).max(SPEC_LIMITS.command);
-const sessionId = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
+const sessionId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
 
 export const CommandAgentSpec = z.strictObject({
   type: z.literal("command"),
@@ -109,7 +107,11 @@ export const PhasesSpec = z
   .array(z.enum(PIPELINE_PHASES))
   .max(PIPELINE_PHASES.length)
   .refine(
-    (list) => list.every((phase, i) => i === 0 || PIPELINE_PHASES.indexOf(phase) > PIPELINE_PHASES.indexOf(list[i - 1]!)),
+    (list) =>
+      list.every(
+        (phase, i) =>
+          i === 0 || PIPELINE_PHASES.indexOf(phase) > PIPELINE_PHASES.indexOf(list[i - 1]!),
+      ),
     `must list each phase at most once, in the order ${PIPELINE_PHASES.join(", ")}`,
   );
 
@@ -119,7 +121,10 @@ export const RunSubmission = z
     task: z.string().trim().min(1).max(SPEC_LIMITS.task),
     sessionId: sessionId.optional(),
     requirements: z.string().max(SPEC_LIMITS.requirements).optional(),
-    filePaths: z.array(z.string().min(1).max(SPEC_LIMITS.filePath)).max(SPEC_LIMITS.listItems).optional(),
+    filePaths: z
+      .array(z.string().min(1).max(SPEC_LIMITS.filePath))
+      .max(SPEC_LIMITS.listItems)
+      .optional(),
     workspace: z
       .string()
       .min(1)
@@ -143,8 +148,14 @@ export const RunSubmission = z
     mcpServers: z
       .array(McpServerSpec)
       .max(10)
-      .refine((list) => new Set(list.map((s) => s.name)).size === list.length, "server names must be unique")
-      .refine((list) => list.every((s) => s.name !== "workspace"), '"workspace" is the built-in server')
+      .refine(
+        (list) => new Set(list.map((s) => s.name)).size === list.length,
+        "server names must be unique",
+      )
+      .refine(
+        (list) => list.every((s) => s.name !== "workspace"),
+        '"workspace" is the built-in server',
+      )
       .optional(),
     maxIterations: z.number().int().min(1).max(1000).optional(),
     maxAttempts: z.number().int().min(1).max(1000).optional(),

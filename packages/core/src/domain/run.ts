@@ -69,6 +69,10 @@ export interface RunRecord {
   /** Fencing token: increases on every claim; writes carry the epoch they were claimed with. */
   epoch: number;
   latestReviewId: string | null;
+  /** The workspace before the run's first iteration (a commit in the session's snapshot git dir). */
+  baselineSnapshot: string | null;
+  /** The workspace after the latest snapshotted iteration (the baseline before the first). */
+  latestSnapshot: string | null;
   /** Process group of the command in flight (killed by whoever resumes after a crash). */
   activePgid: number | null;
   /** The mistral agent's plan, when it plans. */

@@ -1,4 +1,6 @@
 import type { IterationOutcome, IterationStatus, RunReason } from "../domain/run";
+import { reviewFeedback } from "../review/review-feedback";
+import type { ReviewFindings } from "../review/review-findings";
 
 export interface IterationFacts {
   agentExitCode: number | null;
@@ -9,6 +11,8 @@ export interface IterationFacts {
   promiseFound: boolean | null;
   completionPromise: string | null;
   consecutiveFailures: number;
+  /** The review of this iteration; `null` when none ran (none configured, or the gates failed). */
+  review?: ReviewFindings | null;
 }
 
 export type IterationDecision =
@@ -35,13 +39,15 @@ export const MAX_CONSECUTIVE_FAILURES = 3;
 const tail = (text: string, max: number) => (text.length > max ? text.slice(-max) : text);
 
 /**
- * The gates alone decide success; a failed agent phase (non-zero exit) only counts
- * towards `consecutive_failures`.
+ * The gates alone decide success (validation, the completion promise, and a review without
+ * blocking issues); a failed agent phase (non-zero exit) only counts towards
+ * `consecutive_failures`. A blocking review's fix plan becomes the feedback.
  */
 export function decideIteration(facts: IterationFacts): IterationDecision {
   const agentFailed = facts.agentExitCode !== 0;
   const promiseOk = facts.promiseFound !== false;
-  if (facts.validationPassed && promiseOk) {
+  const reviewBlocking = (facts.review?.blockingIssues.length ?? 0) > 0;
+  if (facts.validationPassed && promiseOk && !reviewBlocking) {
     return { kind: "complete", status: "passed", outcome: "complete" };
   }
   const feedback: string[] = [];
@@ -58,11 +64,14 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
       `The completion promise was not given: print <promise>${facts.completionPromise}</promise> only when the task is complete.`,
     );
   }
+  if (reviewBlocking && facts.review) feedback.push(reviewFeedback(facts.review));
   const outcome: IterationOutcome = agentFailed
     ? "agent_failed"
     : !facts.validationPassed
       ? "validation_failed"
-      : "promise_missing";
+      : !promiseOk
+        ? "promise_missing"
+        : "review_blocking";
   const consecutiveFailures = agentFailed ? facts.consecutiveFailures + 1 : 0;
   const text = feedback.join("\n\n");
   if (consecutiveFailures >= MAX_CONSECUTIVE_FAILURES) {

@@ -2,7 +2,15 @@ export type { IterationDecision, IterationFacts } from "./decide";
 export { decideIteration, MAX_CONSECUTIVE_FAILURES } from "./decide";
 export { failRun } from "./fail-run";
 export type { EngineLogger, EngineResources, StepOptions } from "./resources";
-export type { StepResult } from "./run-step";
 export { runStep } from "./run-step";
-export type { ClaimedRun, IterationPatch, RunMutation, RunPatch, RunStore } from "./run-store";
+export type {
+  ClaimedRun,
+  IterationPatch,
+  MutationExtras,
+  RunMutation,
+  RunPatch,
+  RunStore,
+} from "./run-store";
 export { mergeStatus } from "./run-store";
+export { SNAPSHOT_DEFAULTS } from "./snapshot-step";
+export type { StepResult } from "./step-result";

@@ -1,21 +1,52 @@
 import { hasCompletionPromise } from "../agents/command-agent";
 import { buildPrompt } from "../agents/prompt";
+import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
+import type { RunChange } from "../domain/snapshots";
 import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
 import { runValidation, validationFeedback } from "../validation/validation-runner";
-import { decideIteration, type IterationDecision } from "./decide";
-import type { EngineResources, StepOptions } from "./resources";
-import type { RunContext } from "./run-context";
 import { runAgentPhase } from "./agent-phase";
+import { decideIteration, type IterationDecision } from "./decide";
 import { type Interruption, watchInterruptions } from "./interruptions";
+import type { EngineResources, StepOptions } from "./resources";
+import { runReviewPhase } from "./review-phase";
+import type { RunContext } from "./run-context";
+import { snapshotIteration } from "./snapshot-step";
 
 export type IterationResult =
-  | { kind: "decided"; decision: IterationDecision; agent: AgentResult; validation: ValidationResult[] }
-  | { kind: "phase_failed"; phase: string; error: string; agent: AgentResult; validation: ValidationResult[] }
-  | { kind: "interrupted"; why: Interruption; agent: AgentResult | null; validation: ValidationResult[] };
+  | {
+      kind: "decided";
+      decision: IterationDecision;
+      agent: AgentResult;
+      validation: ValidationResult[];
+      /** The review of this iteration (not yet stored), when one ran. */
+      review: { artifact: ReviewArtifact; notes: string | null } | null;
+      /** The run's change after this iteration. */
+      change: RunChange;
+    }
+  | {
+      kind: "phase_failed";
+      phase: string;
+      error: string;
+      /** The iteration's snapshot, when it got that far. */
+      snapshot?: string;
+      /** The phases of the iteration that did not run because of it. */
+      skipped: string[];
+      agent: AgentResult;
+      validation: ValidationResult[];
+    }
+  | {
+      kind: "interrupted";
+      why: Interruption;
+      agent: AgentResult | null;
+      validation: ValidationResult[];
+    };
 
-/** Runs the agent, then the validation commands, and decides; writes as it goes. */
+/**
+ * Runs the agent, then the validation commands, snapshots the workspace, runs the reviewer
+ * (when one is configured and every other gate passed), and decides; writes as it goes.
+ */
 export async function runIteration(
   res: EngineResources,
   ctx: RunContext,
@@ -24,9 +55,10 @@ export async function runIteration(
   opts: StepOptions,
 ): Promise<IterationResult> {
   const { spec } = ctx.run;
-  const [history, failures] = await Promise.all([
+  const [history, failures, phaseArtifacts] = await Promise.all([
     res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
     res.store.toolFailures(ctx.run.id, 20),
+    spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
   ]);
   const startedAt = ctx.now();
   const record: IterationRecord = {
@@ -41,6 +73,7 @@ export async function runIteration(
       feedback: ctx.lastDecided?.feedback ?? null,
       history,
       toolFailures: failures,
+      phaseArtifacts,
     }),
     agent: null,
     validation: [],
@@ -50,9 +83,14 @@ export async function runIteration(
     finishedAt: null,
   };
   const agentLabel =
-    spec.agent.type === "command" ? spec.agent.command : `mistral ${spec.agent.model ?? res.defaultModel ?? ""}`.trim();
+    spec.agent.type === "command"
+      ? spec.agent.command
+      : `mistral ${spec.agent.model ?? res.defaultModel ?? ""}`.trim();
   await ctx.commit(
-    { iteration: n, progress: `iteration ${n}/${spec.maxIterations}: running agent: ${agentLabel}` },
+    {
+      iteration: n,
+      progress: `iteration ${n}/${spec.maxIterations}: running agent: ${agentLabel}`,
+    },
     [
       ["iteration_started", { iteration: n, attempt }],
       ["agent_started", { iteration: n, type: spec.agent.type, agent: agentLabel }],
@@ -95,7 +133,15 @@ export async function runIteration(
     };
     const afterAgent = watch.interruption(left());
     if (afterAgent) return { kind: "interrupted", why: afterAgent, agent, validation: [] };
-    if (result.phaseFailed) return { kind: "phase_failed", ...result.phaseFailed, agent, validation: [] };
+    if (result.phaseFailed) {
+      return {
+        kind: "phase_failed",
+        ...result.phaseFailed,
+        skipped: ["validation", "review"],
+        agent,
+        validation: [],
+      };
+    }
 
     const total = spec.validationCommands.length;
     await ctx.commit(
@@ -106,7 +152,12 @@ export async function runIteration(
             ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}, validating`
             : `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}`,
       },
-      [["agent_finished", { iteration: n, exitCode: agent.exitCode, durationMs: agent.durationMs }]],
+      [
+        [
+          "agent_finished",
+          { iteration: n, exitCode: agent.exitCode, durationMs: agent.durationMs },
+        ],
+      ],
       ctx.updateIteration({ agent }),
     );
 
@@ -127,8 +178,65 @@ export async function runIteration(
     });
     const afterValidation = watch.interruption(left());
     if (afterValidation || validation.interrupted) {
-      const why = afterValidation ?? (validation.interrupted === "deadline" ? "deadline" : "stopped");
+      const why =
+        afterValidation ?? (validation.interrupted === "deadline" ? "deadline" : "stopped");
       return { kind: "interrupted", why, agent, validation: validation.results };
+    }
+
+    const interrupted = (why: Interruption): IterationResult => ({
+      kind: "interrupted",
+      why,
+      agent,
+      validation: validation.results,
+    });
+    const hasReviewer = spec.review.type !== "none";
+
+    const snapshot = await snapshotIteration(res, ctx, n, attempt, watch.signal);
+    const afterSnapshot = watch.interruption(left());
+    if (afterSnapshot) return interrupted(afterSnapshot);
+    if (!snapshot.ok) {
+      return {
+        kind: "phase_failed",
+        phase: "snapshot",
+        error: snapshot.error,
+        skipped: hasReviewer ? ["review"] : [],
+        agent,
+        validation: validation.results,
+      };
+    }
+
+    const promiseFound =
+      spec.completionPromise === null
+        ? null
+        : hasCompletionPromise(agent.output, spec.completionPromise);
+    // The review only runs when every other gate passed: a reviewer's time (and tokens) is
+    // not spent on a change that goes back anyway.
+    let review: { artifact: ReviewArtifact; notes: string | null } | null = null;
+    if (hasReviewer && validation.passed && promiseFound !== false) {
+      const reviewed = await runReviewPhase(res, ctx, {
+        n,
+        diff: snapshot.reviewDiff,
+        validation: validation.results,
+        env,
+        msLeft: left,
+        outputCapBytes,
+        signal: watch.signal,
+        onSpawn,
+      });
+      const afterReview = watch.interruption(left());
+      if (afterReview) return interrupted(afterReview);
+      if (!reviewed.ok) {
+        return {
+          kind: "phase_failed",
+          phase: "review",
+          error: reviewed.error,
+          snapshot: snapshot.snapshot.snapshotId,
+          skipped: [],
+          agent,
+          validation: validation.results,
+        };
+      }
+      review = { artifact: reviewed.artifact, notes: reviewed.notes };
     }
 
     const decision = decideIteration({
@@ -136,14 +244,19 @@ export async function runIteration(
       agentOutput: agent.output,
       validationPassed: validation.passed,
       validationFeedback: validationFeedback(validation.results),
-      promiseFound:
-        spec.completionPromise === null
-          ? null
-          : hasCompletionPromise(agent.output, spec.completionPromise),
+      promiseFound,
       completionPromise: spec.completionPromise,
       consecutiveFailures: ctx.run.consecutiveFailures,
+      review: review?.artifact ?? null,
     });
-    return { kind: "decided", decision, agent, validation: validation.results };
+    return {
+      kind: "decided",
+      decision,
+      agent,
+      validation: validation.results,
+      review,
+      change: snapshot.change,
+    };
   } finally {
     watch.dispose();
   }

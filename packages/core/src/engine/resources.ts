@@ -30,6 +30,22 @@ export interface EngineResources {
   toolTimeoutMs?: number;
   /** @defaultValue 500 — how often a running iteration checks for a stop request or a lost lease */
   stopPollMs?: number;
+  /**
+   * Where workspace snapshots are kept: one bare git dir per session, `<dir>/<sessionId>.git`
+   * (never inside the workspace). Needs `git` on PATH.
+   * @defaultValue ".looprun/snapshots" (relative to the working directory)
+   */
+  snapshotsDir?: string;
+  /** @defaultValue 60000 — timeout of one git command of a snapshot */
+  snapshotTimeoutMs?: number;
+  /** @defaultValue 262144 — bytes of an iteration's diff stored (the rest is cut) */
+  diffCapBytes?: number;
+  /** @defaultValue 8388608 — a run's whole patch larger than this is not stored */
+  patchCapBytes?: number;
+  /** @defaultValue 100000 — characters of the change an LLM reviewer is shown */
+  reviewDiffCapChars?: number;
+  /** @defaultValue ulid — ids of review artifacts */
+  newId?: () => string;
 }
 
 export interface StepOptions {

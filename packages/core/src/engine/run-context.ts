@@ -2,9 +2,9 @@ import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import type { EngineResources } from "./resources";
-import type { IterationPatch, RunMutation, RunPatch } from "./run-store";
+import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
 
-type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
+export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
 
 /** The engine's view of one claimed run: its latest state and the epoch it writes with. */
 export class RunContext {
@@ -24,7 +24,7 @@ export class RunContext {
   async commit(
     patch: RunPatch,
     events: EventSpec[] = [],
-    iteration: Pick<RunMutation, "insertIteration" | "updateIteration" | "toolCalls"> = {},
+    iteration: MutationExtras = {},
   ): Promise<RunRecord> {
     const now = this.now();
     // Snapshots describe the run as it is after this write.
@@ -55,7 +55,12 @@ export class RunContext {
     status: RunStatus,
     reason: RunReason,
     summary: string,
-    extra: { events?: EventSpec[]; iteration?: IterationPatch; patch?: RunPatch } = {},
+    extra: {
+      events?: EventSpec[];
+      iteration?: IterationPatch;
+      patch?: RunPatch;
+      writes?: MutationExtras;
+    } = {},
   ): Promise<void> {
     const now = this.now();
     const iteration =
@@ -63,9 +68,17 @@ export class RunContext {
         ? this.updateIteration({ ...extra.iteration, finishedAt: now })
         : {};
     await this.commit(
-      { ...extra.patch, status, reason, summary, finishedAt: now, progress: summary, activePgid: null },
+      {
+        ...extra.patch,
+        status,
+        reason,
+        summary,
+        finishedAt: now,
+        progress: summary,
+        activePgid: null,
+      },
       [...(extra.events ?? []), ["run_finished", { status, reason, summary }, reason]],
-      iteration,
+      { ...extra.writes, ...iteration },
     );
   }
 }

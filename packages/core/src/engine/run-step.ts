@@ -1,22 +1,19 @@
 import { checkBudget, deadlineFor } from "../budget/budget";
-import type { BudgetReason, RunReason, RunStatus } from "../domain/run";
+import type { BudgetReason } from "../domain/run";
 import { isTerminal } from "../domain/run";
-import { assertNever } from "../util/assert-never";
 import { killOrphanedGroup } from "../process/orphans";
+import { assertNever } from "../util/assert-never";
 import { LeaseLostError } from "../util/errors";
+import { packagingWrites, reviewWrites } from "./decided-writes";
 import { describeInterruption, type IterationResult, runIteration } from "./iteration";
+import { runPreparation } from "./preparation";
 import type { EngineResources, StepOptions } from "./resources";
-import { RunContext } from "./run-context";
+import { type EventSpec, RunContext } from "./run-context";
 import type { RunPatch } from "./run-store";
+import { ensureBaseline } from "./snapshot-step";
+import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
 
-export type StepResult =
-  | { kind: "finished"; status: RunStatus; reason: RunReason | null }
-  | { kind: "cooldown"; until: number }
-  | { kind: "handed_back" }
-  | { kind: "lease_lost" }
-  | { kind: "missing" };
-
-const BUDGET_SUMMARY = "failed_budget_exhausted";
+export type { StepResult } from "./step-result";
 
 /** An iteration interrupted this many times (crashes, hand-backs) fails the run: a poison run. */
 export const MAX_ITERATION_ATTEMPTS = 3;
@@ -53,7 +50,11 @@ export async function runStep(
   }
 }
 
-async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): Promise<StepResult> {
+async function drive(
+  res: EngineResources,
+  ctx: RunContext,
+  opts: StepOptions,
+): Promise<StepResult> {
   if (ctx.run.status === "stopping") {
     await ctx.finish("stopped", "stopped", "stopped by request", {
       iteration: { status: "abandoned" },
@@ -61,6 +62,34 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
     return finished(ctx);
   }
   await start(res, ctx);
+  const baselineError = await ensureBaseline(res, ctx);
+  if (baselineError !== null) {
+    await ctx.finish("failed", "error", `phase_failed: snapshot: ${baselineError}`.slice(0, 2000), {
+      events: [
+        [
+          "phase_failed",
+          {
+            iteration: 0,
+            phase: "snapshot",
+            error: baselineError,
+            skipped: [
+              ...ctx.run.spec.phases.filter((p) => p !== "packaging"),
+              "implementation",
+              "validation",
+              "review",
+              ...ctx.run.spec.phases.filter((p) => p === "packaging"),
+            ],
+          },
+        ],
+      ],
+    });
+    return finished(ctx);
+  }
+  // Preparation phases run before iteration 1 only: once an iteration started, they are done.
+  if (ctx.lastIteration === null) {
+    const prepared = await runPreparation(res, ctx, opts);
+    if (prepared !== "continue") return prepared;
+  }
 
   for (;;) {
     const budget = checkBudget(ctx.run, ctx.now());
@@ -97,7 +126,7 @@ async function drive(res: EngineResources, ctx: RunContext, opts: StepOptions): 
 async function start(res: EngineResources, ctx: RunContext): Promise<void> {
   const now = ctx.now();
   const patch: RunPatch = {};
-  const events: Parameters<RunContext["commit"]>[1] = [];
+  const events: EventSpec[] = [];
   if (ctx.run.status === "queued") {
     patch.status = "running";
     patch.startedAt = now;
@@ -108,7 +137,10 @@ async function start(res: EngineResources, ctx: RunContext): Promise<void> {
   // A worker that died mid-command may have left its process group running (same host).
   if (ctx.run.activePgid !== null) {
     if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
-      res.logger.warn({ runId: ctx.run.id, pgid: ctx.run.activePgid }, "killed processes left by a crashed worker");
+      res.logger.warn(
+        { runId: ctx.run.id, pgid: ctx.run.activePgid },
+        "killed processes left by a crashed worker",
+      );
     }
     patch.activePgid = null;
   }
@@ -121,7 +153,8 @@ async function start(res: EngineResources, ctx: RunContext): Promise<void> {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);
     patch.progress = `resuming iteration ${last.n}`;
   }
-  if (events.length > 0 || Object.keys(patch).length > 0) await ctx.commit(patch, events, iteration);
+  if (events.length > 0 || Object.keys(patch).length > 0)
+    await ctx.commit(patch, events, iteration);
 }
 
 async function finishBudget(ctx: RunContext, reason: BudgetReason): Promise<void> {
@@ -136,10 +169,6 @@ function stopRequested(ctx: RunContext): boolean {
   return ctx.run.status === "stopping";
 }
 
-function finished(ctx: RunContext): StepResult {
-  return { kind: "finished", status: ctx.run.status, reason: ctx.run.reason };
-}
-
 /** Writes an iteration's result and says what comes next. */
 async function record(ctx: RunContext, result: IterationResult): Promise<StepResult | "continue"> {
   const now = ctx.now();
@@ -151,7 +180,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
     validationFailures: ctx.run.metrics.validationFailures + (validationFailed ? 1 : 0),
   };
   const n = ctx.lastIteration?.n ?? 0;
-  const validationEvents: Parameters<RunContext["commit"]>[1] =
+  const validationEvents: EventSpec[] =
     result.validation.length === 0
       ? []
       : [
@@ -195,7 +224,10 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       case "deadline":
         await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
           patch: { metrics },
-          events: [...validationEvents, ["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
+          events: [
+            ...validationEvents,
+            ["budget_exhausted", { reason: "max_minutes" }, "max_minutes"],
+          ],
           iteration: {
             status: "failed",
             outcome: "budget_exhausted",
@@ -211,15 +243,32 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
 
   if (result.kind === "phase_failed") {
     // Never read as success: the remaining phases are skipped and the run fails.
-    await ctx.finish("failed", "error", `phase_failed: ${result.phase}: ${result.error}`.slice(0, 2000), {
-      patch: { metrics },
-      events: [["phase_failed", { iteration: n, phase: result.phase, error: result.error, skipped: ["validation", "review"] }]],
-      iteration: { status: "failed", outcome: "error", agent: result.agent },
-    });
+    const skipped = [
+      ...result.skipped,
+      ...(spec.phases.includes("packaging") ? ["packaging"] : []),
+    ];
+    await ctx.finish(
+      "failed",
+      "error",
+      `phase_failed: ${result.phase}: ${result.error}`.slice(0, 2000),
+      {
+        patch: { metrics, ...(result.snapshot ? { latestSnapshot: result.snapshot } : {}) },
+        events: [
+          ...validationEvents,
+          ["phase_failed", { iteration: n, phase: result.phase, error: result.error, skipped }],
+        ],
+        iteration: {
+          status: "failed",
+          outcome: "error",
+          agent: result.agent,
+          validation: result.validation,
+        },
+      },
+    );
     return finished(ctx);
   }
 
-  const { decision } = result;
+  const { decision, review } = result;
   const feedback = decision.kind === "complete" ? null : decision.feedback;
   const iterationPatch = {
     status: decision.status,
@@ -227,14 +276,21 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
     validation: result.validation,
     feedback,
     finishedAt: now,
+    ...(review ? { reviewId: review.artifact.id } : {}),
   };
+  const reviewed = reviewWrites(n, review);
+  const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.change.headSnapshot };
+  metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
+  const gateEvents = [...validationEvents, ...reviewed.events];
   switch (decision.kind) {
     case "complete": {
       const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}`;
+      const packaged = packagingWrites(ctx, result.change, now);
       await ctx.finish("succeeded", "success", summary, {
-        patch: { metrics, consecutiveFailures: 0 },
-        events: validationEvents,
+        patch: { metrics, consecutiveFailures: 0, ...decided },
+        events: [...gateEvents, ...packaged.events],
         iteration: iterationPatch,
+        writes: { ...reviewed.writes, ...packaged.writes },
       });
       return finished(ctx);
     }
@@ -244,9 +300,15 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
         decision.reason,
         `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
         {
-          patch: { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
-          events: validationEvents,
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...decided,
+          },
+          events: gateEvents,
           iteration: iterationPatch,
+          writes: reviewed.writes,
         },
       );
       return finished(ctx);
@@ -255,18 +317,29 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
         await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
-          patch: { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
-          events: [...validationEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...decided,
+          },
+          events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
           iteration: iterationPatch,
+          writes: reviewed.writes,
         });
         return finished(ctx);
       }
-      const iteration = ctx.updateIteration(iterationPatch);
+      const iteration = { ...reviewed.writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
         await ctx.commit(
-          { metrics, consecutiveFailures: decision.consecutiveFailures, activePgid: null },
-          validationEvents,
+          {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...decided,
+          },
+          gateEvents,
           iteration,
         );
         return "continue";
@@ -277,8 +350,9 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
           consecutiveFailures: decision.consecutiveFailures,
           activePgid: null,
           progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
+          ...decided,
         },
-        [...validationEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
+        [...gateEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
         iteration,
       );
       return { kind: "cooldown", until };

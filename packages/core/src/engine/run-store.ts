@@ -1,4 +1,5 @@
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
+import type { PhaseArtifact, ReviewArtifact } from "../domain/artifacts";
 import type { NewEvent } from "../domain/events";
 import type { Plan } from "../domain/plan";
 import type {
@@ -9,6 +10,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../domain/run";
+import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 
 export interface RunPatch {
   status?: RunStatus;
@@ -19,6 +21,8 @@ export interface RunPatch {
   metrics?: RunMetrics;
   consecutiveFailures?: number;
   latestReviewId?: string | null;
+  baselineSnapshot?: string | null;
+  latestSnapshot?: string | null;
   plan?: Plan | null;
   activePgid?: number | null;
   startedAt?: number;
@@ -42,7 +46,18 @@ export interface RunMutation {
   events?: NewEvent[];
   /** Appended in order; the store numbers them per run. */
   toolCalls?: NewToolCall[];
+  /** A reviewed iteration's artifact (the iteration's `reviewId` and the run's `latestReviewId` point to it). */
+  insertReview?: ReviewArtifact;
+  /** An iteration's workspace snapshot and its diff. */
+  insertSnapshot?: IterationSnapshot;
+  /** The run's whole change so far (replaces the previous one). */
+  change?: RunChange;
+  /** A pipeline phase's artifact (replaces an earlier one of the same phase). */
+  phaseArtifact?: PhaseArtifact;
 }
+
+/** What an engine write may carry besides the run patch and the events. */
+export type MutationExtras = Omit<RunMutation, "run" | "events">;
 
 export interface ClaimedRun {
   run: RunRecord;
@@ -72,6 +87,8 @@ export interface RunStore {
   sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]>;
   /** The run's failed tool calls, oldest first (the latest `limit`). */
   toolFailures(runId: string, limit: number): Promise<ToolFailure[]>;
+  /** The run's pipeline phase artifacts, in phase order. */
+  phaseArtifacts(runId: string): Promise<PhaseArtifact[]>;
 }
 
 /** The rule every store applies when a patch sets a status. */

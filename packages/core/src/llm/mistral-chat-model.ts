@@ -1,4 +1,4 @@
-import { Mistral } from "@mistralai/mistralai";
+import type { Mistral } from "@mistralai/mistralai";
 import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
 import { ChatModelError } from "./chat-model";
 
@@ -49,34 +49,50 @@ function textOf(content: unknown): string | null {
   return null;
 }
 
-/** The ChatModel on the official Mistral SDK (or any endpoint that speaks its API). */
+/**
+ * The ChatModel on the official Mistral SDK (or any endpoint that speaks its API).
+ *
+ * The SDK is imported on the first call, not with this module: it adds about 100 MB to a
+ * process's resident memory, which every API and worker process would otherwise carry (the
+ * API never calls it, nor does a worker whose runs use command agents) — and a larger process
+ * makes every `spawn` of an agent, validation or git command slower (fork copies its page tables).
+ */
 export class MistralChatModel implements ChatModel {
-  private readonly client: Mistral;
+  private client: Promise<Mistral> | null = null;
   private readonly timeoutMs: number;
 
-  constructor(opts: MistralChatModelOptions) {
+  constructor(private readonly opts: MistralChatModelOptions) {
     this.timeoutMs = opts.timeoutMs ?? 120_000;
-    this.client = new Mistral({
-      apiKey: opts.apiKey,
-      ...(opts.serverURL ? { serverURL: opts.serverURL } : {}),
-      retryConfig: {
-        strategy: "backoff",
-        backoff: {
-          initialInterval: opts.retry?.initialIntervalMs ?? 500,
-          maxInterval: opts.retry?.maxIntervalMs ?? 30_000,
-          exponent: 1.5,
-          maxElapsedTime: opts.retry?.maxElapsedMs ?? 120_000,
-        },
-        retryConnectionErrors: true,
-      },
-    });
+  }
+
+  private sdk(): Promise<Mistral> {
+    const opts = this.opts;
+    this.client ??= import("@mistralai/mistralai").then(
+      ({ Mistral }) =>
+        new Mistral({
+          apiKey: opts.apiKey,
+          ...(opts.serverURL ? { serverURL: opts.serverURL } : {}),
+          retryConfig: {
+            strategy: "backoff",
+            backoff: {
+              initialInterval: opts.retry?.initialIntervalMs ?? 500,
+              maxInterval: opts.retry?.maxIntervalMs ?? 30_000,
+              exponent: 1.5,
+              maxElapsedTime: opts.retry?.maxElapsedMs ?? 120_000,
+            },
+            retryConnectionErrors: true,
+          },
+        }),
+    );
+    return this.client;
   }
 
   async complete(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     // The SDK lets a signal take precedence over its own timeout: combine both in one.
     const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
     try {
-      const res = await this.client.chat.complete(
+      const client = await this.sdk();
+      const res = await client.chat.complete(
         {
           model: request.model,
           messages: request.messages.map(toSdkMessage),

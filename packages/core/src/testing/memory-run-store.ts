@@ -1,6 +1,8 @@
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
+import { type PhaseArtifact, PIPELINE_PHASES, type ReviewArtifact } from "../domain/artifacts";
 import type { EventRecord } from "../domain/events";
 import type { IterationRecord, NewToolCall, RunRecord } from "../domain/run";
+import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import { type ClaimedRun, mergeStatus, type RunMutation, type RunStore } from "../engine/run-store";
 import { LeaseLostError } from "../util/errors";
 
@@ -12,6 +14,10 @@ export class MemoryRunStore implements RunStore {
   readonly iterations: IterationRecord[] = [];
   readonly events: EventRecord[] = [];
   readonly toolCalls: (NewToolCall & { runId: string; seq: number })[] = [];
+  readonly reviews: ReviewArtifact[] = [];
+  readonly snapshots: IterationSnapshot[] = [];
+  readonly changes = new Map<string, RunChange>();
+  readonly phaseArtifactList: PhaseArtifact[] = [];
 
   add(run: RunRecord): void {
     this.runs.set(run.id, structuredClone(run));
@@ -25,6 +31,14 @@ export class MemoryRunStore implements RunStore {
 
   eventsOf(runId: string): EventRecord[] {
     return this.events.filter((e) => e.runId === runId);
+  }
+
+  reviewsOf(runId: string): ReviewArtifact[] {
+    return this.reviews.filter((r) => r.runId === runId);
+  }
+
+  snapshotsOf(runId: string): IterationSnapshot[] {
+    return this.snapshots.filter((s) => s.runId === runId);
   }
 
   async claimRun(runId: string): Promise<ClaimedRun | null> {
@@ -56,8 +70,36 @@ export class MemoryRunStore implements RunStore {
     }
     if (m.updateIteration) {
       const { n, attempt, patch } = m.updateIteration;
-      const it = this.iterations.find((i) => i.runId === runId && i.n === n && i.attempt === attempt);
+      const it = this.iterations.find(
+        (i) => i.runId === runId && i.n === n && i.attempt === attempt,
+      );
       if (it) Object.assign(it, structuredClone(patch));
+    }
+    if (m.insertReview) this.reviews.push(structuredClone(m.insertReview));
+    if (m.insertSnapshot) {
+      const { n, attempt } = m.insertSnapshot;
+      const others = this.snapshots.filter(
+        (x) => !(x.runId === runId && x.n === n && x.attempt === attempt),
+      );
+      this.snapshots.splice(
+        0,
+        this.snapshots.length,
+        ...others,
+        structuredClone({ ...m.insertSnapshot, runId }),
+      );
+    }
+    if (m.change) this.changes.set(runId, structuredClone({ ...m.change, runId }));
+    if (m.phaseArtifact) {
+      const { phase } = m.phaseArtifact;
+      const others = this.phaseArtifactList.filter(
+        (a) => !(a.runId === runId && a.phase === phase),
+      );
+      this.phaseArtifactList.splice(
+        0,
+        this.phaseArtifactList.length,
+        ...others,
+        structuredClone({ ...m.phaseArtifact, runId }),
+      );
     }
     let callSeq = this.toolCalls.filter((c) => c.runId === runId).length;
     for (const call of m.toolCalls ?? []) {
@@ -72,7 +114,11 @@ export class MemoryRunStore implements RunStore {
     return structuredClone(run);
   }
 
-  async sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]> {
+  async sessionHistory(
+    sessionId: string,
+    runId: string,
+    limit: number,
+  ): Promise<SessionRunSummary[]> {
     return [...this.runs.values()]
       .filter((r) => r.sessionId === sessionId && r.id < runId)
       .sort((a, b) => (a.id < b.id ? 1 : -1))
@@ -98,6 +144,14 @@ export class MemoryRunStore implements RunStore {
       .filter((c) => c.runId === runId && c.isError)
       .slice(-limit)
       .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+  }
+
+  async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
+    return structuredClone(
+      this.phaseArtifactList
+        .filter((a) => a.runId === runId)
+        .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase)),
+    );
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -39,8 +39,10 @@ export function describe(e) {
       return `${e.type === "validation_passed" ? "passed" : "failed"}: ${(d.results ?? [])
         .map((r) => `${r.command} → ${r.exitCode}`)
         .join(", ")}`;
-    case "review_blocking_detected":
-      return `review blocks: ${(d.blockingIssues ?? []).length || d.blocking || ""} issue(s)${d.score !== undefined ? `, score ${d.score}` : ""}`;
+    case "review_blocking_detected": {
+      const count = Array.isArray(d.blockingIssues) ? d.blockingIssues.length : d.blockingIssues;
+      return `review blocks: ${count ?? "?"} blocking issue(s)${d.score !== undefined ? `, score ${d.score}` : ""}`;
+    }
     case "review_approved":
       return `review approved${d.score !== undefined ? `, score ${d.score}` : ""}`;
     case "cooldown_started":

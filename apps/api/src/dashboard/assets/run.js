@@ -2,7 +2,8 @@
 // runs stream; iterations, reviews and tool calls are read again when an event says they changed.
 import { ApiError, api, follow, optional } from "./api.js";
 import { eventItem, roleOf } from "./events.js";
-import { badge, clock, duration, elapsedNow, h, isActive, time } from "./format.js";
+import { badge, clock, elapsedNow, h, isActive } from "./format.js";
+import { iterationItem } from "./iterations.js";
 
 const id = document.getElementById("run-page").dataset.runId;
 const $ = (name) => document.getElementById(name);
@@ -16,27 +17,17 @@ const state = {
   role: "all",
 };
 const diffs = new Map();
-const openDetails = new Set();
 
-const REFRESH_ON = new Set([
-  "run_started",
-  "run_resumed",
-  "iteration_started",
-  "agent_finished",
-  "tool_called",
-  "validation_passed",
-  "validation_failed",
-  "review_approved",
-  "review_blocking_detected",
-  "phase_failed",
-  "budget_exhausted",
-  "cooldown_started",
-  "stop_requested",
-  "run_finished",
-  "plan_created",
-  "plan_updated",
-  "step_completed",
-]);
+/** What an event makes stale (the run itself also comes over the runs stream). */
+function staleAfter(type) {
+  if (type === "tool_called") return ["toolCalls"];
+  if (type.startsWith("plan_") || type === "step_completed") return [];
+  if (type.startsWith("review_")) return ["reviews", "iterations", "run"];
+  if (type.startsWith("run_") || type === "stop_requested" || type === "budget_exhausted") {
+    return ["run", "iterations", "reviews", "toolCalls"];
+  }
+  return ["iterations"];
+}
 
 function setRun(run) {
   state.run = run;
@@ -55,7 +46,9 @@ function renderHead() {
   $("run-reason").textContent = run.reason
     ? `${run.reason}${run.summary ? ` — ${run.summary}` : ""}`
     : "";
-  $("run-progress").textContent = run.progress ?? "";
+  // A finished run's progress line repeats its summary: shown once.
+  const done = !isActive(run.status) && run.progress === run.summary;
+  $("run-progress").textContent = done ? "" : (run.progress ?? "");
   $("stop-run").disabled = !isActive(run.status) || run.status === "stopping";
 }
 
@@ -87,125 +80,14 @@ function renderBudget() {
   );
 }
 
-function details(key, summary, content, { open = false, cls = "" } = {}) {
-  const el = h(
-    "details",
-    { class: cls, open: openDetails.has(key) || open },
-    h("summary", {}, summary),
-    content,
-  );
-  el.addEventListener("toggle", () => (el.open ? openDetails.add(key) : openDetails.delete(key)));
-  return el;
-}
-
-const exit = (code) =>
-  h("span", { class: `exit ${code === 0 ? "ok" : "bad"}` }, `exit ${code ?? "—"}`);
-
-function diffView(text) {
-  return h(
-    "pre",
-    { class: "diff mono" },
-    text.split("\n").map((line) =>
-      h(
-        "span",
-        {
-          class: line.startsWith("+")
-            ? "add"
-            : line.startsWith("-")
-              ? "del"
-              : line.startsWith("@@")
-                ? "hunk"
-                : "",
-        },
-        `${line}\n`,
-      ),
-    ),
-  );
-}
-
-function iterationItem(it) {
-  const key = `${it.n}.${it.attempt}`;
-  const calls = state.toolCalls.filter((c) => c.iteration === it.n);
-  const failedCalls = calls.filter((c) => c.isError).length;
-  const took = it.finishedAt
-    ? duration(Date.parse(it.finishedAt) - Date.parse(it.startedAt))
-    : "running…";
-  const diff = diffs.get(key);
-  return h(
-    "li",
-    { class: `iteration it-${it.status}`, dataset: { n: String(it.n) } },
-    h(
-      "div",
-      { class: "it-head" },
-      h("strong", {}, `Iteration ${it.n}`),
-      it.attempt > 1 ? h("span", { class: "muted" }, ` attempt ${it.attempt}`) : null,
-      badge(it.status),
-      it.outcome ? h("span", { class: "outcome" }, it.outcome.replaceAll("_", " ")) : null,
-      h("span", { class: "muted small" }, `${time(it.startedAt)} · ${took}`),
-    ),
-    it.agent
-      ? details(
-          `${key}.agent`,
-          h("span", {}, "Agent ", exit(it.agent.exitCode), ` · ${duration(it.agent.durationMs)}`),
-          h("pre", { class: "output mono" }, it.agent.output || "(no output)"),
-        )
-      : h("div", { class: "muted small" }, "agent running…"),
-    it.validation.length > 0
-      ? h(
-          "div",
-          { class: "validation" },
-          it.validation.map((v, i) =>
-            details(
-              `${key}.v${i}`,
-              h(
-                "span",
-                {},
-                exit(v.exitCode),
-                " ",
-                h("code", {}, v.command),
-                ` · ${duration(v.durationMs)}`,
-              ),
-              h("pre", { class: "output mono" }, v.output || "(no output)"),
-            ),
-          ),
-        )
-      : null,
-    calls.length > 0
-      ? details(
-          `${key}.tools`,
-          `Tool calls: ${calls.length}${failedCalls ? `, ${failedCalls} failed` : ""}`,
-          h(
-            "ul",
-            { class: "tool-calls" },
-            calls.map((c) =>
-              h(
-                "li",
-                { class: c.isError ? "bad" : "" },
-                h("code", {}, `${c.server}.${c.tool}`),
-                ` ${duration(c.durationMs)} `,
-                h("span", { class: "muted small" }, JSON.stringify(c.args).slice(0, 160)),
-              ),
-            ),
-          ),
-        )
-      : null,
-    diff ? details(`${key}.diff`, "Diff", diffView(diff)) : null,
-    it.feedback
-      ? details(
-          `${key}.feedback`,
-          "Feedback for the next iteration",
-          h("pre", { class: "output mono" }, it.feedback),
-        )
-      : null,
-  );
-}
-
 function renderIterations() {
   const list = $("iterations");
   list.replaceChildren(
     ...(state.iterations.length === 0
       ? [h("li", { class: "muted" }, "No iteration yet.")]
-      : state.iterations.map(iterationItem)),
+      : state.iterations.map((it) =>
+          iterationItem(it, { toolCalls: state.toolCalls, reviews: state.reviews, diffs }),
+        )),
   );
 }
 
@@ -279,19 +161,32 @@ async function loadDiffs() {
   }
 }
 
-let refreshTimer = null;
-async function refresh() {
+const READ = {
+  run: async () => setRun(await api("GET", `/api/runs/${id}`)),
+  iterations: async () => {
+    state.iterations = (await api("GET", `/api/runs/${id}/iterations`)).items;
+  },
+  reviews: async () => {
+    state.reviews = (await api("GET", `/api/runs/${id}/reviews`)).items;
+  },
+  toolCalls: async () => {
+    state.toolCalls = (await api("GET", `/api/runs/${id}/tool-calls`)).items;
+  },
+};
+const stale = new Set();
+let reloadTimer = null;
+let reloading = false;
+
+// Reads what is stale at most every 300 ms, however fast the events come.
+async function reload() {
+  reloadTimer = null;
+  if (stale.size === 0) return;
+  reloading = true;
+  const parts = [...stale];
+  stale.clear();
   try {
-    const [run, its, reviews, calls] = await Promise.all([
-      api("GET", `/api/runs/${id}`),
-      api("GET", `/api/runs/${id}/iterations`),
-      api("GET", `/api/runs/${id}/reviews`),
-      api("GET", `/api/runs/${id}/tool-calls`),
-    ]);
-    state.iterations = its.items;
-    state.reviews = reviews.items;
-    state.toolCalls = calls.items;
-    setRun(run);
+    await Promise.all(parts.map((part) => READ[part]()));
+    $("run-error").hidden = true;
     renderIterations();
     renderReview();
     loadDiffs();
@@ -299,12 +194,24 @@ async function refresh() {
     $("run-error").textContent =
       error instanceof ApiError && error.status === 404 ? `No run ${id}.` : error.message;
     $("run-error").hidden = false;
+  } finally {
+    reloading = false;
+    if (stale.size > 0) reloadTimer = setTimeout(reload, 300);
   }
 }
-const scheduleRefresh = () => {
-  clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(refresh, 120);
-};
+function markStale(parts) {
+  for (const part of parts) stale.add(part);
+  if (reloadTimer === null && !reloading) reloadTimer = setTimeout(reload, 300);
+}
+
+let eventsFrame = 0;
+function scheduleEvents() {
+  if (eventsFrame !== 0) return;
+  eventsFrame = requestAnimationFrame(() => {
+    eventsFrame = 0;
+    renderEvents();
+  });
+}
 
 for (const chip of document.querySelectorAll("[data-role]")) {
   chip.addEventListener("click", () => {
@@ -324,14 +231,15 @@ $("stop-run").addEventListener("click", async () => {
     $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
     $("run-error").hidden = false;
   }
-  scheduleRefresh();
+  markStale(["run", "iterations"]);
 });
 
 setInterval(() => {
   if (state.run && isActive(state.run.status)) renderBudget();
 }, 1000);
 
-await refresh();
+for (const part of Object.keys(READ)) stale.add(part);
+await reload();
 const liveState = $("live-state");
 const runs = follow(`/api/runs/stream?runId=${encodeURIComponent(id)}`, {
   onEvent(type, data) {
@@ -342,8 +250,8 @@ follow(`/api/runs/${id}/events/stream`, {
   onEvent(type, event) {
     if (state.events.some((e) => e.seq === event.seq)) return;
     state.events.push(event);
-    renderEvents();
-    if (REFRESH_ON.has(type)) scheduleRefresh();
+    scheduleEvents();
+    markStale(staleAfter(type));
     if (type === "run_finished") {
       runs.close();
       return "stop";

@@ -4,8 +4,8 @@ import { api, follow } from "./api.js";
 import { ago, badge, clock, elapsedNow, h, isActive, truncate } from "./format.js";
 import { setupSubmitForm } from "./submit-form.js";
 
-const LIMIT = 20;
 const params = new URLSearchParams(location.search);
+const LIMIT = Math.min(100, Math.max(1, Number(params.get("limit")) || 20));
 const state = {
   status: params.get("status") ?? "",
   sessionId: params.get("sessionId") ?? "",
@@ -120,6 +120,7 @@ function applyFilters() {
   const q = new URLSearchParams();
   if (state.status) q.set("status", state.status);
   if (state.sessionId) q.set("sessionId", state.sessionId);
+  if (params.has("limit")) q.set("limit", String(LIMIT));
   history.replaceState(null, "", q.size > 0 ? `/?${q}` : "/");
   load();
 }
@@ -163,7 +164,8 @@ document.getElementById("nav-new-run").addEventListener("click", (e) => {
 });
 if (params.get("new") === "1") form.open();
 
-// The stream first, then the page: a change between the two is applied twice, never lost.
+load();
+// The page again once the stream is live: a change between the two is applied twice, never lost.
 follow("/api/runs/stream", {
   onEvent(type, data) {
     if (type === "run_updated") onRunUpdated(data);

@@ -78,6 +78,7 @@ function showError(box, error) {
     box.append(h("strong", {}, "Could not reach the API: "), String(error?.message ?? error));
   }
   box.hidden = false;
+  box.scrollIntoView({ block: "nearest" });
 }
 
 /** Wires the dialog; `onSubmitted(created)` runs after a 202. */

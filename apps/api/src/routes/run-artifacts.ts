@@ -1,0 +1,79 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppDeps } from "../app-deps";
+import { notFound } from "../errors";
+import { presentPhaseArtifact } from "../presenters";
+import { parseQuery } from "../request-parsing";
+
+const NoQuery = z.strictObject({});
+
+/** Set on a diff that was cut at the stored cap. */
+export const TRUNCATED_HEADER = "X-Looprun-Diff-Truncated";
+
+/** A run's snapshots as text (an iteration's diff, the run's patch) and its phase artifacts. */
+export function runArtifactRoutes(deps: AppDeps): Hono {
+  const app = new Hono();
+
+  const loadRun = (id: string) => {
+    const run = deps.repo.getRun(id);
+    if (!run) throw notFound(`run ${id}`);
+    return run;
+  };
+
+  // The diff of iteration n against the snapshot before it (the previous iteration's, or the
+  // baseline), as text/plain. An iteration without a snapshot (still running, interrupted)
+  // has none yet: 404.
+  app.get("/:id/iterations/:n/diff", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    const raw = c.req.param("n");
+    const n = /^[1-9][0-9]{0,8}$/.test(raw) ? Number(raw) : null;
+    const snapshot = n === null ? null : deps.repo.artifacts.iterationSnapshot(run.id, n);
+    if (snapshot === null) throw notFound(`a snapshot of iteration ${raw} of run ${run.id}`);
+    c.header("X-Looprun-Snapshot", snapshot.snapshotId);
+    if (snapshot.diffTruncated) c.header(TRUNCATED_HEADER, `${snapshot.diffBytes} bytes in total`);
+    return c.text(snapshot.diff);
+  });
+
+  // The run's whole change, baseline → latest snapshot: `git apply` applies it to the
+  // workspace as it was before the run. 404 before the first iteration's snapshot.
+  app.get("/:id/patch", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    const change = deps.repo.artifacts.change(run.id);
+    if (change === null)
+      throw notFound(`a patch of run ${run.id} (no iteration has been snapshotted yet)`);
+    if (change.patch === null) {
+      throw notFound(
+        `a stored patch of run ${run.id}: it is ${change.patchBytes} bytes, more than the workers store; it lies between the snapshots ${change.baselineSnapshot} and ${change.headSnapshot}`,
+      );
+    }
+    c.header("X-Looprun-Snapshot", change.headSnapshot);
+    c.header("X-Looprun-Baseline", change.baselineSnapshot);
+    return c.text(change.patch);
+  });
+
+  app.get("/:id/artifacts", (c) => {
+    parseQuery(c, NoQuery);
+    const run = loadRun(c.req.param("id"));
+    const change = deps.repo.artifacts.change(run.id);
+    return c.json({
+      items: deps.repo.artifacts.phases(run.id).map(presentPhaseArtifact),
+      change:
+        change === null
+          ? null
+          : {
+              baselineSnapshot: change.baselineSnapshot,
+              headSnapshot: change.headSnapshot,
+              iteration: change.iteration,
+              files: change.files,
+              stat: change.stat,
+              patchBytes: change.patchBytes,
+              patchStored: change.patch !== null,
+              updatedAt: new Date(change.updatedAt).toISOString(),
+            },
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createApp } from "../src/app";
+import { PRESETS } from "../src/dashboard/presets";
+import { apiHarness } from "./api-harness";
+
+describe("dashboard pages and assets", () => {
+  let h: ReturnType<typeof apiHarness>;
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("serves the runs page with the submit form and its presets", async () => {
+    const res = await h.app.request("/");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    const html = await res.text();
+    expect(html.startsWith("<!doctype html>")).toBe(true);
+    expect(html).toContain('id="runs-table"');
+    expect(html).toContain('id="submit-form"');
+    for (const preset of PRESETS) expect(html).toContain(`data-preset="${preset.id}"`);
+    const labels = PRESETS.map((p) => p.label.toLowerCase());
+    expect(labels).toEqual(
+      expect.arrayContaining([
+        "review approved",
+        "review sends it back once",
+        "persistent blocking until the iteration budget runs out",
+        "time budget runs out",
+        "validation fails then recovers",
+        "legacy maxattempts input",
+      ]),
+    );
+  });
+
+  it("serves a run's page, escaping what comes from the URL", async () => {
+    const res = await h.app.request(`/runs/${encodeURIComponent('x"><script>alert(1)</script>')}`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).not.toContain("<script>alert(1)</script>");
+    expect(html).toContain("&lt;script&gt;");
+    expect(html).toContain('id="budget"');
+    expect(html).toContain('id="review"');
+  });
+
+  it("serves every asset the pages reference, from the repository (no CDN)", async () => {
+    const pages = await Promise.all(
+      ["/", "/runs/X"].map(async (p) => (await h.app.request(p)).text()),
+    );
+    const refs = new Set(
+      pages.flatMap((html) =>
+        [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string),
+      ),
+    );
+    const external = [...refs].filter((r) => /^(https?:)?\/\//.test(r));
+    expect(external).toEqual([]);
+    const assets = [...refs].filter((r) => r.startsWith("/dashboard/assets/"));
+    expect(assets.length).toBeGreaterThanOrEqual(3);
+    for (const asset of [
+      ...assets,
+      "/dashboard/assets/api.js",
+      "/dashboard/assets/format.js",
+      "/dashboard/assets/login.js",
+      "/dashboard/assets/iterations.js",
+      "/dashboard/assets/events.js",
+      "/dashboard/assets/submit-form.js",
+    ]) {
+      const res = await h.app.request(asset);
+      expect(res.status, asset).toBe(200);
+      expect(res.headers.get("content-type"), asset).toMatch(/^text\/(javascript|css)/);
+    }
+    expect((await h.app.request("/dashboard/assets/nope.js")).status).toBe(404);
+    expect((await h.app.request("/dashboard/assets/..%2Fdashboard-auth.ts")).status).toBe(404);
+  });
+
+  describe("with API_TOKEN", () => {
+    const token = "dashboard-token-0123456789";
+    const secured = () =>
+      createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        apiToken: token,
+      });
+
+    it("sends a visitor without the cookie to /login, and back after signing in", async () => {
+      const app = secured();
+      const page = await app.request("/runs/abc?x=1");
+      expect(page.status).toBe(302);
+      expect(page.headers.get("location")).toBe(
+        `/login?next=${encodeURIComponent("/runs/abc?x=1")}`,
+      );
+      const form = await app.request("/login?next=%2Fruns%2Fabc");
+      expect(form.status).toBe(200);
+      expect(await form.text()).toContain('name="token"');
+
+      const login = (value: string, next = "/runs/abc") =>
+        app.request("/login", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token: value, next }).toString(),
+        });
+      const wrong = await login("not-the-token");
+      expect(wrong.status).toBe(401);
+      expect(wrong.headers.get("set-cookie")).toBeNull();
+      expect(await wrong.text()).toContain("That token is not the API_TOKEN of this API.");
+
+      const right = await login(token);
+      expect(right.status).toBe(303);
+      expect(right.headers.get("location")).toBe("/runs/abc");
+      const setCookie = right.headers.get("set-cookie") ?? "";
+      expect(setCookie).toMatch(/^looprun_dashboard=[0-9a-f]{64};/);
+      expect(setCookie).toContain("HttpOnly");
+      expect(setCookie).toContain("SameSite=Strict");
+      expect(setCookie).not.toContain(token);
+      const cookie = setCookie.split(";")[0] as string;
+      const inside = await app.request("/runs/abc", { headers: { cookie } });
+      expect(inside.status).toBe(200);
+      expect(await inside.text()).toContain('data-auth="on"');
+      // The cookie opens pages only: the API still wants the bearer token.
+      expect((await app.request("/api/runs", { headers: { cookie } })).status).toBe(401);
+      // Never a redirect elsewhere.
+      expect((await login(token, "//evil.example/")).headers.get("location")).toBe("/");
+
+      const out = await app.request("/logout", { method: "POST", headers: { cookie } });
+      expect(out.status).toBe(303);
+      expect(out.headers.get("set-cookie")).toMatch(/^looprun_dashboard=;.*Max-Age=0/);
+    });
+
+    it("leaves the assets open (they hold no data)", async () => {
+      expect((await secured().request("/dashboard/assets/style.css")).status).toBe(200);
+    });
+  });
+});

@@ -1,0 +1,243 @@
+import type { NewEvent } from "@looprun/core";
+import { SqliteRunStore } from "@looprun/db";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createApp } from "../src/app";
+import { apiHarness } from "./api-harness";
+import { payload, type SseMessage, SseReader } from "./sse-client";
+
+const body = { task: "live", agent: { type: "command", command: "true" }, testCommand: "true" };
+const budget = { elapsedMs: 0, remainingIterations: 6 };
+const event = (type: NewEvent["type"], data: Record<string, unknown> = {}): NewEvent => ({
+  type,
+  data: { ...data, budget },
+});
+
+describe("live streams over app.request()", () => {
+  let h: ReturnType<typeof apiHarness>;
+  let app: ReturnType<typeof createApp>;
+  let store: SqliteRunStore;
+
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+    // Short poll and heartbeat intervals, so that tests wait on little.
+    app = createApp({
+      repo: h.repo,
+      queue: h.queue,
+      workspacesRoot: h.workspacesRoot,
+      dbHealthy: () => true,
+      live: { pollMs: 20, heartbeatMs: 100 },
+    });
+    store = new SqliteRunStore(h.database.db);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const submit = async (extra: Record<string, unknown> = {}) => {
+    const res = await app.request("/api/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...body, ...extra }),
+    });
+    expect(res.status).toBe(202);
+    return (await res.json()) as { id: string; sessionId: string };
+  };
+  const claim = async (id: string) => {
+    const claimed = await store.claimRun(id);
+    if (!claimed) throw new Error(`no run ${id}`);
+    return claimed.run.epoch;
+  };
+  const open = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await app.request(path, { headers });
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    return new SseReader(res.body as ReadableStream<Uint8Array>);
+  };
+  const finish = (id: string, epoch: number) =>
+    store.commit(
+      id,
+      epoch,
+      {
+        run: { status: "succeeded", reason: "success", summary: "done", finishedAt: Date.now() },
+        events: [
+          event("run_finished", { status: "succeeded", reason: "success", summary: "done" }),
+        ],
+      },
+      Date.now(),
+    );
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
+  const json = async (res: Response): Promise<any> => res.json();
+  const allEvents = async (id: string) =>
+    (await json(await app.request(`/api/runs/${id}/events`))).items;
+
+  it("replays, follows new events as they are written, and ends after run_finished", async () => {
+    const { id } = await submit();
+    const sse = await open(`/api/runs/${id}/events/stream`);
+    const first = await sse.until((m) => m.id === "1");
+    expect(first.map((m) => [m.id, m.event])).toEqual([["1", "run_queued"]]);
+
+    const epoch = await claim(id);
+    await store.commit(
+      id,
+      epoch,
+      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
+      Date.now(),
+    );
+    await store.commit(
+      id,
+      epoch,
+      { events: [event("iteration_started", { iteration: 1, attempt: 1 })] },
+      Date.now(),
+    );
+    const more = await sse.until((m) => m.id === "3");
+    expect(more.map((m) => [m.id, m.event])).toEqual([
+      ["2", "run_started"],
+      ["3", "iteration_started"],
+    ]);
+
+    await finish(id, epoch);
+    const rest = await sse.rest();
+    expect(rest.map((m) => [m.id, m.event])).toEqual([["4", "run_finished"]]);
+    expect(await sse.next()).toBeNull();
+    // The data is the event exactly as GET /events shows it.
+    expect([...first, ...more, ...rest].map(payload)).toEqual(await allEvents(id));
+  });
+
+  it("resumes after Last-Event-ID (or ?after=) with no gap and no duplicate; the header wins", async () => {
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await store.commit(
+      id,
+      epoch,
+      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
+      Date.now(),
+    );
+    await store.commit(
+      id,
+      epoch,
+      {
+        events: [
+          event("iteration_started", { iteration: 1, attempt: 1 }),
+          event("agent_started", { iteration: 1 }),
+        ],
+      },
+      Date.now(),
+    );
+    await finish(id, epoch);
+    const seqs = async (path: string, headers: Record<string, string> = {}) =>
+      (await (await open(path, headers)).rest()).map((m: SseMessage) => Number(m.id));
+
+    expect(await seqs(`/api/runs/${id}/events/stream`)).toEqual([1, 2, 3, 4, 5]);
+    expect(await seqs(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "2" })).toEqual([
+      3, 4, 5,
+    ]);
+    expect(await seqs(`/api/runs/${id}/events/stream?after=3`)).toEqual([4, 5]);
+    expect(await seqs(`/api/runs/${id}/events/stream?after=1`, { "Last-Event-ID": "4" })).toEqual([
+      5,
+    ]);
+    // Everything already seen: the stream of a finished run ends at once.
+    expect(await seqs(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "5" })).toEqual([]);
+  });
+
+  it("pings while idle", async () => {
+    const { id } = await submit();
+    const sse = await open(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "1" });
+    let m = await sse.next();
+    while (m && m.comment !== "ping") m = await sse.next();
+    expect(m).toEqual({ comment: "ping" });
+    await sse.cancel();
+  });
+
+  it("answers 404 not_found (JSON) for an unknown run and 400 for a bad Last-Event-ID, before streaming", async () => {
+    const missing = await app.request("/api/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV/events/stream");
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("content-type")).toContain("application/json");
+    expect((await json(missing)).error.code).toBe("not_found");
+
+    const { id } = await submit();
+    const bad = await app.request(`/api/runs/${id}/events/stream`, {
+      headers: { "Last-Event-ID": "x" },
+    });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).error).toMatchObject({
+      code: "invalid_request",
+      issues: [{ path: "Last-Event-ID" }],
+    });
+    const unknownParam = await app.request(`/api/runs/${id}/events/stream?foo=1`);
+    expect(unknownParam.status).toBe(400);
+  });
+
+  it("streams run_updated with the run's view when a run is created or changes", async () => {
+    const sse = await open("/api/runs/stream");
+    const { id } = await submit({ sessionId: "live-list" });
+    const queued = await sse.until((m) => payload(m).id === id);
+    expect(queued.at(-1)).toMatchObject({ event: "run_updated" });
+    expect(payload(queued.at(-1) as SseMessage)).toMatchObject({
+      id,
+      status: "queued",
+      sessionId: "live-list",
+    });
+
+    const epoch = await claim(id);
+    await store.commit(
+      id,
+      epoch,
+      { run: { status: "running", startedAt: Date.now(), progress: "working" } },
+      Date.now(),
+    );
+    const running = await sse.until((m) => payload(m).id === id && payload(m).status === "running");
+    expect(payload(running.at(-1) as SseMessage)).toMatchObject({
+      progress: "working",
+      iteration: 0,
+    });
+
+    // A progress change alone (no event) is a change too.
+    await store.commit(id, epoch, { run: { progress: "validating" } }, Date.now());
+    await sse.until((m) => payload(m).id === id && payload(m).progress === "validating");
+    await finish(id, epoch);
+    const done = await sse.until((m) => payload(m).id === id && payload(m).status === "succeeded");
+    expect(payload(done.at(-1) as SseMessage)).toMatchObject({
+      reason: "success",
+      finishedAt: expect.any(String),
+    });
+    await sse.cancel();
+  });
+
+  it("filters the runs stream by runId and sessionId", async () => {
+    const a = await submit({ sessionId: "live-a" });
+    const sse = await open(`/api/runs/stream?runId=${a.id}`);
+    const bySession = await open("/api/runs/stream?sessionId=live-b");
+    const b = await submit({ sessionId: "live-b" });
+    await store.commit(a.id, await claim(a.id), { run: { progress: "a moves" } }, Date.now());
+    const seen = await sse.until((m) => payload(m).progress === "a moves");
+    expect(seen.every((m) => payload(m).id === a.id)).toBe(true);
+    const other = await bySession.until((m) => payload(m).id === b.id);
+    expect(other.every((m) => payload(m).sessionId === "live-b")).toBe(true);
+    await sse.cancel();
+    await bySession.cancel();
+  });
+
+  it("needs the bearer token when API_TOKEN is set", async () => {
+    const token = "live-token-0123456789";
+    const secured = createApp({
+      repo: h.repo,
+      queue: h.queue,
+      workspacesRoot: h.workspacesRoot,
+      dbHealthy: () => true,
+      apiToken: token,
+    });
+    const { id } = await submit();
+    const anonymous = await secured.request(`/api/runs/${id}/events/stream`);
+    expect(anonymous.status).toBe(401);
+    const runs = await secured.request("/api/runs/stream");
+    expect(runs.status).toBe(401);
+    const res = await secured.request(`/api/runs/${id}/events/stream`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(200);
+    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+    expect((await sse.until(() => true))[0]).toMatchObject({ id: "1", event: "run_queued" });
+    await sse.cancel();
+  });
+});

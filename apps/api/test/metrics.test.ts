@@ -1,0 +1,206 @@
+import type { IterationRecord } from "@looprun/core";
+import { SqliteRunStore } from "@looprun/db";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createApp } from "../src/app";
+import { apiHarness } from "./api-harness";
+import { parsePrometheusText, sampleValue } from "./prometheus-text";
+
+const budget = { elapsedMs: 0, remainingIterations: 6 };
+
+describe("GET /metrics", () => {
+  let h: ReturnType<typeof apiHarness>;
+  let store: SqliteRunStore;
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+    store = new SqliteRunStore(h.database.db);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const scrape = async () => {
+    const res = await h.app.request("/metrics");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const parsed = parsePrometheusText(await res.text());
+    for (const s of parsed.samples) expect(s.name.startsWith("looprun_"), s.name).toBe(true);
+    return parsed.samples;
+  };
+
+  const submit = async (sessionId: string) => {
+    const res = await h.request("POST", "/api/runs", {
+      task: "metrics",
+      sessionId,
+      agent: { type: "command", command: "true" },
+      testCommand: "true",
+    });
+    expect(res.status).toBe(202);
+    const claimed = await store.claimRun(res.body.id);
+    return { id: res.body.id as string, epoch: claimed?.run.epoch ?? 0 };
+  };
+
+  const iteration = (runId: string, n: number, startedAt: number): IterationRecord => ({
+    runId,
+    n,
+    attempt: 1,
+    status: "running",
+    outcome: null,
+    prompt: "p",
+    agent: null,
+    validation: [],
+    reviewId: null,
+    feedback: null,
+    startedAt,
+    finishedAt: null,
+  });
+
+  const finishIteration = (
+    id: string,
+    epoch: number,
+    n: number,
+    outcome: "complete" | "validation_failed",
+    t: number,
+  ) =>
+    store.commit(
+      id,
+      epoch,
+      {
+        updateIteration: {
+          n,
+          attempt: 1,
+          patch: {
+            status: outcome === "complete" ? "passed" : "failed",
+            outcome,
+            agent: { exitCode: 0, output: "", durationMs: 1500 },
+            validation: [{ command: "true", exitCode: 0, durationMs: 250, output: "" }],
+            finishedAt: t + 2000,
+          },
+        },
+      },
+      t,
+    );
+
+  it("exposes runs by status, queue depth, iterations with their durations, tool calls and tokens", async () => {
+    const before = await scrape();
+    expect(sampleValue(before, "looprun_runs", { status: "succeeded" })).toBe(0);
+    expect(sampleValue(before, "looprun_queue_up")).toBe(1);
+    expect(sampleValue(before, "looprun_queue_jobs", { state: "waiting" })).toBe(0);
+    expect(sampleValue(before, "looprun_queue_jobs", { state: "active" })).toBe(0);
+    expect(sampleValue(before, "looprun_queue_jobs", { state: "delayed" })).toBe(0);
+    expect(sampleValue(before, "looprun_tokens_total")).toBe(0);
+
+    const t = Date.now();
+    const a = await submit("metrics-a");
+    await store.commit(
+      a.id,
+      a.epoch,
+      {
+        run: {
+          status: "running",
+          startedAt: t,
+          metrics: {
+            iterations: 0,
+            validationFailures: 0,
+            reviewBlockings: 0,
+            toolCalls: 2,
+            toolFailures: 1,
+            tokens: 1234,
+          },
+        },
+        insertIteration: iteration(a.id, 1, t),
+        toolCalls: [
+          {
+            iteration: 1,
+            server: "workspace",
+            tool: "write_file",
+            args: {},
+            isError: false,
+            result: "ok",
+            durationMs: 4,
+          },
+          {
+            iteration: 1,
+            server: "workspace",
+            tool: "write_file",
+            args: {},
+            isError: true,
+            result: "denied",
+            durationMs: 2,
+          },
+        ],
+        events: [{ type: "run_started", data: { budget } }],
+      },
+      t,
+    );
+    const b = await submit("metrics-b");
+
+    const running = await scrape();
+    expect(sampleValue(running, "looprun_runs", { status: "running" })).toBe(1);
+    expect(sampleValue(running, "looprun_runs", { status: "queued" })).toBe(1);
+    expect(sampleValue(running, "looprun_queue_jobs", { state: "waiting" })).toBe(2);
+    expect(
+      sampleValue(running, "looprun_tool_calls_total", { server: "workspace", tool: "write_file" }),
+    ).toBe(2);
+    expect(
+      sampleValue(running, "looprun_tool_call_failures_total", {
+        server: "workspace",
+        tool: "write_file",
+      }),
+    ).toBe(1);
+    expect(sampleValue(running, "looprun_tokens_total")).toBe(1234);
+    // A running iteration is not counted yet.
+    expect(sampleValue(running, "looprun_iteration_duration_seconds_count") ?? 0).toBe(0);
+
+    await finishIteration(a.id, a.epoch, 1, "validation_failed", t);
+    await store.commit(a.id, a.epoch, { insertIteration: iteration(a.id, 2, t + 3000) }, t);
+    await store.commit(
+      b.id,
+      b.epoch,
+      { run: { status: "running", startedAt: t }, insertIteration: iteration(b.id, 1, t) },
+      t,
+    );
+    await finishIteration(b.id, b.epoch, 1, "complete", t);
+
+    const later = await scrape();
+    expect(sampleValue(later, "looprun_iterations_total", { outcome: "validation_failed" })).toBe(
+      1,
+    );
+    expect(sampleValue(later, "looprun_iterations_total", { outcome: "complete" })).toBe(1);
+    expect(sampleValue(later, "looprun_iteration_duration_seconds_count")).toBe(2);
+    expect(sampleValue(later, "looprun_iteration_duration_seconds_sum")).toBe(4);
+    expect(sampleValue(later, "looprun_iteration_duration_seconds_bucket", { le: "2" })).toBe(2);
+    expect(sampleValue(later, "looprun_iteration_duration_seconds_bucket", { le: "1" })).toBe(0);
+    expect(sampleValue(later, "looprun_phase_duration_seconds_count", { phase: "agent" })).toBe(2);
+    expect(sampleValue(later, "looprun_phase_duration_seconds_sum", { phase: "agent" })).toBe(3);
+    expect(sampleValue(later, "looprun_phase_duration_seconds_sum", { phase: "validation" })).toBe(
+      0.5,
+    );
+
+    // Scraping again counts nothing twice; the iteration that finishes later is counted once.
+    await finishIteration(a.id, a.epoch, 2, "complete", t);
+    await scrape();
+    const last = await scrape();
+    expect(sampleValue(last, "looprun_iterations_total", { outcome: "complete" })).toBe(2);
+    expect(sampleValue(last, "looprun_iterations_total", { outcome: "validation_failed" })).toBe(1);
+    expect(sampleValue(last, "looprun_iteration_duration_seconds_count")).toBe(3);
+    expect(
+      sampleValue(last, "looprun_tool_calls_total", { server: "workspace", tool: "write_file" }),
+    ).toBe(2);
+  });
+
+  it("needs the bearer token when API_TOKEN is set", async () => {
+    const token = "metrics-token-0123456789";
+    const secured = createApp({
+      repo: h.repo,
+      queue: h.queue,
+      workspacesRoot: h.workspacesRoot,
+      dbHealthy: () => true,
+      apiToken: token,
+    });
+    expect((await secured.request("/metrics")).status).toBe(401);
+    const ok = await secured.request("/metrics", { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    expect(parsePrometheusText(await ok.text()).types.get("looprun_runs")).toBe("gauge");
+  });
+});

@@ -1,0 +1,161 @@
+import { SqliteRunStore } from "@looprun/db";
+import { compileErrors, validate } from "@readme/openapi-parser";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { z } from "zod";
+import { openApiPath } from "../src/openapi/document";
+import * as R from "../src/openapi/response-schemas";
+import { apiHarness } from "./api-harness";
+
+type Doc = {
+  openapi: string;
+  paths: Record<
+    string,
+    Record<
+      string,
+      { responses: Record<string, unknown>; parameters?: { name: string; in: string }[] }
+    >
+  >;
+  components: { schemas: Record<string, { required?: string[]; additionalProperties?: unknown }> };
+};
+
+describe("GET /api/openapi.json", () => {
+  let h: ReturnType<typeof apiHarness>;
+  let doc: Doc;
+  beforeAll(async () => {
+    h = apiHarness(inject("redisUrl"));
+    await h.untilReady();
+    const res = await h.request("GET", "/api/openapi.json");
+    expect(res.status).toBe(200);
+    doc = res.body;
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("is a valid OpenAPI 3.1 document", async () => {
+    expect(doc.openapi).toBe("3.1.0");
+    // validate() dereferences in place: give it a copy.
+    const result = await validate(structuredClone(doc) as never);
+    expect(result.valid, result.valid ? "" : compileErrors(result)).toBe(true);
+  });
+
+  it("documents every route the app registers, and nothing else", () => {
+    const registered = new Set(
+      h.app.routes
+        .filter((r) => r.method !== "ALL")
+        .map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path)}`),
+    );
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.keys(ops).map((method) => `${method} ${path}`),
+      ),
+    );
+    expect(
+      [...registered].filter((r) => !documented.has(r)),
+      "registered but not documented",
+    ).toEqual([]);
+    expect(
+      [...documented].filter((d) => !registered.has(d)),
+      "documented but not registered",
+    ).toEqual([]);
+  });
+
+  it("takes the request schemas from the zod schemas that validate requests", () => {
+    const submission = doc.components.schemas.RunSubmission;
+    expect(submission?.required).toEqual(expect.arrayContaining(["task", "agent"]));
+    expect(submission?.additionalProperties).toBe(false);
+    const list = doc.paths["/api/runs"]?.get?.parameters?.map((p) => `${p.in}:${p.name}`);
+    expect(list).toEqual(["query:sessionId", "query:status", "query:limit", "query:cursor"]);
+    const stream = doc.paths["/api/runs/{id}/events/stream"]?.get;
+    expect(stream?.parameters?.map((p) => `${p.in}:${p.name}`)).toEqual([
+      "path:id",
+      "query:after",
+      "header:Last-Event-ID",
+    ]);
+    expect(stream?.responses["200"]).toMatchObject({ content: { "text/event-stream": {} } });
+    expect(doc.paths["/api/runs/stream"]?.get?.responses["200"]).toMatchObject({
+      content: { "text/event-stream": {} },
+    });
+  });
+
+  it("describes what the API really answers (real responses parse with the response schemas)", async () => {
+    const strictParse = (schema: z.ZodType, body: unknown, what: string) => {
+      const parsed = schema.safeParse(body);
+      expect(parsed.success, `${what}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
+    };
+    const created = await h.request("POST", "/api/runs", {
+      task: "doc",
+      sessionId: "openapi-1",
+      agent: { type: "command", command: "true" },
+      testCommand: "true",
+    });
+    strictParse(R.RunAccepted, created.body, "POST /api/runs");
+    const id = created.body.id as string;
+    const store = new SqliteRunStore(h.database.db);
+    const claimed = await store.claimRun(id);
+    const now = Date.now();
+    await store.commit(
+      id,
+      claimed?.run.epoch ?? 0,
+      {
+        run: { status: "running", startedAt: now, iteration: 1 },
+        insertIteration: {
+          runId: id,
+          n: 1,
+          attempt: 1,
+          status: "running",
+          outcome: null,
+          prompt: "p",
+          agent: { exitCode: 0, output: "ok", durationMs: 5 },
+          validation: [{ command: "true", exitCode: 0, durationMs: 1, output: "" }],
+          reviewId: null,
+          feedback: null,
+          startedAt: now,
+          finishedAt: null,
+        },
+        toolCalls: [
+          {
+            iteration: 1,
+            server: "workspace",
+            tool: "read_text_file",
+            args: { path: "a" },
+            isError: false,
+            result: "x",
+            durationMs: 3,
+          },
+        ],
+        events: [
+          { type: "run_started", data: { budget: { elapsedMs: 0, remainingIterations: 6 } } },
+        ],
+      },
+      now,
+    );
+    strictParse(R.RunDetail, (await h.request("GET", `/api/runs/${id}`)).body, "GET /api/runs/:id");
+    strictParse(R.RunList, (await h.request("GET", "/api/runs")).body, "GET /api/runs");
+    strictParse(
+      R.IterationList,
+      (await h.request("GET", `/api/runs/${id}/iterations`)).body,
+      "iterations",
+    );
+    strictParse(
+      R.ToolCallList,
+      (await h.request("GET", `/api/runs/${id}/tool-calls`)).body,
+      "tool-calls",
+    );
+    strictParse(R.ReviewList, (await h.request("GET", `/api/runs/${id}/reviews`)).body, "reviews");
+    strictParse(R.EventList, (await h.request("GET", `/api/runs/${id}/events`)).body, "events");
+    strictParse(R.SessionView, (await h.request("GET", "/api/sessions/openapi-1")).body, "session");
+    strictParse(R.ToolStatsView, (await h.request("GET", "/api/stats/tools")).body, "tool stats");
+    strictParse(R.ConvergenceStatsView, (await h.request("GET", "/api/stats")).body, "stats");
+    strictParse(
+      R.ArtifactList,
+      (await h.request("GET", `/api/runs/${id}/artifacts`)).body,
+      "artifacts",
+    );
+    strictParse(R.StopAccepted, (await h.request("POST", `/api/runs/${id}/stop`)).body, "stop");
+    strictParse(R.ErrorBody, (await h.request("GET", "/api/runs/nope")).body, "404");
+    strictParse(R.ErrorBody, (await h.request("POST", "/api/runs", { task: "" })).body, "400");
+    strictParse(R.Health, (await h.request("GET", "/healthz")).body, "healthz");
+    strictParse(R.Readiness, (await h.request("GET", "/readyz")).body, "readyz");
+  });
+});

@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { normalizeSubmission, RunAlreadyActiveError, RunSubmission } from "@looprun/core";
+import { type Database, openDatabase, RunRepository } from "@looprun/db";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WriteBatcher } from "../src/write-batcher";
+
+const spec = normalizeSubmission(
+  RunSubmission.parse({ task: "t", agent: { type: "command", command: "true" }, testCommand: "true" }),
+);
+
+describe("WriteBatcher (group commit on a real SQLite file)", () => {
+  let dir: string;
+  let database: Database;
+  let repo: RunRepository;
+  let commits: number;
+  let batcher: WriteBatcher;
+  let n = 0;
+  const input = (sessionId: string) => ({
+    id: `run-${String(++n).padStart(6, "0")}`,
+    sessionId,
+    sessionWorkspace: "/tmp/ws",
+    workspace: "/tmp/ws",
+    spec,
+    createdAt: Date.now(),
+  });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "looprun-batcher-"));
+    database = openDatabase(join(dir, "looprun.db"));
+    repo = new RunRepository(database.db);
+    commits = 0;
+    batcher = new WriteBatcher({
+      transaction: (fn) => {
+        database.sqlite.transaction(fn).immediate();
+        commits += 1;
+      },
+      inTransaction: () => database.sqlite.inTransaction,
+    });
+  });
+  afterEach(() => {
+    database.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("commits the writes handed over together in one transaction, each settling with its result", async () => {
+    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => batcher.run(() => repo.createRun(input(`s-${i}`)))));
+    expect(commits).toBe(1);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(20);
+    for (const run of runs) expect(repo.getRun(run.id)?.status).toBe("queued");
+  });
+
+  it("rolls back a failing write alone: one active run per session still holds within a batch", async () => {
+    const results = await Promise.allSettled([
+      batcher.run(() => repo.createRun(input("same"))),
+      batcher.run(() => repo.createRun(input("same"))),
+      batcher.run(() => repo.createRun(input("other"))),
+    ]);
+    expect(commits).toBe(1);
+    const [first, second, other] = results;
+    expect(first?.status).toBe("fulfilled");
+    expect(other?.status).toBe("fulfilled");
+    expect(second?.status).toBe("rejected");
+    const firstId = first?.status === "fulfilled" ? first.value.id : "";
+    const error = second?.status === "rejected" ? second.reason : null;
+    expect(error).toBeInstanceOf(RunAlreadyActiveError);
+    expect((error as RunAlreadyActiveError).activeRunId).toBe(firstId);
+    expect(repo.getSession("same")?.runs.map((r) => r.id)).toEqual([firstId]);
+    // The failed write left nothing behind: only the first run's event.
+    expect(repo.listEvents(firstId, 0, 10).map((e) => e.type)).toEqual(["run_queued"]);
+  });
+
+  it("rejects every write of a transaction that cannot commit, and stores none of them", async () => {
+    const failing = new WriteBatcher({
+      transaction: (fn) =>
+        database.sqlite.transaction(() => {
+          fn();
+          throw new Error("disk on fire");
+        })(),
+      inTransaction: () => database.sqlite.inTransaction,
+    });
+    const results = await Promise.allSettled([
+      failing.run(() => repo.createRun(input("x-1"))),
+      failing.run(() => repo.createRun(input("x-2"))),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(repo.getSession("x-1")).toBeNull();
+    expect(repo.getSession("x-2")).toBeNull();
+  });
+
+  it("never runs a write outside the transaction once SQLite has rolled it back", async () => {
+    const results = await Promise.allSettled([
+      batcher.run(() => database.sqlite.exec("ROLLBACK")),
+      batcher.run(() => repo.createRun(input("after-rollback"))),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(repo.getSession("after-rollback")).toBeNull();
+  });
+
+  it("splits a large burst into transactions of at most maxBatch writes", async () => {
+    const small = new WriteBatcher({
+      transaction: (fn) => {
+        database.sqlite.transaction(fn).immediate();
+        commits += 1;
+      },
+      inTransaction: () => database.sqlite.inTransaction,
+      maxBatch: 4,
+    });
+    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => small.run(() => repo.createRun(input(`b-${i}`)))));
+    expect(runs).toHaveLength(10);
+    expect(commits).toBe(3);
+  });
+});

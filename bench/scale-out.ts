@@ -1,0 +1,101 @@
+import { randomBytes } from "node:crypto";
+import type { BenchContext } from "./support/context";
+import {
+  api,
+  type BenchStack,
+  commandRun,
+  type RunView,
+  startStack,
+  submitRun,
+  waitForIdle,
+} from "./support/looprun";
+import type { ScenarioResult } from "./support/report";
+import { pairedRatios, summarize } from "./support/stats";
+
+const WORKER_COUNTS = [1, 2, 4] as const;
+
+/** Submits `count` I/O-bound runs at once and returns runs per second until the last one ended. */
+async function batch(ctx: BenchContext, stack: BenchStack, count: number): Promise<number> {
+  const tag = randomBytes(4).toString("hex");
+  const t0 = Date.now();
+  const ids: string[] = [];
+  // 20 submits in flight: the API is not what this measures.
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 20 }, async () => {
+      while (next < count) {
+        const i = next++;
+        ids.push(
+          await submitRun(
+            stack.url,
+            commandRun("sleep 0.2", "true", { sessionId: `so-${tag}-${i}` }),
+          ),
+        );
+      }
+    }),
+  );
+  await waitForIdle(stack.url, 300_000);
+  let last = 0;
+  for (const id of ids) {
+    const run = (await api(stack.url, "GET", `/api/runs/${id}`)).body as RunView;
+    if (run.status !== "succeeded")
+      throw new Error(`run ${id} ended ${run.status}: ${run.summary}`);
+    last = Math.max(last, Date.parse(run.finishedAt ?? ""));
+  }
+  if (ctx.quick && last - t0 < 500) throw new Error("scale-out batch too short to measure");
+  return (count * 1000) / (last - t0);
+}
+
+/** 4. Runs per second of I/O-bound runs with 1, 2 and 4 worker processes. */
+export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
+  const perWorker = ctx.quick ? 8 : 20;
+  const stack = await startStack({ redisUrl: ctx.redis.url });
+  const rates: Record<number, number[]> = { 1: [], 2: [], 4: [] };
+  try {
+    // Warm-up: the API's submit path and one worker's first runs.
+    await stack.startWorker({ WORKER_CONCURRENCY: "1" });
+    await batch(ctx, stack, 4);
+    await stack.stopWorkers();
+    for (let rep = 0; rep < ctx.reps; rep++) {
+      for (const workers of WORKER_COUNTS) {
+        await Promise.all(
+          Array.from({ length: workers }, () => stack.startWorker({ WORKER_CONCURRENCY: "1" })),
+        );
+        rates[workers]?.push(await batch(ctx, stack, perWorker * workers));
+        await stack.stopWorkers();
+      }
+      ctx.log(
+        `  rep ${rep + 1}: ${WORKER_COUNTS.map((w) => `${w}w ${rates[w]?.at(-1)?.toFixed(2)} runs/s`).join(", ")}`,
+      );
+    }
+  } finally {
+    await stack.stop();
+  }
+  const one = rates[1] ?? [];
+  const figures: ScenarioResult["figures"] = [
+    { name: "1 worker", unit: "runs/s", digits: 2, looprun: summarize(one) },
+  ];
+  for (const workers of [2, 4] as const) {
+    const list = rates[workers] ?? [];
+    const ratio = summarize(pairedRatios(list, one));
+    figures.push({
+      name: `${workers} workers`,
+      unit: "runs/s",
+      digits: 2,
+      looprun: summarize(list),
+      baseline: { name: "1 worker", summary: summarize(one) },
+      ratio,
+      ...(workers === 4 ? { goal: "≥ 3.5× 1 worker", met: ratio.median >= 3.5 } : {}),
+    });
+  }
+  return {
+    id: "scale-out",
+    title: "4. Scale-out",
+    figures,
+    notes: [
+      `I/O-bound runs: agent \`sleep 0.2\`, test \`true\`, one iteration each. ${perWorker} runs per worker process (so ${perWorker}, ${perWorker * 2} and ${perWorker * 4}), submitted at once (20 in flight) to idle workers with WORKER_CONCURRENCY=1 each, one API; runs/s = runs / (last finishedAt − first submit).`,
+      "The workers are started fresh for each measurement (after they report ready) and stopped after it; the API, Redis and the database stay.",
+      "A floor for one worker is 1 run / 0.2 s = 5 runs/s; what a run costs beyond the sleep (the API, the worker's commits and spawns) is CPU, and this machine has 2 cores for the API, Redis, the workers and the bench itself.",
+    ],
+  };
+}

@@ -1,0 +1,142 @@
+import { isPreparationPhase, type PhaseArtifact } from "../domain/artifacts";
+import { buildPhasePrompt } from "../pipeline/phase-prompt";
+import { runPreparationPhase } from "../pipeline/phase-runner";
+import { buildCommandEnv } from "../process/command-env";
+import { assertNever } from "../util/assert-never";
+import { watchInterruptions } from "./interruptions";
+import type { EngineResources, StepOptions } from "./resources";
+import type { RunContext } from "./run-context";
+import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+
+const ITERATION_PHASES = ["implementation", "validation", "review"];
+
+/**
+ * Runs the run's preparation phases (planning, architecture, design — those it lists, in that
+ * order) before iteration 1, each once: a phase whose artifact is stored is not run again
+ * when the run resumes. Each artifact goes into the prompts of the later phases and of every
+ * iteration. A failed phase fails the run (`phase_failed`).
+ */
+export async function runPreparation(
+  res: EngineResources,
+  ctx: RunContext,
+  opts: StepOptions,
+): Promise<StepResult | "continue"> {
+  const { spec } = ctx.run;
+  const phases = spec.phases.filter(isPreparationPhase);
+  if (phases.length === 0) return "continue";
+  const done = await res.store.phaseArtifacts(ctx.run.id);
+  const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
+
+  for (const [index, phase] of phases.entries()) {
+    if (done.some((a) => a.phase === phase)) continue;
+    if (opts.shutdown?.aborted) return { kind: "handed_back" };
+    if (ctx.run.status === "stopping" || opts.stop?.aborted) {
+      await ctx.finish("stopped", "stopped", "stopped by request");
+      return finished(ctx);
+    }
+    if (left() <= 0) {
+      await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
+        events: [["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
+      });
+      return finished(ctx);
+    }
+    await ctx.commit({ progress: `${phase} phase: running the ${spec.agent.type} agent` }, [
+      ["phase_started", { phase, agent: spec.agent.type }],
+    ]);
+    const watch = watchInterruptions(res, ctx, opts);
+    try {
+      const result = await runPreparationPhase({
+        agent: spec.agent,
+        phase,
+        prompt: buildPhasePrompt(spec, phase, done),
+        workspace: ctx.run.workspace,
+        env: buildCommandEnv(res.commandEnv, res.envAllowlist, {
+          LOOPRUN_RUN_ID: ctx.run.id,
+          LOOPRUN_SESSION_ID: ctx.run.sessionId,
+          LOOPRUN_ITERATION: "0",
+          LOOPRUN_WORKSPACE: ctx.run.workspace,
+        }),
+        timeoutMs: Math.max(1, left()),
+        outputCapBytes: res.outputCapBytes ?? 65_536,
+        signal: watch.signal,
+        onSpawn: (pgid) => {
+          ctx.commit({ activePgid: pgid }).catch((error: unknown) => {
+            res.logger.warn(
+              { err: error, runId: ctx.run.id },
+              "could not record the process group",
+            );
+          });
+        },
+        ...(res.llm ? { llm: res.llm } : {}),
+        model:
+          (spec.agent.type === "mistral" ? spec.agent.model : undefined) ??
+          res.defaultModel ??
+          "mistral-large-latest",
+        onTokens: async (count) => {
+          await ctx.commit({
+            metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
+          });
+        },
+      });
+      const why = watch.interruption(left());
+      if (why) {
+        switch (why) {
+          case "lease_lost":
+            return { kind: "lease_lost" };
+          case "shutdown":
+            await ctx.commit({
+              activePgid: null,
+              progress: "handed back: the worker is shutting down",
+            });
+            return { kind: "handed_back" };
+          case "stopped":
+            await ctx.finish("stopped", "stopped", "stopped by request");
+            return finished(ctx);
+          case "deadline":
+            await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
+              events: [["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
+            });
+            return finished(ctx);
+          default:
+            return assertNever(why);
+        }
+      }
+      if (!result.ok) {
+        const skipped = [
+          ...phases.slice(index + 1),
+          ...ITERATION_PHASES,
+          ...(spec.phases.includes("packaging") ? ["packaging"] : []),
+        ];
+        await ctx.finish(
+          "failed",
+          "error",
+          `phase_failed: ${phase}: ${result.error}`.slice(0, 2000),
+          {
+            events: [["phase_failed", { iteration: 0, phase, error: result.error, skipped }]],
+          },
+        );
+        return finished(ctx);
+      }
+      const artifact: PhaseArtifact = {
+        runId: ctx.run.id,
+        phase,
+        content: result.content,
+        createdAt: ctx.now(),
+      };
+      await ctx.commit(
+        { activePgid: null, progress: `${phase} phase done` },
+        [
+          [
+            "phase_completed",
+            { phase, durationMs: result.durationMs, bytes: Buffer.byteLength(result.content) },
+          ],
+        ],
+        { phaseArtifact: artifact },
+      );
+      done.push(artifact);
+    } finally {
+      watch.dispose();
+    }
+  }
+  return "continue";
+}

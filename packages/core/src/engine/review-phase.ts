@@ -1,0 +1,106 @@
+import { ulid } from "ulid";
+import type { ReviewArtifact } from "../domain/artifacts";
+import type { ValidationResult } from "../domain/run";
+import { runCommandReview } from "../review/command-reviewer";
+import { runMistralReview } from "../review/mistral-reviewer";
+import type { ReviewOutcome } from "../review/review-findings";
+import type { ReviewInput } from "../review/review-input";
+import { runTriangularReview } from "../review/triangular-reviewer";
+import { assertNever } from "../util/assert-never";
+import type { EngineResources } from "./resources";
+import type { RunContext } from "./run-context";
+
+export interface ReviewPhaseInput {
+  n: number;
+  /** The run's change so far (baseline → this iteration's snapshot). */
+  diff: string;
+  validation: ValidationResult[];
+  env: Record<string, string>;
+  /** Time left before the run's deadline. */
+  msLeft: () => number;
+  outputCapBytes: number;
+  signal: AbortSignal;
+  onSpawn?: (pgid: number) => void;
+}
+
+export type ReviewPhaseResult =
+  | { ok: true; artifact: ReviewArtifact; notes: string | null }
+  | { ok: false; error: string };
+
+/** Runs the run's reviewer on the iteration and makes its ReviewArtifact (not yet stored). */
+export async function runReviewPhase(
+  res: EngineResources,
+  ctx: RunContext,
+  input: ReviewPhaseInput,
+): Promise<ReviewPhaseResult> {
+  const { spec } = ctx.run;
+  const review = spec.review;
+  await ctx.commit({
+    progress: `iteration ${input.n}/${spec.maxIterations}: reviewing the change (${review.type})`,
+  });
+  const reviewInput: ReviewInput = {
+    task: spec.task,
+    requirements: spec.requirements,
+    iteration: input.n,
+    diff: input.diff,
+    validation: input.validation,
+  };
+  let outcome: ReviewOutcome;
+  switch (review.type) {
+    case "none":
+      return { ok: false, error: "no reviewer is configured" };
+    case "command":
+      outcome = await runCommandReview({
+        spec: review,
+        review: reviewInput,
+        workspace: ctx.run.workspace,
+        env: input.env,
+        timeoutMs: Math.max(1, input.msLeft()),
+        outputCapBytes: input.outputCapBytes,
+        signal: input.signal,
+        ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
+      });
+      break;
+    case "mistral":
+    case "triangular": {
+      if (!res.llm)
+        return { ok: false, error: "no LLM is configured: set MISTRAL_API_KEY for the workers" };
+      const opts = {
+        llm: res.llm,
+        model: review.model ?? res.defaultModel ?? "mistral-large-latest",
+        signal: AbortSignal.any([input.signal, AbortSignal.timeout(Math.max(1, input.msLeft()))]),
+        diffCapChars: res.reviewDiffCapChars ?? 100_000,
+        onTokens: async (count: number) => {
+          await ctx.commit({
+            metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
+          });
+        },
+      };
+      outcome =
+        review.type === "mistral"
+          ? await runMistralReview(reviewInput, opts)
+          : await runTriangularReview(reviewInput, opts);
+      break;
+    }
+    default:
+      return assertNever(review);
+  }
+  if (!outcome.ok) return outcome;
+  const { findings } = outcome;
+  return {
+    ok: true,
+    notes: outcome.notes ?? null,
+    artifact: {
+      id: (res.newId ?? ulid)(),
+      runId: ctx.run.id,
+      sessionId: ctx.run.sessionId,
+      phase: "review",
+      iteration: input.n,
+      blockingIssues: findings.blockingIssues,
+      nonBlockingIssues: findings.nonBlockingIssues,
+      score: findings.score,
+      fixPlan: findings.fixPlan,
+      createdAt: ctx.now(),
+    },
+  };
+}

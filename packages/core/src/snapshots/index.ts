@@ -1,0 +1,4 @@
+export type { GitOptions, GitResult } from "./git";
+export { GitError, gitEnv, runGit } from "./git";
+export type { CappedText, SnapshotTarget, WorkspaceSnapshotsOptions } from "./workspace-snapshots";
+export { WorkspaceSnapshots } from "./workspace-snapshots";

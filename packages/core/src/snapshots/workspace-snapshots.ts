@@ -1,0 +1,187 @@
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { GitError, type GitResult, gitEnv, runGit } from "./git";
+
+export interface WorkspaceSnapshotsOptions {
+  /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
+  root: string;
+  /** PATH to find git on. @defaultValue /usr/local/bin:/usr/bin:/bin */
+  path?: string;
+  /** @defaultValue 60000 — per git command */
+  timeoutMs?: number;
+}
+
+export interface SnapshotTarget {
+  sessionId: string;
+  runId: string;
+  workspace: string;
+}
+
+/** A diff as git printed it, cut after `capBytes`. */
+export interface CappedText {
+  text: string;
+  bytes: number;
+  truncated: boolean;
+}
+
+const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Cuts a diff at its last complete line when it was truncated. */
+function capped(result: GitResult): CappedText {
+  if (!result.truncated)
+    return { text: result.stdout, bytes: result.stdoutBytes, truncated: false };
+  const cut = result.stdout.lastIndexOf("\n");
+  return {
+    text: cut < 0 ? "" : result.stdout.slice(0, cut + 1),
+    bytes: result.stdoutBytes,
+    truncated: true,
+  };
+}
+
+/**
+ * Snapshots of run workspaces in git, without touching the workspace's own repository: a
+ * separate bare git dir per session outside the workspace, used with
+ * `--git-dir=<dir> --work-tree=<workspace>`. A snapshot is `add -A` (honouring the
+ * workspace's `.gitignore`; its `.git` is never added), `write-tree` and `commit-tree` with
+ * the previous snapshot as parent, kept reachable under `refs/looprun/<runId>`.
+ */
+export class WorkspaceSnapshots {
+  private readonly root: string;
+  private readonly env: Record<string, string>;
+  private readonly timeoutMs: number;
+
+  constructor(opts: WorkspaceSnapshotsOptions) {
+    this.root = resolve(opts.root);
+    this.env = gitEnv(opts.path, this.root);
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+  }
+
+  gitDir(sessionId: string): string {
+    // Session ids are validated on submit; this keeps a bad one from naming another directory.
+    if (!SESSION_ID.test(sessionId))
+      throw new Error(`not a session id: ${JSON.stringify(sessionId)}`);
+    return join(this.root, `${sessionId}.git`);
+  }
+
+  /** Records the workspace as it is now; returns the snapshot (commit) id. */
+  async take(
+    target: SnapshotTarget,
+    label: string,
+    parent: string | null,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const gitDir = await this.ensureRepository(target.sessionId, signal);
+    const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
+    // One active run per session: a lock left here is a crashed worker's, never a live writer's.
+    await rm(join(gitDir, "index.lock"), { force: true });
+    // Unreadable files are skipped (git still exits non-zero); the snapshot holds the rest.
+    const add = await runGit(
+      this.base(gitDir, target.workspace, ["add", "-A", "--ignore-errors"]),
+      {
+        env: this.env,
+        cwd: target.workspace,
+        timeoutMs: this.timeoutMs,
+        ...(signal ? { signal } : {}),
+      },
+    );
+    if (add.exitCode === null) throw new GitError(["add"], add);
+    const tree = (await git(["write-tree"])).stdout.trim();
+    const message = `looprun ${target.runId} ${label}`;
+    const commit = (
+      await git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message])
+    ).stdout.trim();
+    await git(["update-ref", `refs/looprun/${target.runId}`, commit]);
+    return commit;
+  }
+
+  /** `git diff --binary from to`: a patch `git apply` applies to `from`'s files. */
+  async diff(
+    sessionId: string,
+    from: string,
+    to: string,
+    capBytes: number,
+    signal?: AbortSignal,
+  ): Promise<CappedText> {
+    const gitDir = this.gitDir(sessionId);
+    return capped(
+      await this.git(
+        gitDir,
+        null,
+        ["diff", "--binary", "--no-color", "--no-ext-diff", from, to],
+        signal,
+        capBytes,
+      ),
+    );
+  }
+
+  /** Paths changed between two snapshots, and git's `--stat` of it. */
+  async summary(
+    sessionId: string,
+    from: string,
+    to: string,
+    signal?: AbortSignal,
+  ): Promise<{ files: string[]; stat: string }> {
+    const gitDir = this.gitDir(sessionId);
+    const names = await this.git(
+      gitDir,
+      null,
+      ["diff", "--name-only", "-z", "--no-renames", from, to],
+      signal,
+    );
+    const stat = await this.git(
+      gitDir,
+      null,
+      ["diff", "--stat=200", "--no-color", from, to],
+      signal,
+      256 * 1024,
+    );
+    return { files: names.stdout.split("\0").filter((f) => f.length > 0), stat: stat.stdout };
+  }
+
+  private base(gitDir: string, workTree: string | null, args: string[]): string[] {
+    // safe.directory: the workspace may belong to another user (a mounted volume).
+    return [
+      "-c",
+      "safe.directory=*",
+      "-c",
+      "core.quotePath=false",
+      `--git-dir=${gitDir}`,
+      ...(workTree ? [`--work-tree=${workTree}`] : []),
+      ...args,
+    ];
+  }
+
+  private async git(
+    gitDir: string,
+    workTree: string | null,
+    args: string[],
+    signal?: AbortSignal,
+    maxStdoutBytes?: number,
+  ): Promise<GitResult> {
+    const full = this.base(gitDir, workTree, args);
+    const result = await runGit(full, {
+      env: this.env,
+      timeoutMs: this.timeoutMs,
+      ...(signal ? { signal } : {}),
+      ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
+    });
+    if (result.exitCode !== 0) throw new GitError(args, result);
+    return result;
+  }
+
+  private async ensureRepository(sessionId: string, signal?: AbortSignal): Promise<string> {
+    const gitDir = this.gitDir(sessionId);
+    if (existsSync(join(gitDir, "HEAD"))) return gitDir;
+    await mkdir(this.root, { recursive: true });
+    const init = await runGit(["init", "--quiet", "--bare", gitDir], {
+      env: this.env,
+      timeoutMs: this.timeoutMs,
+      ...(signal ? { signal } : {}),
+    });
+    if (init.exitCode !== 0) throw new GitError(["init"], init);
+    // Snapshots are only reachable through refs/looprun/*: never let a gc near them.
+    await this.git(gitDir, null, ["config", "gc.auto", "0"], signal);
+    return gitDir;
+  }
+}

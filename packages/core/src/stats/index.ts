@@ -1,0 +1,2 @@
+export type { Convergence } from "./convergence";
+export { computeConvergence } from "./convergence";

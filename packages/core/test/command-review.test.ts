@@ -1,0 +1,275 @@
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type EventType, runStep } from "@looprun/core";
+import { MemoryRunStore } from "@looprun/core/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { makeRun, removeDir, resources, tempDir } from "./support";
+
+const sq = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+let ws: string;
+let tools: string;
+let store: MemoryRunStore;
+beforeEach(async () => {
+  ws = await tempDir("looprun-ws-");
+  tools = await tempDir("looprun-tools-");
+  store = new MemoryRunStore();
+});
+afterEach(async () => {
+  await removeDir(ws);
+  await removeDir(tools);
+});
+
+/** Writes greet.txt: "hello, world" once its prompt carries the fix plan, "hello" before. */
+function agent(): string {
+  const script = join(tools, "agent.sh");
+  writeFileSync(
+    script,
+    [
+      `cat > ${sq(tools)}/prompt-$LOOPRUN_ITERATION.txt`,
+      `if grep -q 'Write hello, world into greet.txt' ${sq(tools)}/prompt-$LOOPRUN_ITERATION.txt; then`,
+      "  echo 'hello, world' > greet.txt",
+      "else",
+      "  echo hello > greet.txt",
+      "fi",
+    ].join("\n"),
+  );
+  return `sh ${sq(script)}`;
+}
+
+/** Keeps its stdin (outside the workspace); blocks until greet.txt says "hello, world". */
+function reviewer(): string {
+  const script = join(tools, "reviewer.sh");
+  writeFileSync(
+    script,
+    [
+      `n=$(ls ${sq(tools)} | grep -c '^review-in-')`,
+      `cat > ${sq(tools)}/review-in-$((n + 1)).json`,
+      "echo 'reviewing on stderr' >&2",
+      "if grep -q 'hello, world' greet.txt; then",
+      `  echo '{"blockingIssues": [], "nonBlockingIssues": ["say it louder"], "score": 92, "fixPlan": []}'`,
+      "else",
+      `  echo '{"blockingIssues": ["greet.txt must greet the world"], "nonBlockingIssues": [], "score": 40, "fixPlan": ["Write hello, world into greet.txt", "Keep the newline"]}'`,
+      "fi",
+    ].join("\n"),
+  );
+  return `sh ${sq(script)}`;
+}
+
+const reviewInputs = () =>
+  readdirSync(tools)
+    .filter((f) => f.startsWith("review-in-"))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(join(tools, f), "utf8")));
+
+const types = (runId: string): EventType[] => store.eventsOf(runId).map((e) => e.type);
+
+describe("the command reviewer", () => {
+  it("blocks once with a fix plan that reaches the next prompt, then approves", async () => {
+    const run = makeRun(
+      {
+        task: "Greet the world in greet.txt",
+        requirements: "greet.txt says hello, world",
+        agent: { type: "command", command: agent() },
+        testCommand: "test -f greet.txt",
+        review: { type: "command", command: reviewer() },
+        cooldownMs: 0,
+      },
+      ws,
+    );
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toEqual({
+      kind: "finished",
+      status: "succeeded",
+      reason: "success",
+    });
+
+    const final = (await store.getRun(run.id))!;
+    expect(final.metrics).toMatchObject({
+      iterations: 2,
+      validationFailures: 0,
+      reviewBlockings: 1,
+    });
+    const reviews = store.reviewsOf(run.id);
+    expect(reviews).toHaveLength(2);
+    expect(reviews[0]).toMatchObject({
+      runId: run.id,
+      sessionId: run.sessionId,
+      phase: "review",
+      iteration: 1,
+      blockingIssues: ["greet.txt must greet the world"],
+      nonBlockingIssues: [],
+      score: 40,
+      fixPlan: ["Write hello, world into greet.txt", "Keep the newline"],
+    });
+    expect(reviews[1]).toMatchObject({
+      iteration: 2,
+      blockingIssues: [],
+      nonBlockingIssues: ["say it louder"],
+      score: 92,
+    });
+    expect(final.latestReviewId).toBe(reviews[1]?.id);
+
+    const its = store.iterationsOf(run.id);
+    expect(its.map((i) => [i.n, i.status, i.outcome, i.reviewId])).toEqual([
+      [1, "failed", "review_blocking", reviews[0]?.id],
+      [2, "passed", "complete", reviews[1]?.id],
+    ]);
+    expect(its[0]?.feedback).toContain("greet.txt must greet the world");
+    expect(its[0]?.feedback).toContain("1. Write hello, world into greet.txt\n2. Keep the newline");
+    // The fix plan is the next iteration's feedback: in its prompt, which the agent acted on.
+    expect(its[1]?.prompt).toContain("# Feedback from the previous iteration");
+    expect(its[1]?.prompt).toContain("Write hello, world into greet.txt");
+    expect(readFileSync(join(tools, "prompt-2.txt"), "utf8")).toBe(its[1]?.prompt);
+    expect(its[0]?.prompt).not.toContain("Write hello, world");
+    expect(its[0]?.prompt).toContain(
+      "a command reviewer of your change must find no blocking issue",
+    );
+    expect(readFileSync(join(ws, "greet.txt"), "utf8")).toBe("hello, world\n");
+
+    // The reviewer's stdin: exactly the protocol's fields; the diff is the run's change so far.
+    const [in1, in2] = reviewInputs();
+    expect(Object.keys(in1).sort()).toEqual([
+      "diff",
+      "iteration",
+      "requirements",
+      "task",
+      "validation",
+    ]);
+    expect(in1).toMatchObject({
+      task: "Greet the world in greet.txt",
+      requirements: "greet.txt says hello, world",
+      iteration: 1,
+      validation: [{ command: "test -f greet.txt", exitCode: 0 }],
+    });
+    expect(in1.diff).toContain("+++ b/greet.txt");
+    expect(in1.diff).toContain("+hello\n");
+    expect(in2.iteration).toBe(2);
+    expect(in2.diff).toContain("+hello, world\n");
+    expect(in2.diff).not.toContain("+hello\n");
+
+    expect(types(run.id)).toEqual([
+      "run_started",
+      "iteration_started",
+      "agent_started",
+      "agent_finished",
+      "validation_passed",
+      "review_blocking_detected",
+      "iteration_started",
+      "agent_started",
+      "agent_finished",
+      "validation_passed",
+      "review_approved",
+      "run_finished",
+    ]);
+    const events = store.eventsOf(run.id);
+    expect(events.find((e) => e.type === "review_blocking_detected")?.data).toMatchObject({
+      iteration: 1,
+      reviewId: reviews[0]?.id,
+      blockingIssues: 1,
+      nonBlockingIssues: 0,
+      score: 40,
+      fixPlan: ["Write hello, world into greet.txt", "Keep the newline"],
+      budget: { remainingIterations: 5 },
+    });
+    expect(events.find((e) => e.type === "review_approved")?.data).toMatchObject({
+      iteration: 2,
+      reviewId: reviews[1]?.id,
+      blockingIssues: 0,
+      nonBlockingIssues: 1,
+      score: 92,
+    });
+  });
+
+  it("is skipped while validation fails: no reviewer time on a change that goes back anyway", async () => {
+    const run = makeRun(
+      {
+        agent: {
+          type: "command",
+          command: `${agent()}; test "$LOOPRUN_ITERATION" = 1 && rm greet.txt; true`,
+        },
+        testCommand: "test -f greet.txt",
+        review: { type: "command", command: reviewer() },
+        cooldownMs: 0,
+        maxIterations: 2,
+      },
+      ws,
+    );
+    store.add(run);
+    await runStep(resources(store), run.id);
+    const its = store.iterationsOf(run.id);
+    expect(its.map((i) => [i.n, i.outcome, i.reviewId === null])).toEqual([
+      [1, "validation_failed", true],
+      [2, "review_blocking", false],
+    ]);
+    expect(reviewInputs().map((r) => r.iteration)).toEqual([2]);
+    expect(types(run.id).slice(4, 6)).toEqual(["validation_failed", "iteration_started"]);
+    // The review blocked the last allowed iteration: the budget ends the run, not an approval.
+    expect(await store.getRun(run.id)).toMatchObject({
+      status: "failed",
+      reason: "max_iterations",
+    });
+  });
+
+  it.each([
+    [
+      "prints something that is not JSON",
+      "echo looks good to me",
+      "invalid reviewer output (the answer is not valid JSON)",
+    ],
+    [
+      "prints JSON of the wrong shape",
+      `echo '{"blockingIssues": [], "nonBlockingIssues": [], "score": 150, "fixPlan": []}'`,
+      "invalid reviewer output (score:",
+    ],
+    ["prints nothing", "true", "invalid reviewer output"],
+    [
+      "exits non-zero",
+      `echo '{"blockingIssues": [], "nonBlockingIssues": [], "score": 90, "fixPlan": []}'; echo broke >&2; exit 3`,
+      "the reviewer exited 3: broke",
+    ],
+  ])(
+    "fails the run with phase_failed when it %s, never approving",
+    async (_what, command, error) => {
+      const run = makeRun(
+        {
+          agent: { type: "command", command: "echo hi > out.txt" },
+          testCommand: "true",
+          review: { type: "command", command },
+          cooldownMs: 0,
+        },
+        ws,
+      );
+      store.add(run);
+      expect(await runStep(resources(store), run.id)).toEqual({
+        kind: "finished",
+        status: "failed",
+        reason: "error",
+      });
+      const final = (await store.getRun(run.id))!;
+      expect(final.summary).toMatch(/^phase_failed: review: /);
+      expect(final.summary).toContain(error);
+      expect(final.latestReviewId).toBeNull();
+      expect(final.metrics.reviewBlockings).toBe(0);
+      expect(store.reviewsOf(run.id)).toEqual([]);
+      expect(store.iterationsOf(run.id).map((i) => [i.status, i.outcome, i.reviewId])).toEqual([
+        ["failed", "error", null],
+      ]);
+      expect(types(run.id)).toEqual([
+        "run_started",
+        "iteration_started",
+        "agent_started",
+        "agent_finished",
+        "validation_passed",
+        "phase_failed",
+        "run_finished",
+      ]);
+      expect(store.eventsOf(run.id).at(-2)?.data).toMatchObject({
+        iteration: 1,
+        phase: "review",
+        skipped: [],
+      });
+      expect(String(store.eventsOf(run.id).at(-2)?.data.error)).toContain(error);
+    },
+  );
+});

@@ -1,0 +1,301 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type Stack, startStack } from "./support/stack";
+
+const CHROMIUM = "/usr/bin/chromium";
+const available = existsSync(CHROMIUM) || process.env.CI === "true";
+if (!available) {
+  console.warn(
+    `e2e-dashboard: skipped — ${CHROMIUM} is missing (apt-get install -y chromium); in CI it always runs`,
+  );
+}
+
+/** Screenshots land here, for people to look at. */
+export const SHOTS = process.env.LOOPRUN_SHOTS_DIR ?? join(tmpdir(), "looprun-dashboard-shots");
+const TOKEN = "dashboard-e2e-token-0123456789";
+
+describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
+  let stack: Stack;
+  let context: BrowserContext;
+  let page: Page;
+  let profile: string;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startStack({
+      redisUrl: inject("redisUrl"),
+      env: { API_TOKEN: TOKEN, LOOPRUN_SSE_POLL_MS: "100" },
+    });
+    profile = mkdtempSync(join(tmpdir(), "looprun-chromium-"));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+      viewport: { width: 1366, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("console", (msg) => {
+      // Failed requests are judged below, by their URL.
+      if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) {
+        pageErrors.push(msg.text());
+      }
+    });
+    page.on("response", (res) => {
+      const { pathname } = new URL(res.url());
+      const expected =
+        (res.status() === 404 && /\/iterations\/\d+\/diff$/.test(pathname)) ||
+        (res.status() === 400 && pathname === "/api/runs");
+      if (res.status() >= 400 && !expected) {
+        pageErrors.push(`${res.status()} ${res.request().method()} ${pathname}`);
+      }
+    });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await stack?.stop();
+  });
+
+  const shot = (name: string) =>
+    page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const textOf = (selector: string) => page.locator(selector).first().innerText();
+  const waitText = (selector: string, text: string, timeout = 30_000) =>
+    page.locator(selector).filter({ hasText: text }).first().waitFor({ timeout });
+
+  /** Opens the form, applies a preset (and overrides), submits; resolves with what the page shows. */
+  async function submitForm(preset: string, overrides: Record<string, string> = {}) {
+    await page.goto(`${stack.url}/`);
+    await page.click("#open-submit");
+    await page.click(`[data-preset="${preset}"]`);
+    for (const [name, value] of Object.entries(overrides)) {
+      await page.fill(`#submit-form [name="${name}"]`, value);
+    }
+    await page.click("#submit-run");
+    await page.waitForSelector("#notice:not([hidden]), #submit-error:not([hidden])");
+    if (await page.isVisible("#submit-error")) return { error: await textOf("#submit-error") };
+    const id = (await textOf("#notice a")).trim();
+    return { id };
+  }
+
+  it("signs in with the token, submits a run through the form and shows it going live to succeeded", async () => {
+    await page.goto(`${stack.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+    await shot("login");
+    await page.fill("#login-token", TOKEN);
+    await page.click("#login-form button[type=submit]");
+    await page.waitForURL(`${stack.url}/`);
+
+    await page.click("#open-submit");
+    await page.click('[data-preset="recovers"]');
+    await page.fill('#submit-form [name="sessionId"]', "dash-recovers");
+    await page.click("summary");
+    await shot("submit-form");
+    // Marks this document: the run must go live without a reload.
+    await page.evaluate("window.sameDocument = true");
+    await page.click("#submit-run");
+    await page.waitForSelector("#notice:not([hidden])");
+    const id = (await textOf("#notice a")).trim();
+    expect(id).toMatch(/^[0-9A-Z]{26}$/);
+    await waitText(`tr[data-id="${id}"] .badge`, "succeeded");
+    expect(await page.evaluate("window.sameDocument")).toBe(true);
+    expect(await textOf(`tr[data-id="${id}"]`)).toContain("dash-recovers");
+    await shot("runs");
+
+    await page.click(`tr[data-id="${id}"] a`);
+    await page.waitForURL(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "succeeded");
+    await page.locator("#iterations li.iteration").nth(2).waitFor();
+    expect(await page.locator("#iterations li.iteration").count()).toBe(3);
+    await waitText("#events", "run_finished");
+    expect(await textOf("#run-reason")).toContain("success");
+    expect(await textOf("#budget-iterations-text")).toBe("3 used · 2 left of 5");
+    expect(await textOf("#budget-time-text")).toMatch(
+      /^\d\d:\d\d elapsed · \d\d:\d\d left of 05:00$/,
+    );
+    expect(await textOf("#review")).toContain("No review");
+    const first = page.locator('#iterations li.iteration[data-n="1"]');
+    expect(await first.innerText()).toContain("validation failed");
+    expect(await first.locator(".validation .exit").first().innerText()).toBe("exit 1");
+    expect(
+      await page
+        .locator('#iterations li.iteration[data-n="3"] .validation .exit')
+        .first()
+        .innerText(),
+    ).toBe("exit 0");
+    await first.locator(".validation summary").first().click();
+    expect(await first.locator(".validation pre").first().innerText()).toContain("count is 1");
+    await shot("run-succeeded");
+
+    await page.click('[data-role="validation"]');
+    const types = await Promise.all(
+      (await page.locator("#events li").all()).map((li) => li.getAttribute("data-type")),
+    );
+    expect(types.length).toBe(3);
+    expect(types.every((t) => t?.startsWith("validation_"))).toBe(true);
+    await page.click('[data-role="all"]');
+  });
+
+  it("stops a running run from its page", async () => {
+    const { id } = await submitForm("recovers", {
+      agentCommand: "sleep 120",
+      sessionId: "dash-stop",
+    });
+    expect(id).toBeDefined();
+    await page.goto(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "running");
+    await page.locator("#stop-run:not([disabled])").waitFor();
+    await shot("run-running");
+    await page.click("#stop-run");
+    await waitText("#run-status", "stopped", 20_000);
+    await waitText("#events", "stop_requested");
+    expect(await textOf("#run-reason")).toContain("stopped");
+    expect(await page.isDisabled("#stop-run")).toBe(true);
+  });
+
+  it("runs the time-budget and legacy maxAttempts presets", async () => {
+    const timed = await submitForm("time-budget", { sessionId: "dash-time" });
+    const legacy = await submitForm("legacy-max-attempts", { sessionId: "dash-legacy" });
+    expect(timed.id && legacy.id).toBeTruthy();
+    await page.goto(`${stack.url}/runs/${legacy.id}`);
+    await waitText("#run-status", "succeeded");
+    expect(await textOf("#budget-iterations-text")).toBe("2 used · 1 left of 3");
+
+    await page.goto(`${stack.url}/runs/${timed.id}`);
+    await waitText("#run-status", "failed", 40_000);
+    expect(await textOf("#run-reason")).toContain("max_minutes");
+    await waitText("#events", "budget_exhausted");
+    await shot("run-time-budget");
+  });
+
+  it("shows the API's 400 in the form, naming the fields", async () => {
+    const result = await submitForm("recovers", { task: "", agentCommand: "" });
+    expect(result.error).toContain("400 invalid_request");
+    expect(result.error).toMatch(/task/);
+    expect(result.error).toMatch(/agent\.command/);
+    await shot("submit-error");
+    await page.click("#cancel-submit");
+  });
+
+  // Reviewers arrive with issue #4: until the API takes them, the form shows its 400.
+  const reviewerPresets = [
+    { preset: "review-approved", status: "succeeded", iterations: 1, highlight: "review_approved" },
+    {
+      preset: "review-sends-back",
+      status: "succeeded",
+      iterations: 2,
+      highlight: "review_blocking_detected",
+    },
+    {
+      preset: "persistent-blocking",
+      status: "failed",
+      iterations: 3,
+      highlight: "review_blocking_detected",
+    },
+  ];
+  for (const { preset, status, iterations, highlight } of reviewerPresets) {
+    it(`runs the reviewer preset ${preset}, or shows why the API refuses it`, async () => {
+      const result = await submitForm(preset, { sessionId: `dash-${preset}` });
+      if (result.error !== undefined) {
+        expect(result.error).toContain("400 invalid_request");
+        expect(result.error).toMatch(/review/);
+        return;
+      }
+      await page.goto(`${stack.url}/runs/${result.id}`);
+      await waitText("#run-status", status, 45_000);
+      await waitText("#events", "run_finished");
+      expect(await page.locator("#iterations li.iteration").count()).toBe(iterations);
+      expect(
+        await page
+          .locator(`#events li.event[data-type="${highlight}"]`)
+          .first()
+          .getAttribute("class"),
+      ).toMatch(/hl-(good|bad)/);
+      // The review section is read again once the events say a review was made.
+      await page.locator("#review .score-num").waitFor();
+      await page
+        .locator(`#iterations li.iteration[data-n="${iterations}"] .it-head .badge`)
+        .filter({ hasText: /passed|failed/ })
+        .waitFor();
+      const review = await textOf("#review");
+      expect(await textOf("#review .score-num")).toMatch(/^\d+$/);
+      expect(review).toContain("Blocking issues");
+      expect(review).toContain("Fix plan");
+      if (preset === "persistent-blocking") {
+        expect(await textOf("#run-reason")).toContain("max_iterations");
+        expect(review).toContain("add() ignores non-numbers");
+        await waitText("#events", "budget_exhausted");
+        expect(
+          await page
+            .locator('#events li.event[data-type="budget_exhausted"]')
+            .getAttribute("class"),
+        ).toContain("hl-warn");
+        await shot("run-review-blocking");
+      }
+      if (preset === "review-approved") {
+        const first = page.locator('#iterations li.iteration[data-n="1"]');
+        await first.locator("summary", { hasText: "Review" }).click();
+        expect(await first.innerText()).toContain("add a unit test");
+        const diff = first.locator("summary", { hasText: "Diff" });
+        if ((await diff.count()) > 0) {
+          await diff.click();
+          expect(await first.locator("pre.diff").innerText()).toContain("add.js");
+        }
+        await shot("run-review-approved");
+      }
+    });
+  }
+
+  it("filters the list by status and session, and pages through it", async () => {
+    await page.goto(`${stack.url}/?limit=2`);
+    const rows = page.locator("#runs-body tr.run-row");
+    await rows.nth(1).waitFor();
+    expect(await rows.count()).toBe(2);
+    const firstPage = await rows.first().getAttribute("data-id");
+    await page.click("#page-older");
+    await page
+      .locator(`#runs-body tr.run-row[data-id="${firstPage}"]`)
+      .waitFor({ state: "detached" });
+    expect(await page.textContent("#page-label")).toBe("page 2");
+    await page.click("#page-newer");
+    await page.locator(`#runs-body tr.run-row[data-id="${firstPage}"]`).waitFor();
+
+    await page.goto(`${stack.url}/`);
+    await page.selectOption("#filter-status", "stopped");
+    await page.locator("#runs-body tr.run-row").first().waitFor();
+    await page
+      .locator("#runs-body tr.run-row .badge", { hasNotText: "stopped" })
+      .first()
+      .waitFor({ state: "detached" });
+    expect(await page.locator("#runs-body tr.run-row").count()).toBeGreaterThanOrEqual(1);
+    expect(new URL(page.url()).search).toBe("?status=stopped");
+
+    await page.selectOption("#filter-status", "");
+    await page.fill("#filter-session", "dash-legacy");
+    await page.press("#filter-session", "Enter");
+    await page
+      .locator("#runs-body tr.run-row", { hasNotText: "dash-legacy" })
+      .first()
+      .waitFor({ state: "detached" });
+    expect(await page.locator("#runs-body tr.run-row").count()).toBe(1);
+    await shot("runs-filtered");
+  });
+
+  it("raised no error in the page", () => {
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,522 @@
+// Fault injection through real processes (issue #5): each test breaks one thing — a worker
+// killed, paused or terminated, Redis wiped — and checks the guarantee that must survive it.
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  countEvents,
+  ensureWorkers,
+  expectIterationsOnce,
+  killGroup,
+  liveWorkers,
+  pauseOutsideWrites,
+  waitForDeath,
+  workerWithPid,
+} from "./support/cluster";
+import { type RedisHandle, startRedis } from "./support/redis-server";
+import {
+  commandRun,
+  expectWellFormedEvents,
+  getEvents,
+  getIterations,
+  getRun,
+  isAlive,
+  type RunView,
+  readPid,
+  type Stack,
+  StopWaiting,
+  startStack,
+  submit,
+  tempDir,
+  waitFor,
+  waitForEvent,
+  waitForStatus,
+} from "./support/stack";
+
+/** Short leases: a dead or paused worker's run is taken over within seconds. */
+const FAST_RECOVERY = {
+  LOOPRUN_LOCK_MS: "2000",
+  LOOPRUN_STALLED_INTERVAL_MS: "1000",
+  LOOPRUN_RECONCILE_MS: "1000",
+};
+/** Recovery needs a lease to expire and a stalled check; the machine may be busy. */
+const RECOVERY = { timeoutMs: 90_000 };
+/** What a write changes in a run (not the times computed when it is read). */
+const stableFields = (run: RunView) => {
+  const { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt } = run;
+  return { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt };
+};
+
+// TEMP-DEBUG
+function dumpLogs(stack: Stack | undefined, name: string) {
+  const dir = process.env.E2E_DUMP_LOGS;
+  if (!dir || !stack) return;
+  for (const w of [stack.apiProcess, ...stack.workers]) {
+    writeFileSync(join(dir, `${name}-${w.name.replace(" ", "")}-${w.pid}.log`), w.output());
+  }
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Workers log at info: their "run step done" lines show what a paused worker did later. */
+const WORKER_ENV = { LOG_LEVEL: "info" };
+
+describe("workers crashing, pausing and shutting down", () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ redisUrl: inject("redisUrl"), workers: 0, env: FAST_RECOVERY });
+    ensureWorkers(stack, 2, WORKER_ENV);
+  });
+
+  afterAll(async () => {
+    // A paused worker would ignore SIGTERM until continued.
+    for (const w of stack?.workers ?? []) {
+      if (!w.hasExited()) w.child.kill("SIGCONT");
+    }
+    dumpLogs(stack, "workers");
+    await stack?.stop();
+  });
+
+  it("resumes on another worker the run of a worker killed with SIGKILL mid-iteration", async () => {
+    ensureWorkers(stack, 2, WORKER_ENV);
+    // Iteration 1 fails its test; the first attempt of iteration 2 records its worker and
+    // sleeps (the worker is killed then); iteration 3 passes.
+    const agent = [
+      'n="$LOOPRUN_ITERATION"',
+      'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
+      'echo "iteration $n ran on $PPID"',
+      'if [ "$n" -ge 3 ]; then touch done; fi',
+    ].join("\n");
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "test -f done" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent of iteration 2 writing its pid",
+    });
+    try {
+      const doomed = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
+      expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
+      // The crashed worker's agent lives on in its own process group until the run resumes.
+      expect(isAlive(agentPid)).toBe(true);
+
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run, stack.logs()).toMatchObject({
+        status: "succeeded",
+        reason: "success",
+        iteration: 3,
+        metrics: { iterations: 3 },
+      });
+      const iterations = await getIterations(stack, id);
+      expect(expectIterationsOnce(iterations)).toEqual([
+        [1, 1, "failed"],
+        [2, 1, "abandoned"],
+        [2, 2, "failed"],
+        [3, 1, "passed"],
+      ]);
+      expect(iterations[1]?.finishedAt).not.toBeNull();
+      // The worker that resumed the run killed the agent the crashed one left behind.
+      await waitForDeath(agentPid, "the orphaned agent");
+
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(events.filter((e) => e.type === "run_resumed").map((e) => e.data)).toEqual([
+        expect.objectContaining({ iteration: 2, abandonedAttempt: 1 }),
+      ]);
+      expect(
+        events
+          .filter((e) => e.type === "iteration_started")
+          .map((e) => [e.data.iteration, e.data.attempt]),
+      ).toEqual([
+        [1, 1],
+        [2, 1],
+        [2, 2],
+        [3, 1],
+      ]);
+      expect(countEvents(events, "run_started")).toBe(1);
+      expect(countEvents(events, "run_finished")).toBe(1);
+    } finally {
+      killGroup(agentPid);
+    }
+  }, 150_000);
+
+  it("fences off a worker paused (SIGSTOP) past its lease: its writes are refused and its agent killed", async () => {
+    ensureWorkers(stack, 2, WORKER_ENV);
+    // Attempt 1 records its worker and sleeps; attempt 2 records its worker and holds the run
+    // until the test releases it.
+    const agent = [
+      "if [ -f started ]; then",
+      "  echo $PPID > worker2.pid",
+      "  while [ ! -f release ]; do sleep 0.1; done",
+      "  echo resumed",
+      "else",
+      "  touch started; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300",
+      "fi",
+    ].join("\n");
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    const paused = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
+    try {
+      await pauseOutsideWrites(paused, stack.databasePath);
+      // Another worker takes the run once the paused one's lease has expired.
+      const takerPid = await waitFor(() => readPid(join(running.workspace, "worker2.pid")), {
+        ...RECOVERY,
+        message: "another worker taking the run over",
+      });
+      expect(takerPid).not.toBe(paused.pid);
+      expect(stack.workers.some((w) => w.pid === takerPid && !w.hasExited())).toBe(true);
+      // The taker killed the paused worker's agent (its process group carries the run id).
+      await waitForDeath(agentPid, "the paused worker's agent");
+      const iterationsBefore = await getIterations(stack, id);
+      expect(iterationsBefore.map((it) => [it.n, it.attempt, it.status])).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "running"],
+      ]);
+      const eventsBefore = await getEvents(stack, id);
+      const runBefore = await getRun(stack, id);
+
+      // The paused worker wakes up while the other one holds the run.
+      paused.child.kill("SIGCONT");
+      await waitFor(
+        () =>
+          paused
+            .output()
+            .split("\n")
+            .some((line) => line.includes(id) && line.includes('"kind":"lease_lost"')),
+        { timeoutMs: 30_000, message: `the resumed worker giving run ${id} up (lease_lost)` },
+      );
+      // It wrote nothing: no event, no iteration change, the run as the taker left it.
+      expect(await getEvents(stack, id)).toEqual(eventsBefore);
+      expect(await getIterations(stack, id)).toEqual(iterationsBefore);
+      expect(stableFields(await getRun(stack, id))).toEqual(stableFields(runBefore));
+      expect(paused.hasExited()).toBe(false);
+
+      writeFileSync(join(running.workspace, "release"), "");
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      const iterations = await getIterations(stack, id);
+      expect(expectIterationsOnce(iterations)).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "passed"],
+      ]);
+      expect(iterations[1]?.agent?.output).toContain("resumed");
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(countEvents(events, "run_resumed")).toBe(1);
+      expect(countEvents(events, "iteration_started")).toBe(2);
+      expect(countEvents(events, "agent_finished")).toBe(1);
+      expect(countEvents(events, "run_finished")).toBe(1);
+      expect(events.at(-1)?.data).toMatchObject({ status: "succeeded", reason: "success" });
+    } finally {
+      if (!paused.hasExited()) paused.child.kill("SIGCONT");
+      killGroup(agentPid);
+    }
+  }, 150_000);
+
+  it("hands the iteration in flight back on SIGTERM; another worker runs it again as attempt 2", async () => {
+    ensureWorkers(stack, 2, WORKER_ENV);
+    const agent = [
+      "if [ -f started ]; then echo $PPID > worker2.pid; echo resumed; else",
+      "  touch started; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300",
+      "fi",
+    ].join("\n");
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    try {
+      const first = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
+      const exit = await first.stop("SIGTERM");
+      expect(exit, first.output()).toEqual({ code: 0, signal: null });
+      // It killed its agent before handing the run back.
+      expect(isAlive(agentPid)).toBe(false);
+
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      const iterations = await getIterations(stack, id);
+      expect(expectIterationsOnce(iterations)).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "passed"],
+      ]);
+      expect(iterations[1]?.agent?.output).toContain("resumed");
+      expect(readPid(join(running.workspace, "worker2.pid"))).not.toBe(first.pid);
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(events.filter((e) => e.type === "run_resumed").map((e) => e.data)).toEqual([
+        expect.objectContaining({ iteration: 1, abandonedAttempt: 1 }),
+      ]);
+      expect(countEvents(events, "run_finished")).toBe(1);
+    } finally {
+      killGroup(agentPid);
+    }
+  }, 150_000);
+
+  it("exits promptly on SIGTERM during a cooldown (it holds no job); the run goes on elsewhere", async () => {
+    ensureWorkers(stack, 2, WORKER_ENV);
+    const agent = [
+      'echo $PPID > "worker-$LOOPRUN_ITERATION.pid"',
+      'if [ "$LOOPRUN_ITERATION" -ge 2 ]; then touch done; fi',
+    ].join("\n");
+    const { id } = await submit(
+      stack,
+      commandRun(agent, { testCommand: "test -f done", cooldownMs: 6000 }),
+    );
+    await waitForEvent(stack, id, "cooldown_started", { timeoutMs: 60_000 });
+    const { workspace } = await getRun(stack, id);
+    const first = workerWithPid(stack, readPid(join(workspace, "worker-1.pid"))!);
+
+    const signalled = Date.now();
+    const exit = await first.stop("SIGTERM");
+    const tookMs = Date.now() - signalled;
+    expect(exit, first.output()).toEqual({ code: 0, signal: null });
+    expect(tookMs, "time from SIGTERM to exit during a cooldown").toBeLessThanOrEqual(10_000);
+    // It left within the cooldown: iteration 2 had not started.
+    expect((await getIterations(stack, id)).map((it) => [it.n, it.status])).toEqual([
+      [1, "failed"],
+    ]);
+
+    const run = await waitForStatus(stack, id, undefined, RECOVERY);
+    expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 2 });
+    const iterations = await getIterations(stack, id);
+    expect(expectIterationsOnce(iterations)).toEqual([
+      [1, 1, "failed"],
+      [2, 1, "passed"],
+    ]);
+    expect(readPid(join(workspace, "worker-2.pid"))).not.toBe(first.pid);
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    expect(countEvents(events, "run_resumed")).toBe(0);
+    expect(countEvents(events, "run_finished")).toBe(1);
+  }, 150_000);
+
+  it("fails a poison run (its agent kills its worker) after the attempt limit, freeing the session", async () => {
+    const sessionId = `poison-${Date.now()}`;
+    // Every attempt kills the worker that runs it (the agent's parent is that worker); the
+    // test restarts workers as they die.
+    const { id } = await submit(
+      stack,
+      commandRun('echo "$PPID" >> killed-workers; kill -9 $PPID', {
+        sessionId,
+        testCommand: "true",
+      }),
+    );
+    let supervising = true;
+    const supervisor = (async () => {
+      while (supervising) {
+        ensureWorkers(stack, 2, WORKER_ENV);
+        await pause(200);
+      }
+    })();
+    let run: Awaited<ReturnType<typeof waitForStatus>>;
+    try {
+      run = await waitForStatus(stack, id, undefined, { timeoutMs: 180_000 });
+    } finally {
+      supervising = false;
+      await supervisor;
+    }
+    console.log(
+      "POISON",
+      run.summary,
+      JSON.stringify(
+        await getIterations(stack, id).then((its) =>
+          its.map((it) => [it.n, it.attempt, it.status, it.outcome]),
+        ),
+      ),
+    );
+    expect(run).toMatchObject({ status: "failed", reason: "error" });
+    // Either limit may end it: the engine's (an iteration interrupted 3 times) or BullMQ's
+    // (a job stalled more than maxStalledCount times); both allow exactly 3 attempts.
+    expect(run.summary).toMatch(/interrupted 3 times|stalled more than allowable limit/);
+    const iterations = await getIterations(stack, id);
+    const rows = expectIterationsOnce(iterations);
+    expect(rows.map(([n, attempt]) => [n, attempt])).toEqual([
+      [1, 1],
+      [1, 2],
+      [1, 3],
+    ]);
+    expect(rows.every(([, , status]) => status === "abandoned" || status === "failed")).toBe(true);
+    const killed = readFileSync(join(run.workspace, "killed-workers"), "utf8").trim().split("\n");
+    expect(new Set(killed).size, `workers killed: ${killed.join(", ")}`).toBe(3);
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    expect(countEvents(events, "run_finished")).toBe(1);
+    expect(countEvents(events, "run_started")).toBe(1);
+
+    // The session is free again.
+    ensureWorkers(stack, 2, WORKER_ENV);
+    const next = await submit(stack, commandRun("echo fine", { sessionId, testCommand: "true" }));
+    expect(await waitForStatus(stack, next.id, undefined, RECOVERY)).toMatchObject({
+      status: "succeeded",
+    });
+  }, 300_000);
+});
+
+describe("Redis restarted empty mid-run", () => {
+  let redis: RedisHandle;
+  let redisDir: string;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redisDir = tempDir("looprun-redis-restart-");
+    redis = await startRedis({ dir: redisDir });
+    stack = await startStack({ redisUrl: redis.url, workers: 0, env: FAST_RECOVERY });
+    ensureWorkers(stack, 1, WORKER_ENV);
+  });
+
+  afterAll(async () => {
+    dumpLogs(stack, "redis");
+    await stack?.stop();
+    await redis?.stop();
+    if (redisDir) rmSync(redisDir, { recursive: true, force: true });
+  });
+
+  /** Kills Redis (-9) and starts an empty one on the same port. */
+  async function restartRedisEmpty(): Promise<void> {
+    const { port } = redis;
+    await redis.stop();
+    rmSync(redisDir, { recursive: true, force: true });
+    redisDir = tempDir("looprun-redis-restart-");
+    redis = await startRedis({ port, dir: redisDir });
+  }
+
+  it("finishes a run whose delayed job (a cooldown) was lost: the reconciler enqueues it again", async () => {
+    const worker = liveWorkers(stack)[0]!;
+    const agent = 'if [ "$LOOPRUN_ITERATION" -ge 2 ]; then touch done; fi';
+    const { id } = await submit(
+      stack,
+      commandRun(agent, { testCommand: "test -f done", cooldownMs: 3000 }),
+    );
+    await waitForEvent(stack, id, "cooldown_started", { timeoutMs: 60_000 });
+    await restartRedisEmpty();
+
+    const run = await waitForStatus(stack, id, undefined, RECOVERY);
+    expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 2 });
+    // The same worker reconnected and finished it.
+    expect(worker.hasExited()).toBe(false);
+    const iterations = await getIterations(stack, id);
+    expect(expectIterationsOnce(iterations)).toEqual([
+      [1, 1, "failed"],
+      [2, 1, "passed"],
+    ]);
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    expect(countEvents(events, "iteration_started")).toBe(2);
+    expect(countEvents(events, "run_finished")).toBe(1);
+  }, 150_000);
+
+  it("finishes a run whose active job was lost mid-iteration, running the iteration again", async () => {
+    const worker = liveWorkers(stack)[0]!;
+    const agent =
+      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    try {
+      await restartRedisEmpty();
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      expect(worker.hasExited()).toBe(false);
+      const iterations = await getIterations(stack, id);
+      expect(expectIterationsOnce(iterations)).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "passed"],
+      ]);
+      await waitForDeath(agentPid, "the agent of the lost attempt");
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(countEvents(events, "run_resumed")).toBe(1);
+      expect(countEvents(events, "run_finished")).toBe(1);
+    } finally {
+      killGroup(agentPid);
+    }
+  }, 150_000);
+  it("keeps the lease of a run its own worker took again after Redis lost the job, and stops it by pub/sub", async () => {
+    // One worker whose lock renewal is slow (so the reconciler, not the renewal, notices the
+    // lost job) and whose DB poll is too slow to matter: stops must come by pub/sub.
+    for (const w of liveWorkers(stack)) await w.stop();
+    const lockMs = 30_000;
+    const worker = stack.startWorker({
+      ...WORKER_ENV,
+      LOOPRUN_LOCK_MS: String(lockMs),
+      LOOPRUN_STOP_POLL_MS: "120000",
+    });
+    const agent = [
+      "if [ -f started ]; then echo $$ > agent2.pid; exec sleep 300; fi",
+      "touch started; echo $$ > agent.pid; exec sleep 300",
+    ].join("\n");
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    let agent2Pid: number | undefined;
+    let client: Redis | undefined;
+    try {
+      await restartRedisEmpty();
+      // The reconciler enqueues the run again; the same worker takes it, and its first step
+      // of the run ends, fenced off.
+      agent2Pid = await waitFor(() => readPid(join(running.workspace, "agent2.pid")), {
+        ...RECOVERY,
+        message: "the run taken again",
+      });
+      await waitFor(
+        () =>
+          worker
+            .output()
+            .split("\n")
+            .some((line) => line.includes(id) && line.includes('"kind":"lease_lost"')),
+        { timeoutMs: 30_000, message: "the first step of the run ending (lease_lost)" },
+      );
+      await waitForDeath(agentPid, "the first attempt's agent");
+
+      // The lock of the second step is still renewed after the first one ended (BullMQ tracks
+      // locks by job id), so it is not taken for stalled: its time to live goes up again.
+      client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+      const lockKey = `${stack.prefix}:looprun-runs:${id}:lock`;
+      let lowest = Number.POSITIVE_INFINITY;
+      await waitFor(
+        async () => {
+          const ttl = await client!.pttl(lockKey);
+          if (ttl < 0) throw new StopWaiting(`the lock of run ${id} expired (pttl ${ttl})`);
+          if (ttl > lowest + 1000) return true;
+          lowest = Math.min(lowest, ttl);
+          return false;
+        },
+        { timeoutMs: lockMs, intervalMs: 200, message: "the second step's lock being renewed" },
+      );
+      expect((await getIterations(stack, id)).map((it) => [it.n, it.attempt, it.status])).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "running"],
+      ]);
+
+      const asked = Date.now();
+      const res = await stack.api("POST", `/api/runs/${id}/stop`);
+      expect(res.status).toBe(202);
+      const run = await waitForStatus(stack, id, ["stopped"], { timeoutMs: 30_000 });
+      expect(Date.now() - asked, "time from the stop request to `stopped`").toBeLessThanOrEqual(
+        10_000,
+      );
+      expect(run).toMatchObject({ status: "stopped", reason: "stopped" });
+      expect(isAlive(agent2Pid)).toBe(false);
+      const iterations = await getIterations(stack, id);
+      expect(expectIterationsOnce(iterations)).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "failed"],
+      ]);
+      expect(iterations[1]?.outcome).toBe("stopped");
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(countEvents(events, "run_finished")).toBe(1);
+    } finally {
+      client?.disconnect();
+      killGroup(agentPid);
+      killGroup(agent2Pid);
+    }
+  }, 150_000);
+});

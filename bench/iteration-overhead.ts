@@ -31,8 +31,21 @@ done
 
 interface LooprunSample {
   wallMs: number;
-  /** Time per iteration spent outside the two commands (agent + validation durations). */
-  overheadPerIterationMs: number;
+  /** POST → the first iteration's start: pickup, claim, start (and whatever runs before it). */
+  beforeFirstMs: number;
+  /** Per iteration: the agent and test commands, as looprun times them (spawn to reaped). */
+  commandsMs: number;
+  /** Per iteration: inside it but outside the commands (prompt, commits, snapshot, decision). */
+  engineMs: number;
+  /** Per iteration: from one iteration's end to the next one's start. */
+  betweenMs: number;
+}
+
+interface IterationView {
+  startedAt: string;
+  finishedAt: string;
+  agent: { durationMs: number };
+  validation: { durationMs: number }[];
 }
 
 async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
@@ -47,15 +60,25 @@ async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
   if (run.metrics.iterations !== ITERATIONS) {
     throw new Error(`run ${id} took ${run.metrics.iterations} iterations, not ${ITERATIONS}`);
   }
-  const its = (await api(stack.url, "GET", `/api/runs/${id}/iterations`)).body.items as {
-    agent: { durationMs: number };
-    validation: { durationMs: number }[];
-  }[];
-  const inCommands = its.reduce(
-    (n, it) => n + it.agent.durationMs + it.validation.reduce((m, v) => m + v.durationMs, 0),
-    0,
-  );
-  return { wallMs, overheadPerIterationMs: (wallMs - inCommands) / ITERATIONS };
+  const its = (await api(stack.url, "GET", `/api/runs/${id}/iterations`)).body
+    .items as IterationView[];
+  let commands = 0;
+  let inside = 0;
+  let between = 0;
+  its.forEach((it, i) => {
+    const c = it.agent.durationMs + it.validation.reduce((m, v) => m + v.durationMs, 0);
+    commands += c;
+    inside += Date.parse(it.finishedAt) - Date.parse(it.startedAt) - c;
+    const next = its[i + 1];
+    if (next) between += Date.parse(next.startedAt) - Date.parse(it.finishedAt);
+  });
+  return {
+    wallMs,
+    beforeFirstMs: Date.parse(its[0]?.startedAt ?? "") - t0,
+    commandsMs: commands / ITERATIONS,
+    engineMs: inside / ITERATIONS,
+    betweenMs: between / (ITERATIONS - 1),
+  };
 }
 
 async function bashOnce(): Promise<number> {
@@ -116,20 +139,35 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
         met: ratio.median <= 1.5,
       },
       {
-        name: "looprun time per iteration outside the commands",
+        name: "looprun breakdown: POST → first iteration starts",
         unit: "ms",
-        looprun: summarize(looprun.map((s) => s.overheadPerIterationMs)),
+        looprun: summarize(looprun.map((x) => x.beforeFirstMs)),
+      },
+      {
+        name: "looprun breakdown per iteration: the two commands",
+        unit: "ms",
+        looprun: summarize(looprun.map((x) => x.commandsMs)),
         baseline: {
           name: "bash (whole iteration)",
-          summary: summarize(bash.map((b) => b / ITERATIONS)),
+          summary: summarize(bash.map((x) => x / ITERATIONS)),
         },
+      },
+      {
+        name: "looprun breakdown per iteration: engine inside the iteration",
+        unit: "ms",
+        looprun: summarize(looprun.map((x) => x.engineMs)),
+      },
+      {
+        name: "looprun breakdown per iteration: between iterations",
+        unit: "ms",
+        looprun: summarize(looprun.map((x) => x.betweenMs)),
       },
     ],
     notes: [
       `Agent \`${AGENT}\`, test \`${TEST}\`, cooldown 0, maxIterations ${ITERATIONS}: the run succeeds at iteration ${ITERATIONS}. One worker process (WORKER_CONCURRENCY=2, the default), LOG_LEVEL=info.`,
       "looprun is timed from just before `POST /api/runs` to the run's `finishedAt`; the bash loop from spawning `bash -c` to its exit.",
       'The bash loop runs each command as `sh -c "$CMD"` (the agent with a prompt file on stdin), as looprun does: a Ralph loop, not shell builtins.',
-      '"Outside the commands" is (wall time − Σ agent and validation durations) / iterations: pickup, prompt building, the DB commits of each iteration (each a synchronous=FULL transaction), process spawning and reaping.',
+      "The breakdown comes from the stored iterations (whole milliseconds): the commands are the agent's and the test's durations as looprun records them (from spawn until the process group is reaped); \"engine inside the iteration\" is the rest of each iteration's startedAt → finishedAt: the prompt, the DB commits of the iteration (each a synchronous=FULL transaction), the workspace snapshot (git) and the decision; \"between iterations\" is one iteration's finishedAt to the next one's startedAt.",
       "One warm-up run of each, not recorded.",
     ],
   };

@@ -72,7 +72,7 @@ async function measureOnce(
 export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
   const runs = ctx.quick ? 200 : 1000;
   const warmRuns = ctx.quick ? 50 : 100;
-  const reps = ctx.quick ? 1 : Math.min(ctx.reps, 3);
+  const reps = ctx.quick ? 1 : Math.min(ctx.reps, 2);
   const settleMs = ctx.quick ? 3000 : 10_000;
   const samples: MemorySample[] = [];
   for (let rep = 0; rep < reps; rep++) {

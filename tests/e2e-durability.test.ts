@@ -48,15 +48,6 @@ const stableFields = (run: RunView) => {
   return { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt };
 };
 
-// TEMP-DEBUG
-function dumpLogs(stack: Stack | undefined, name: string) {
-  const dir = process.env.E2E_DUMP_LOGS;
-  if (!dir || !stack) return;
-  for (const w of [stack.apiProcess, ...stack.workers]) {
-    writeFileSync(join(dir, `${name}-${w.name.replace(" ", "")}-${w.pid}.log`), w.output());
-  }
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Workers log at info: their "run step done" lines show what a paused worker did later. */
@@ -75,7 +66,6 @@ describe("workers crashing, pausing and shutting down", () => {
     for (const w of stack?.workers ?? []) {
       if (!w.hasExited()) w.child.kill("SIGCONT");
     }
-    dumpLogs(stack, "workers");
     await stack?.stop();
   });
 
@@ -318,15 +308,6 @@ describe("workers crashing, pausing and shutting down", () => {
       supervising = false;
       await supervisor;
     }
-    console.log(
-      "POISON",
-      run.summary,
-      JSON.stringify(
-        await getIterations(stack, id).then((its) =>
-          its.map((it) => [it.n, it.attempt, it.status, it.outcome]),
-        ),
-      ),
-    );
     expect(run).toMatchObject({ status: "failed", reason: "error" });
     // Either limit may end it: the engine's (an iteration interrupted 3 times) or BullMQ's
     // (a job stalled more than maxStalledCount times); both allow exactly 3 attempts.
@@ -368,7 +349,6 @@ describe("Redis restarted empty mid-run", () => {
   });
 
   afterAll(async () => {
-    dumpLogs(stack, "redis");
     await stack?.stop();
     await redis?.stop();
     if (redisDir) rmSync(redisDir, { recursive: true, force: true });

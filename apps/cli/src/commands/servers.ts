@@ -33,7 +33,8 @@ export async function devCommand(): Promise<void> {
     [
       "",
       "looprun is running",
-      `  API        ${api.url}`,
+      `  Dashboard  ${api.url}/`,
+      `  API        ${api.url}/api  (OpenAPI: ${api.url}/api/openapi.json, metrics: ${api.url}/metrics)`,
       `  Redis      ${env.REDIS_URL} ${redisNote}`,
       `  Database   ${apiEnv.DATABASE_PATH}`,
       `  Workspaces ${apiEnv.WORKSPACES_ROOT}`,

@@ -70,10 +70,10 @@ async function measureOnce(
 
 /** 6. Idle RSS of the API and a worker, and their growth over 1,000 runs. */
 export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
-  const runs = ctx.quick ? 200 : 1000;
-  const warmRuns = ctx.quick ? 50 : 100;
+  const runs = ctx.quick ? 100 : 1000;
+  const warmRuns = ctx.quick ? 25 : 100;
   const reps = ctx.quick ? 1 : Math.min(ctx.reps, 2);
-  const settleMs = ctx.quick ? 3000 : 10_000;
+  const settleMs = ctx.quick ? 2000 : 10_000;
   const samples: MemorySample[] = [];
   for (let rep = 0; rep < reps; rep++) {
     samples.push(await measureOnce(ctx, runs, warmRuns, settleMs));
@@ -134,7 +134,7 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
     title: "6. Memory",
     figures,
     notes: [
-      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 200 runs, not 1,000)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (through tsx, no --expose-gc: measured as is).`,
+      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (through tsx, no --expose-gc: measured as is).`,
       `RSS is VmRSS from /proc/<pid>/status, the median of 5 readings 200 ms apart, taken ${settleMs / 1000} s after the processes went idle: at start-up ("idle"), after the first ${warmRuns} runs, and after all ${runs} (trivial runs: agent \`true\`, test \`true\`, 20 submits in flight).`,
       "The growth goal compares the end with the idle start; the last row compares it with the state after the first runs (code compiled, pools and caches filled), which isolates growth that keeps going.",
     ],

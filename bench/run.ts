@@ -8,7 +8,7 @@ import { submitPath } from "./submit-path";
 import type { BenchContext } from "./support/context";
 import { setLooprunRoot, setProfileDir } from "./support/looprun";
 import { load1, machineInfo } from "./support/machine";
-import { killEverything, REPO_ROOT, stopEverything } from "./support/processes";
+import { killEverything, REPO_ROOT, recentOutputs, stopEverything } from "./support/processes";
 import { startRedis } from "./support/redis";
 import { type ScenarioResult, textTable, writeResults } from "./support/report";
 
@@ -134,6 +134,7 @@ main().catch(async (error: unknown) => {
   process.stderr.write(
     `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );
+  process.stderr.write(`output of the processes started last:\n${recentOutputs()}\n`);
   await stopEverything().catch(() => killEverything());
   process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { availableParallelism } from "node:os";
 import type { BenchContext } from "./support/context";
 import {
   api,
@@ -9,14 +10,30 @@ import {
   submitRun,
   waitForIdle,
 } from "./support/looprun";
+import { cpuMs } from "./support/processes";
 import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
 const WORKER_COUNTS = [1, 2, 4] as const;
 
-/** Submits `count` I/O-bound runs at once and returns runs per second until the last one ended. */
-async function batch(ctx: BenchContext, stack: BenchStack, count: number): Promise<number> {
+interface BatchResult {
+  runsPerSecond: number;
+  /** CPU time per run of the API, the workers (with their commands) and Redis. */
+  cpuMsPerRun: number;
+}
+
+/** Everything a run uses CPU in: the API, the workers and their commands, Redis. */
+function stackCpuMs(ctx: BenchContext, stack: BenchStack): number {
+  return [ctx.redis.process.pid, stack.api.pid, ...stack.workers.map((w) => w.pid)].reduce(
+    (n, pid) => n + cpuMs(pid),
+    0,
+  );
+}
+
+/** Submits `count` I/O-bound runs at once; runs per second until the last one ended. */
+async function batch(ctx: BenchContext, stack: BenchStack, count: number): Promise<BatchResult> {
   const tag = randomBytes(4).toString("hex");
+  const cpu0 = stackCpuMs(ctx, stack);
   const t0 = Date.now();
   const ids: string[] = [];
   // 20 submits in flight: the API is not what this measures.
@@ -38,19 +55,26 @@ async function batch(ctx: BenchContext, stack: BenchStack, count: number): Promi
   let last = 0;
   for (const id of ids) {
     const run = (await api(stack.url, "GET", `/api/runs/${id}`)).body as RunView;
-    if (run.status !== "succeeded")
-      throw new Error(`run ${id} ended ${run.status}: ${run.summary}`);
+    if (run.status !== "succeeded") {
+      const its = (await api(stack.url, "GET", `/api/runs/${id}/iterations`)).body.items;
+      throw new Error(
+        `run ${id} ended ${run.status} (${run.reason}: ${run.summary}); iterations: ${JSON.stringify(its).slice(0, 3000)}`,
+      );
+    }
     last = Math.max(last, Date.parse(run.finishedAt ?? ""));
   }
-  if (ctx.quick && last - t0 < 500) throw new Error("scale-out batch too short to measure");
-  return (count * 1000) / (last - t0);
+  return {
+    runsPerSecond: (count * 1000) / (last - t0),
+    cpuMsPerRun: (stackCpuMs(ctx, stack) - cpu0) / count,
+  };
 }
 
 /** 4. Runs per second of I/O-bound runs with 1, 2 and 4 worker processes. */
 export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
-  const perWorker = ctx.quick ? 8 : 20;
+  const perWorker = ctx.quick ? 5 : 20;
   const stack = await startStack({ redisUrl: ctx.redis.url });
   const rates: Record<number, number[]> = { 1: [], 2: [], 4: [] };
+  const cpu: number[] = [];
   try {
     // Warm-up: the API's submit path and one worker's first runs.
     await stack.startWorker({ WORKER_CONCURRENCY: "1" });
@@ -61,7 +85,9 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
         await Promise.all(
           Array.from({ length: workers }, () => stack.startWorker({ WORKER_CONCURRENCY: "1" })),
         );
-        rates[workers]?.push(await batch(ctx, stack, perWorker * workers));
+        const result = await batch(ctx, stack, perWorker * workers);
+        rates[workers]?.push(result.runsPerSecond);
+        cpu.push(result.cpuMsPerRun);
         await stack.stopWorkers();
       }
       ctx.log(
@@ -88,6 +114,14 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
       ...(workers === 4 ? { goal: "≥ 3.5× 1 worker", met: ratio.median >= 3.5 } : {}),
     });
   }
+  const cpuPerRun = summarize(cpu);
+  figures.push({
+    name: "CPU time per run (API + workers with their commands + Redis)",
+    unit: "ms",
+    digits: 0,
+    looprun: cpuPerRun,
+  });
+  const bound = (availableParallelism() * 1000) / cpuPerRun.median;
   return {
     id: "scale-out",
     title: "4. Scale-out",
@@ -95,6 +129,7 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
     notes: [
       `I/O-bound runs: agent \`sleep 0.2\`, test \`true\`, one iteration each. ${perWorker} runs per worker process (so ${perWorker}, ${perWorker * 2} and ${perWorker * 4}), submitted at once (20 in flight) to idle workers with WORKER_CONCURRENCY=1 each, one API; runs/s = runs / (last finishedAt − first submit).`,
       "The workers are started fresh for each measurement (after they report ready) and stopped after it; the API, Redis and the database stay.",
+      `CPU per run is measured from /proc (utime+stime of the API, the workers and Redis, with the children the workers waited for: agent, test and git commands) over every batch. At ${cpuPerRun.median.toFixed(0)} ms of CPU per run, ${availableParallelism()} cores cannot finish more than about ${bound.toFixed(1)} runs/s whatever the number of workers — ${(bound / (rates[1] ? summarize(rates[1]).median : Number.NaN)).toFixed(1)}× one worker's rate here.`,
       "A floor for one worker is 1 run / 0.2 s = 5 runs/s; what a run costs beyond the sleep (the API, the worker's commits and spawns) is CPU, and this machine has 2 cores for the API, Redis, the workers and the bench itself.",
     ],
   };

@@ -38,7 +38,7 @@ function checkErrors(what: string, r: LoadResult): void {
   if (errors.length > 0) throw new Error(`${what}: non-2xx answers ${JSON.stringify(r.errors)}`);
 }
 
-async function measureLooprun(ctx: BenchContext): Promise<LoadResult> {
+export async function measureLooprun(ctx: BenchContext): Promise<LoadResult> {
   // No workers: the API alone is measured (the jobs wait in Redis).
   const stack = await startStack({ redisUrl: ctx.redis.url });
   try {
@@ -51,7 +51,7 @@ async function measureLooprun(ctx: BenchContext): Promise<LoadResult> {
   }
 }
 
-async function measureBaseline(ctx: BenchContext): Promise<LoadResult> {
+export async function measureBaseline(ctx: BenchContext): Promise<LoadResult> {
   const dir = tempDir("looprun-bench-baseline-");
   const port = await freePort();
   const server = spawnTs("baseline submit server", "bench/baselines/submit-server.ts", {

@@ -130,6 +130,34 @@ describe("workers crashing, pausing and shutting down", () => {
     }
   }, 150_000);
 
+  it("kills the agent of a worker that died right after starting it, before recording it", async () => {
+    ensureWorkers(stack, 2, WORKER_ENV);
+    // The first attempt's agent kills its worker at once (shell builtins only: before the
+    // worker has stored the agent's process group), then lives on.
+    const agent = [
+      "if [ -f started ]; then echo resumed; else",
+      "  kill -9 $PPID; echo $$ > agent.pid; : > started; exec sleep 300",
+      "fi",
+    ].join("\n");
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    try {
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      expect(expectIterationsOnce(await getIterations(stack, id))).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "passed"],
+      ]);
+      // The worker that resumed the run killed the agent the dead one left behind.
+      await waitForDeath(agentPid, "the orphaned agent");
+    } finally {
+      killGroup(agentPid);
+    }
+  }, 150_000);
+
   it("fences off a worker paused (SIGSTOP) past its lease: its writes are refused and its agent killed", async () => {
     ensureWorkers(stack, 2, WORKER_ENV);
     // Attempt 1 records its worker and sleeps; attempt 2 records its worker and holds the run
@@ -334,6 +362,44 @@ describe("workers crashing, pausing and shutting down", () => {
       status: "succeeded",
     });
   }, 300_000);
+
+  it("fails a run whose iteration was handed back 3 times (the engine's attempt limit), freeing the session", async () => {
+    // Hand-backs (SIGTERM) are not stalls, so BullMQ's stall limit never applies: the
+    // engine's own limit of 3 interrupted attempts ends the run.
+    ensureWorkers(stack, 2, WORKER_ENV);
+    const sessionId = `handed-back-${Date.now()}`;
+    const agent =
+      'n=$(ls | grep -c "^attempt-"); echo $PPID > "attempt-$((n + 1)).pid"; exec sleep 300';
+    const { id } = await submit(stack, commandRun(agent, { sessionId, testCommand: "true" }));
+    const { workspace } = await waitForStatus(stack, id, ["running"]);
+    for (const attempt of [1, 2, 3]) {
+      const pid = await waitFor(() => readPid(join(workspace, `attempt-${attempt}.pid`)), {
+        ...RECOVERY,
+        message: `attempt ${attempt} starting`,
+      });
+      const worker = workerWithPid(stack, pid);
+      expect(await worker.stop("SIGTERM"), worker.output()).toEqual({ code: 0, signal: null });
+      ensureWorkers(stack, 2, WORKER_ENV);
+    }
+    const run = await waitForStatus(stack, id, undefined, RECOVERY);
+    expect(run).toMatchObject({ status: "failed", reason: "error" });
+    expect(run.summary).toContain("interrupted 3 times");
+    const iterations = await getIterations(stack, id);
+    expect(expectIterationsOnce(iterations)).toEqual([
+      [1, 1, "abandoned"],
+      [1, 2, "abandoned"],
+      [1, 3, "abandoned"],
+    ]);
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    expect(countEvents(events, "iteration_started")).toBe(3);
+    expect(countEvents(events, "run_finished")).toBe(1);
+
+    const next = await submit(stack, commandRun("echo fine", { sessionId, testCommand: "true" }));
+    expect(await waitForStatus(stack, next.id, undefined, RECOVERY)).toMatchObject({
+      status: "succeeded",
+    });
+  }, 200_000);
 });
 
 describe("Redis restarted empty mid-run", () => {

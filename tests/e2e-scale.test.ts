@@ -42,8 +42,10 @@ beforeAll(async () => {
     redisUrl: inject("redisUrl"),
     workers: 2,
     env: {
-      LOOPRUN_LOCK_MS: "2000",
-      LOOPRUN_STALLED_INTERVAL_MS: "1000",
+      // Nothing here recovers from a crash; a lease of a few seconds would be taken over now
+      // and then on a saturated machine (a fenced takeover, but "processed twice").
+      LOOPRUN_LOCK_MS: "15000",
+      LOOPRUN_STALLED_INTERVAL_MS: "5000",
       LOOPRUN_RECONCILE_MS: "1000",
       // Stops must arrive by pub/sub: the workers' DB poll would take a minute.
       LOOPRUN_STOP_POLL_MS: "60000",
@@ -272,5 +274,11 @@ describe("many runs on many workers", () => {
     }
     // The work was shared (the agents recorded the worker that ran them).
     expect(usedWorkers.size).toBeGreaterThanOrEqual(2);
+    // And the reconciler, running every second on every worker, found nothing to repair: it
+    // never enqueued one of these runs again (not even one that finished while it looked).
+    const repaired = stack.workers
+      .flatMap((w) => w.output().split("\n"))
+      .filter((line) => line.includes("reconciled runs") && ids.some((id) => line.includes(id)));
+    expect(repaired).toEqual([]);
   }, 240_000);
 });

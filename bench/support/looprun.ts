@@ -119,10 +119,10 @@ export async function startStack(config: StackConfig): Promise<BenchStack> {
   };
   try {
     await waitUntil(
-      "the API answering /healthz",
+      "the API answering /readyz (Redis and the database up)",
       async () => {
         if (api.hasExited()) throw new Error(`api exited: ${api.output()}`);
-        const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
         return res.status === 200;
       },
       { timeoutMs: 60_000, intervalMs: 100 },

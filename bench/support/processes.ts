@@ -49,6 +49,19 @@ export function killEverything(): void {
 
 process.once("exit", killEverything);
 
+/** The processes started last (running or not), whose output a failure message shows. */
+const recent: BenchProcess[] = [];
+
+/** The tail of the output of the processes started last, for a failure message. */
+export function recentOutputs(): string {
+  return recent
+    .map(
+      (p) =>
+        `--- ${p.name} (pid ${p.pid}${p.hasExited() ? ", exited" : ""})\n${p.output().slice(-2000)}`,
+    )
+    .join("\n");
+}
+
 /** Stops every process still running (gracefully first), then removes the temp dirs. */
 export async function stopEverything(): Promise<void> {
   await Promise.all([...live].map((p) => p.stop("SIGTERM", 10_000)));
@@ -139,6 +152,8 @@ export function spawnTracked(
     },
   };
   live.add(proc);
+  recent.push(proc);
+  if (recent.length > 8) recent.shift();
   void exited.then(() => live.delete(proc));
   return proc;
 }
@@ -220,3 +235,22 @@ export function spawnTs(
     env: { ...baseEnv(), ...env },
   });
 }
+
+/**
+ * CPU time (ms) a process has used, with that of its children it has waited for (their
+ * commands): utime + stime + cutime + cstime from /proc/<pid>/stat; NaN when unreadable.
+ */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid …": fields 14–17 (1-based) after the comm, which may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = [11, 12, 13, 14].reduce((n, i) => n + Number(fields[i]), 0);
+    return (ticks * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)). */
+const CLOCK_TICKS = 100;

@@ -9,6 +9,8 @@ export interface AppDeps {
   repo: RunRepository;
   queue: RunQueue;
   workspacesRoot: string;
+  /** Where the workers keep the workspace snapshots (for rollbacks). @defaultValue .looprun/snapshots */
+  snapshotsDir?: string;
   /** @defaultValue Date.now */
   now?: () => number;
   /** @defaultValue ulid */

@@ -8,6 +8,8 @@ export const ApiEnv = z
     PORT: z.coerce.number().int().min(0).max(65535).default(8787),
     DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
     WORKSPACES_ROOT: z.string().min(1).default(".looprun/workspaces"),
+    /** The workers' snapshot git dirs (rollbacks restore from them): as the worker's setting. */
+    LOOPRUN_SNAPSHOTS_DIR: z.string().min(1).optional(),
     REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
     /** BullMQ key prefix: lets several looprun installs (or test runs) share one Redis. */
     LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),

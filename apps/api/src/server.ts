@@ -1,4 +1,4 @@
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { collectSecrets, Redactor, redactingLogOptions } from "@looprun/core";
@@ -26,6 +26,10 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       repo: new RunRepository(database.db),
       queue,
       workspacesRoot: resolve(env.WORKSPACES_ROOT),
+      // The same default as the workers': `snapshots` next to the database file.
+      snapshotsDir: resolve(
+        env.LOOPRUN_SNAPSHOTS_DIR ?? join(dirname(env.DATABASE_PATH), "snapshots"),
+      ),
       ...(env.API_TOKEN ? { apiToken: env.API_TOKEN } : {}),
       redactor,
       corsOrigins: env.CORS_ORIGINS,

@@ -7,7 +7,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WriteBatcher } from "../src/write-batcher";
 
 const spec = normalizeSubmission(
-  RunSubmission.parse({ task: "t", agent: { type: "command", command: "true" }, testCommand: "true" }),
+  RunSubmission.parse({
+    task: "t",
+    agent: { type: "command", command: "true" },
+    testCommand: "true",
+  }),
 );
 
 describe("WriteBatcher (group commit on a real SQLite file)", () => {
@@ -45,7 +49,9 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
   });
 
   it("commits the writes handed over together in one transaction, each settling with its result", async () => {
-    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => batcher.run(() => repo.createRun(input(`s-${i}`)))));
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => batcher.run(() => repo.createRun(input(`s-${i}`)))),
+    );
     expect(commits).toBe(1);
     expect(new Set(runs.map((r) => r.id)).size).toBe(20);
     for (const run of runs) expect(repo.getRun(run.id)?.status).toBe("queued");
@@ -107,7 +113,9 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
       inTransaction: () => database.sqlite.inTransaction,
       maxBatch: 4,
     });
-    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => small.run(() => repo.createRun(input(`b-${i}`)))));
+    const runs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => small.run(() => repo.createRun(input(`b-${i}`)))),
+    );
     expect(runs).toHaveLength(10);
     expect(commits).toBe(3);
   });

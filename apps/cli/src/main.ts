@@ -1,7 +1,14 @@
 import { Command } from "commander";
 import { fail } from "./lifecycle";
 import { mcpCommand } from "./commands/mcp";
-import { lsCommand, showCommand, stopCommand, submitCommand, watchCommand } from "./commands/runs";
+import {
+  lsCommand,
+  rollbackCommand,
+  showCommand,
+  stopCommand,
+  submitCommand,
+  watchCommand,
+} from "./commands/runs";
 import { apiCommand, devCommand, workerCommand } from "./commands/servers";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -29,6 +36,9 @@ program
   .option("--max-iterations <n>", "iteration budget (default 6)")
   .option("--max-minutes <n>", "time budget in minutes (default 45)")
   .option("--cooldown <ms>", "pause between iterations (default 1000)")
+  .option("--success-threshold <t>", "fraction of validation commands that must pass (default 1)")
+  .option("--max-stalled <n>", "iterations in a row without progress before `stalled` (default 3)")
+  .option("--rollback-on-failure", "restore the workspace as it was before the run if it fails")
   .option("--watch", "print progress until the run ends")
   .option("--json", "print the created run as JSON")
   .action(submitCommand);
@@ -43,6 +53,11 @@ program
   .action(lsCommand);
 program.command("show <id>").description("show a run and its iterations").action(showCommand);
 program.command("stop <id>").description("stop a run").action(stopCommand);
+program
+  .command("rollback <id>")
+  .description("restore the run's workspace to the snapshot after an iteration (0: before the run)")
+  .requiredOption("-i, --iteration <n>", "the iteration whose snapshot to restore")
+  .action(rollbackCommand);
 program.addCommand(mcpCommand());
 
 program.parseAsync(process.argv).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));

@@ -25,8 +25,12 @@ export async function reconcile(opts: ReconcilerOptions): Promise<{ enqueued: st
   for (const run of opts.repo.listUnfinishedRuns(now() - (opts.graceMs ?? 5000))) {
     const job = await opts.queue.getJob(run.id);
     const state = job ? await job.getState() : "missing";
+    // The list was read before the job's state: the run may have finished since (its job then
+    // completes) or been stopped. Act on the run as it is now, not re-enqueue a finished one.
+    const current = opts.repo.getRun(run.id);
+    if (current === null || !["queued", "running", "stopping"].includes(current.status)) continue;
     if (state === "missing" || state === "unknown" || state === "completed") {
-      if (run.status === "stopping") {
+      if (current.status === "stopping") {
         if (job) await job.remove().catch(() => {});
         opts.repo.finalizeStop(run.id, now());
         result.stopped.push(run.id);

@@ -13,6 +13,7 @@ export type {
   IterationSnapshot,
   IterationStatus,
   NewEvent,
+  PartialSuccess,
   PhaseArtifact,
   PipelinePhase,
   PreparationPhase,
@@ -123,10 +124,18 @@ export type {
   CappedText,
   GitOptions,
   GitResult,
+  RestoredFile,
+  RestoreResult,
   SnapshotTarget,
   WorkspaceSnapshotsOptions,
 } from "./snapshots/index";
-export { GitError, gitEnv, runGit, WorkspaceSnapshots } from "./snapshots/index";
+export {
+  GitError,
+  gitEnv,
+  restoreWorkspace,
+  runGit,
+  WorkspaceSnapshots,
+} from "./snapshots/index";
 export type { Convergence } from "./stats/index";
 export { computeConvergence } from "./stats/index";
 export type {

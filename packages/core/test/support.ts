@@ -91,6 +91,8 @@ export function makeRun(
     progress: "queued",
     metrics: { ...EMPTY_METRICS },
     consecutiveFailures: 0,
+    stalledIterations: 0,
+    partial: null,
     epoch: 0,
     latestReviewId: null,
     baselineSnapshot: null,

@@ -39,8 +39,14 @@ export function toRunRecord(row: RunRow): RunRecord {
   return {
     id: row.id,
     sessionId: row.sessionId,
-    // Runs stored before pipeline phases existed have none.
-    spec: { ...row.spec, phases: row.spec.phases ?? [] },
+    // Runs stored before pipeline phases (and partial success, stall detection) existed.
+    spec: {
+      ...row.spec,
+      phases: row.spec.phases ?? [],
+      successThreshold: row.spec.successThreshold ?? 1,
+      maxStalledIterations: row.spec.maxStalledIterations ?? 3,
+      rollbackOnFailure: row.spec.rollbackOnFailure ?? false,
+    },
     workspace: row.workspace,
     status: row.status as RunStatus,
     reason: row.reason as RunReason | null,
@@ -49,6 +55,8 @@ export function toRunRecord(row: RunRow): RunRecord {
     progress: row.progress,
     metrics: row.metrics,
     consecutiveFailures: row.consecutiveFailures,
+    stalledIterations: row.stalledIterations,
+    partial: row.partial ?? null,
     epoch: row.epoch,
     latestReviewId: row.latestReviewId,
     baselineSnapshot: row.baselineSnapshot ?? null,

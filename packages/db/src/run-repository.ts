@@ -39,6 +39,7 @@ import {
   toRunRecord,
   toSessionRecord,
 } from "./records";
+import { recordRollback } from "./rollbacks";
 import {
   events,
   idempotencyKeys,
@@ -344,6 +345,11 @@ export class RunRepository {
       .all()
       .map(toRunRecord);
     return { session: toSessionRecord(row), runs: list };
+  }
+
+  /** Records a rollback of the run's workspace (`rollback_applied`). */
+  recordRollback(runId: string, data: Record<string, unknown>, now: number): void {
+    recordRollback(this.db, runId, data, now);
   }
 
   /** Marks the run `stopping` (idempotent); a finished run is left as it is. */

@@ -1,4 +1,11 @@
-import type { AgentResult, Plan, RunMetrics, RunSpec, ValidationResult } from "@looprun/core";
+import type {
+  AgentResult,
+  PartialSuccess,
+  Plan,
+  RunMetrics,
+  RunSpec,
+  ValidationResult,
+} from "@looprun/core";
 import { sql } from "drizzle-orm";
 import {
   index,
@@ -33,6 +40,8 @@ export const runs = sqliteTable(
     progress: text("progress"),
     metrics: text("metrics", { mode: "json" }).$type<RunMetrics>().notNull(),
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    stalledIterations: integer("stalled_iterations").notNull().default(0),
+    partial: text("partial", { mode: "json" }).$type<PartialSuccess>(),
     epoch: integer("epoch").notNull().default(0),
     latestReviewId: text("latest_review_id"),
     baselineSnapshot: text("baseline_snapshot"),

@@ -38,6 +38,19 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
           <p id="run-reason" class="reason" />
           <p id="run-progress" class="progress-line mono" />
           <p id="run-error" class="form-error" role="alert" hidden />
+          <form id="rollback-form" class="rollback-form small">
+            <label>
+              Roll the workspace back to the snapshot after iteration{" "}
+              <input type="number" id="rollback-iteration" min="0" value="0" required />
+            </label>{" "}
+            <button type="submit" id="rollback-run" disabled>
+              Roll back
+            </button>{" "}
+            <span class="muted">
+              (0: as before the run; only while the session has no active run)
+            </span>
+            <p id="rollback-result" class="muted mono" />
+          </form>
         </section>
         <div class="columns">
           <div class="main-col">

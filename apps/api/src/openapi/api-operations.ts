@@ -1,6 +1,7 @@
 import { RunSubmission } from "@looprun/core";
 import type { z } from "zod";
 import { EventsStreamQuery, RunsStreamQuery } from "../routes/events-stream";
+import { RollbackBody } from "../routes/rollback";
 import { ListEventsQuery, ListRunsQuery } from "../routes/runs";
 import { ConvergenceStatsQuery, ToolStatsQuery } from "../routes/stats";
 import * as R from "./response-schemas";
@@ -29,7 +30,7 @@ export interface OperationDoc {
   auth: "bearer" | "cookie" | "none";
   query?: z.ZodObject;
   headers?: { name: string; description: string }[];
-  body?: "RunSubmission";
+  body?: keyof typeof REQUEST_BODIES;
   responses: Record<number, ResponseDoc>;
 }
 
@@ -41,6 +42,7 @@ export const NAMED = {
   RunList: R.RunList,
   RunAccepted: R.RunAccepted,
   StopAccepted: R.StopAccepted,
+  RollbackApplied: R.RollbackApplied,
   Iteration: R.IterationView,
   IterationList: R.IterationList,
   Event: R.EventView,
@@ -57,7 +59,7 @@ export const NAMED = {
   Readiness: R.Readiness,
 } as const;
 
-export const REQUEST_BODIES = { RunSubmission } as const;
+export const REQUEST_BODIES = { RunSubmission, RollbackBody } as const;
 
 const err = (description: string): ResponseDoc => ({ description, json: "Error" });
 const bad = err("invalid_request: a parameter is invalid (`issues` names it)");
@@ -238,6 +240,21 @@ export const OPERATIONS: OperationDoc[] = [
       401: unauthorized,
       404: missing,
       409: err("run_finished"),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/runs/:id/rollback",
+    summary: "Restore the workspace to the snapshot after iteration n (0: before the run)",
+    tag: "runs",
+    auth: "bearer",
+    body: "RollbackBody",
+    responses: {
+      200: { description: "restored; the files it changed back", json: "RollbackApplied" },
+      400: bad,
+      401: unauthorized,
+      404: err("not_found: no such run, or no snapshot of that iteration"),
+      409: err("session_busy: the session has an active run (`activeRunId`)"),
     },
   },
   {

@@ -44,6 +44,14 @@ export const RunView = z.object({
   status: z.enum(RUN_STATUSES),
   reason: z.string().nullable(),
   summary: z.string().nullable(),
+  successThreshold: z.number().optional(),
+  maxStalledIterations: z.number().int().optional(),
+  /** Succeeded although some validation commands failed (under `successThreshold`). */
+  partial: z.boolean().optional(),
+  gates: z
+    .object({ passed: z.number().int(), total: z.number().int(), failed: z.array(z.string()) })
+    .nullable()
+    .optional(),
   iteration: z.number().int(),
   budget: z.object({
     maxIterations: z.number().int(),
@@ -90,6 +98,15 @@ export const RunAccepted = z.object({
 });
 
 export const StopAccepted = z.object({ id: z.string(), status: z.enum(["stopping", "stopped"]) });
+
+export const RollbackApplied = z.object({
+  id: z.string(),
+  iteration: z.number().int(),
+  snapshot: z.string(),
+  /** The workspace as it was just before the rollback (a snapshot, kept). */
+  before: z.string(),
+  files: z.array(z.object({ path: z.string(), change: z.enum(["restored", "removed"]) })),
+});
 
 const CommandOutcome = z.object({
   exitCode: z.number().int().nullable(),

@@ -21,6 +21,7 @@ import {
 } from "../presenters";
 import { parseBody, parseQuery } from "../request-parsing";
 import { prepareWorkspace } from "../workspaces";
+import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -184,6 +185,7 @@ export function runRoutes(deps: AppDeps): Hono {
   });
 
   app.route("/", runArtifactRoutes(deps));
+  app.route("/", rollbackRoutes(deps));
 
   app.post("/:id/stop", async (c) => {
     const id = c.req.param("id");

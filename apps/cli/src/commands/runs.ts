@@ -16,6 +16,9 @@ export interface SubmitOptions {
   maxIterations?: string;
   maxMinutes?: string;
   cooldown?: string;
+  successThreshold?: string;
+  maxStalled?: string;
+  rollbackOnFailure?: boolean;
   watch?: boolean;
   json?: boolean;
 }
@@ -42,6 +45,9 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
     maxIterations: num(opts.maxIterations, "--max-iterations"),
     maxMinutes: num(opts.maxMinutes, "--max-minutes"),
     cooldownMs: num(opts.cooldown, "--cooldown"),
+    successThreshold: num(opts.successThreshold, "--success-threshold"),
+    maxStalledIterations: num(opts.maxStalled, "--max-stalled"),
+    rollbackOnFailure: opts.rollbackOnFailure,
   };
   const created = await client.request<{ id: string; sessionId: string }>("POST", "/api/runs", body);
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
@@ -97,4 +103,19 @@ export async function showCommand(id: string): Promise<void> {
 export async function stopCommand(id: string): Promise<void> {
   const res = await clientFromEnv().request<{ id: string; status: string }>("POST", `/api/runs/${id}/stop`);
   process.stdout.write(`run ${res.id}: ${res.status}\n`);
+}
+
+export async function rollbackCommand(id: string, opts: { iteration: string }): Promise<void> {
+  const iteration = num(opts.iteration, "--iteration");
+  const res = await clientFromEnv().request<{
+    id: string;
+    iteration: number;
+    snapshot: string;
+    files: { path: string; change: string }[];
+  }>("POST", `/api/runs/${id}/rollback`, { iteration });
+  const where = res.iteration === 0 ? "as before the run" : `as after iteration ${res.iteration}`;
+  process.stdout.write(
+    `run ${res.id}: workspace restored ${where} (snapshot ${res.snapshot.slice(0, 12)}), ${res.files.length} file${res.files.length === 1 ? "" : "s"} changed back\n`,
+  );
+  for (const f of res.files) process.stdout.write(`  ${f.change === "removed" ? "removed " : "restored"} ${f.path}\n`);
 }

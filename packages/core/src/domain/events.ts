@@ -19,6 +19,7 @@ export const EVENT_TYPES = [
   "budget_exhausted",
   "cooldown_started",
   "stop_requested",
+  "rollback_applied",
   "run_finished",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -8,6 +8,7 @@ export type {
   IterationOutcome,
   IterationRecord,
   IterationStatus,
+  PartialSuccess,
   RunMetrics,
   RunReason,
   RunRecord,

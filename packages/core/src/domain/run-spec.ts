@@ -171,6 +171,16 @@ export const RunSubmission = z
       .min(0)
       .max(24 * 3_600_000)
       .optional(),
+    /** Fraction of the validation commands that must pass (0 < t ≤ 1). @defaultValue 1 */
+    successThreshold: z
+      .number()
+      .gt(0, "must be greater than 0")
+      .max(1, "must be at most 1")
+      .optional(),
+    /** Iterations in a row without progress that end the run as `stalled`. @defaultValue 3 */
+    maxStalledIterations: z.number().int().min(1).max(1000).optional(),
+    /** Put the workspace back as it was before the run when the run ends `failed`. */
+    rollbackOnFailure: z.boolean().optional(),
   })
   .superRefine((body, ctx) => {
     const hasGate =
@@ -207,6 +217,12 @@ export interface RunSpec {
   maxMinutes: number;
   maxTokens: number | null;
   cooldownMs: number;
+  /** Fraction of the validation commands that must exit 0 for validation to pass. */
+  successThreshold: number;
+  /** Iterations in a row that change nothing and fail the same way before the run is `stalled`. */
+  maxStalledIterations: number;
+  /** Restore the baseline snapshot when the run ends `failed`. */
+  rollbackOnFailure: boolean;
 }
 
 export const SPEC_DEFAULTS = {
@@ -214,6 +230,8 @@ export const SPEC_DEFAULTS = {
   maxMinutes: 45,
   cooldownMs: 1000,
   validationTimeoutMs: 600_000,
+  successThreshold: 1,
+  maxStalledIterations: 3,
 } as const;
 
 /** Applies defaults; `maxIterations` wins over the legacy `maxAttempts`. */
@@ -236,5 +254,8 @@ export function normalizeSubmission(body: RunSubmission): RunSpec {
     maxMinutes: body.maxMinutes ?? SPEC_DEFAULTS.maxMinutes,
     maxTokens: body.maxTokens ?? null,
     cooldownMs: body.cooldownMs ?? SPEC_DEFAULTS.cooldownMs,
+    successThreshold: body.successThreshold ?? SPEC_DEFAULTS.successThreshold,
+    maxStalledIterations: body.maxStalledIterations ?? SPEC_DEFAULTS.maxStalledIterations,
+    rollbackOnFailure: body.rollbackOnFailure ?? false,
   };
 }

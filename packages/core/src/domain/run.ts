@@ -77,6 +77,10 @@ export interface RunRecord {
   activePgid: number | null;
   /** The mistral agent's plan, when it plans. */
   plan: Plan | null;
+  /** Iterations in a row that made no progress (see `engine/stall-detector.ts`). */
+  stalledIterations: number;
+  /** Set when the run succeeded although some validation commands failed (`successThreshold` < 1). */
+  partial: PartialSuccess | null;
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -93,6 +97,14 @@ export type IterationOutcome =
   | "stopped"
   | "budget_exhausted"
   | "error";
+
+/** A success under `successThreshold`: how many validation commands ("gates") passed, which failed. */
+export interface PartialSuccess {
+  passed: number;
+  total: number;
+  /** The failed validation commands. */
+  failed: string[];
+}
 
 export interface AgentResult {
   exitCode: number | null;

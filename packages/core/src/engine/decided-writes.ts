@@ -1,8 +1,11 @@
 import type { PhaseArtifact } from "../domain/artifacts";
+import type { IterationOutcome } from "../domain/run";
 import { packageChange } from "../pipeline/packaging";
+import { describeGates, type GateReport } from "../validation/gates";
 import type { IterationResult } from "./iteration";
 import type { EventSpec, RunContext } from "./run-context";
 import type { MutationExtras, RunPatch } from "./run-store";
+import { nextStalledCount } from "./stall-detector";
 
 type DecidedResult = Extract<IterationResult, { kind: "decided" }>;
 
@@ -46,4 +49,34 @@ export function packagingWrites(ctx: RunContext, change: DecidedResult["change"]
     ],
   ];
   return { events, writes: { phaseArtifact: artifact } satisfies MutationExtras };
+}
+
+/** A success with failed validation commands (under `successThreshold`): the run's `partial`. */
+export function partialWrites(gates: GateReport) {
+  if (gates.failed.length === 0)
+    return { summary: "", patch: { partial: null } satisfies RunPatch };
+  const partial = { passed: gates.passed, total: gates.total, failed: gates.failed };
+  return {
+    summary: `; partial: ${describeGates(partial)}`,
+    patch: { partial } satisfies RunPatch,
+  };
+}
+
+/**
+ * Counts an iteration that goes back for another try towards `maxStalledIterations`:
+ * `stalled` when the run has now gone that many iterations in a row without progress.
+ */
+export function stallWrites(ctx: RunContext, result: DecidedResult, outcome: IterationOutcome) {
+  const count = nextStalledCount(ctx.run.stalledIterations, {
+    changed: result.changed,
+    outcome,
+    validation: result.validation,
+    previous: ctx.lastDecided,
+  });
+  const max = ctx.run.spec.maxStalledIterations;
+  return {
+    stalled: count >= max,
+    summary: `stalled: ${count} iteration${count === 1 ? "" : "s"} in a row changed nothing in the workspace and failed the same gates`,
+    patch: { stalledIterations: count } satisfies RunPatch,
+  };
 }

@@ -5,6 +5,7 @@ import type { AgentResult, IterationRecord, ValidationResult } from "../domain/r
 import type { RunChange } from "../domain/snapshots";
 import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
+import { type GateReport, gateReport } from "../validation/gates";
 import { runValidation, validationFeedback } from "../validation/validation-runner";
 import { runAgentPhase } from "./agent-phase";
 import { decideIteration, type IterationDecision } from "./decide";
@@ -24,6 +25,10 @@ export type IterationResult =
       review: { artifact: ReviewArtifact; notes: string | null } | null;
       /** The run's change after this iteration. */
       change: RunChange;
+      /** The validation commands under the run's `successThreshold`. */
+      gates: GateReport;
+      /** The iteration changed the workspace (its snapshot differs from the previous one). */
+      changed: boolean;
     }
   | {
       kind: "phase_failed";
@@ -205,6 +210,7 @@ export async function runIteration(
       };
     }
 
+    const gates = gateReport(validation.results, spec.successThreshold);
     const promiseFound =
       spec.completionPromise === null
         ? null
@@ -212,7 +218,7 @@ export async function runIteration(
     // The review only runs when every other gate passed: a reviewer's time (and tokens) is
     // not spent on a change that goes back anyway.
     let review: { artifact: ReviewArtifact; notes: string | null } | null = null;
-    if (hasReviewer && validation.passed && promiseFound !== false) {
+    if (hasReviewer && gates.ok && promiseFound !== false) {
       const reviewed = await runReviewPhase(res, ctx, {
         n,
         diff: snapshot.reviewDiff,
@@ -242,7 +248,7 @@ export async function runIteration(
     const decision = decideIteration({
       agentExitCode: agent.exitCode,
       agentOutput: agent.output,
-      validationPassed: validation.passed,
+      validationPassed: gates.ok,
       validationFeedback: validationFeedback(validation.results),
       promiseFound,
       completionPromise: spec.completionPromise,
@@ -256,6 +262,8 @@ export async function runIteration(
       validation: validation.results,
       review,
       change: snapshot.change,
+      gates,
+      changed: snapshot.snapshot.diffBytes > 0,
     };
   } finally {
     watch.dispose();

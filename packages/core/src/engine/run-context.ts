@@ -2,6 +2,7 @@ import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import type { EngineResources } from "./resources";
+import { rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
 
 export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
@@ -50,7 +51,10 @@ export class RunContext {
     return { updateIteration: { n: it.n, attempt: it.attempt, patch } };
   }
 
-  /** Ends the run; marks the iteration in flight, if any, with `iteration`. */
+  /**
+   * Ends the run; marks the iteration in flight, if any, with `iteration`. A `failed` run
+   * with `rollbackOnFailure` has its workspace restored to the baseline first.
+   */
   async finish(
     status: RunStatus,
     reason: RunReason,
@@ -62,6 +66,7 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
+    const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
     const iteration =
       extra.iteration && this.lastIteration?.status === "running"
@@ -77,7 +82,7 @@ export class RunContext {
         progress: summary,
         activePgid: null,
       },
-      [...(extra.events ?? []), ["run_finished", { status, reason, summary }, reason]],
+      [...(extra.events ?? []), ...rollback, ["run_finished", { status, reason, summary }, reason]],
       { ...extra.writes, ...iteration },
     );
   }

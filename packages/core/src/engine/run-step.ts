@@ -4,7 +4,7 @@ import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { assertNever } from "../util/assert-never";
 import { LeaseLostError } from "../util/errors";
-import { packagingWrites, reviewWrites } from "./decided-writes";
+import { packagingWrites, partialWrites, reviewWrites, stallWrites } from "./decided-writes";
 import { describeInterruption, type IterationResult, runIteration } from "./iteration";
 import { runPreparation } from "./preparation";
 import type { EngineResources, StepOptions } from "./resources";
@@ -134,15 +134,16 @@ async function start(res: EngineResources, ctx: RunContext): Promise<void> {
     patch.progress = "started";
     events.push(["run_started", { workspace: ctx.run.workspace }]);
   }
-  // A worker that died mid-command may have left its process group running (same host).
-  if (ctx.run.activePgid !== null) {
+  // A worker that died mid-command may have left its process group running (same host),
+  // recorded or not (it may have died before it recorded the group).
+  if (ctx.run.status !== "queued") {
     if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
       res.logger.warn(
         { runId: ctx.run.id, pgid: ctx.run.activePgid },
         "killed processes left by a crashed worker",
       );
     }
-    patch.activePgid = null;
+    if (ctx.run.activePgid !== null) patch.activePgid = null;
   }
   let iteration = {};
   const last = ctx.lastIteration;
@@ -173,7 +174,9 @@ function stopRequested(ctx: RunContext): boolean {
 async function record(ctx: RunContext, result: IterationResult): Promise<StepResult | "continue"> {
   const now = ctx.now();
   const { spec } = ctx.run;
-  const validationFailed = result.validation.some((v) => v.exitCode !== 0);
+  // A decided iteration's validation passes under the run's `successThreshold`.
+  const validationFailed =
+    result.kind === "decided" ? !result.gates.ok : result.validation.some((v) => v.exitCode !== 0);
   const metrics = {
     ...ctx.run.metrics,
     iterations: ctx.run.metrics.iterations + 1,
@@ -193,6 +196,9 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
                 exitCode,
                 durationMs,
               })),
+              ...(result.kind === "decided" && result.gates.ok && result.gates.failed.length > 0
+                ? { partial: true, failed: result.gates.failed }
+                : {}),
             },
           ],
         ];
@@ -284,10 +290,17 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
   const gateEvents = [...validationEvents, ...reviewed.events];
   switch (decision.kind) {
     case "complete": {
-      const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}`;
+      const partial = partialWrites(result.gates);
+      const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}${partial.summary}`;
       const packaged = packagingWrites(ctx, result.change, now);
       await ctx.finish("succeeded", "success", summary, {
-        patch: { metrics, consecutiveFailures: 0, ...decided },
+        patch: {
+          metrics,
+          consecutiveFailures: 0,
+          stalledIterations: 0,
+          ...partial.patch,
+          ...decided,
+        },
         events: [...gateEvents, ...packaged.events],
         iteration: iterationPatch,
         writes: { ...reviewed.writes, ...packaged.writes },
@@ -313,6 +326,21 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       );
       return finished(ctx);
     case "retry": {
+      const stall = stallWrites(ctx, result, decision.outcome);
+      if (stall.stalled) {
+        await ctx.finish("failed", "stalled", stall.summary, {
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            ...stall.patch,
+            ...decided,
+          },
+          events: gateEvents,
+          iteration: iterationPatch,
+          writes: reviewed.writes,
+        });
+        return finished(ctx);
+      }
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
@@ -337,6 +365,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
             metrics,
             consecutiveFailures: decision.consecutiveFailures,
             activePgid: null,
+            ...stall.patch,
             ...decided,
           },
           gateEvents,
@@ -350,6 +379,7 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
           consecutiveFailures: decision.consecutiveFailures,
           activePgid: null,
           progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
+          ...stall.patch,
           ...decided,
         },
         [...gateEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],

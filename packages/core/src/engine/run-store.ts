@@ -5,6 +5,7 @@ import type { Plan } from "../domain/plan";
 import type {
   IterationRecord,
   NewToolCall,
+  PartialSuccess,
   RunMetrics,
   RunReason,
   RunRecord,
@@ -20,6 +21,8 @@ export interface RunPatch {
   progress?: string | null;
   metrics?: RunMetrics;
   consecutiveFailures?: number;
+  stalledIterations?: number;
+  partial?: PartialSuccess | null;
   latestReviewId?: string | null;
   baselineSnapshot?: string | null;
   latestSnapshot?: string | null;

@@ -70,6 +70,7 @@ export class WorkspaceSnapshots {
     label: string,
     parent: string | null,
     signal?: AbortSignal,
+    ref = `refs/looprun/${target.runId}`,
   ): Promise<string> {
     const gitDir = await this.ensureRepository(target.sessionId, signal);
     const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
@@ -91,7 +92,7 @@ export class WorkspaceSnapshots {
     const commit = (
       await git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message])
     ).stdout.trim();
-    await git(["update-ref", `refs/looprun/${target.runId}`, commit]);
+    await git(["update-ref", ref, commit]);
     return commit;
   }
 
@@ -137,6 +138,19 @@ export class WorkspaceSnapshots {
       256 * 1024,
     );
     return { files: names.stdout.split("\0").filter((f) => f.length > 0), stat: stat.stdout };
+  }
+
+  /**
+   * Runs git with the session's snapshot git dir (and a work tree, when given); throws a
+   * `GitError` when it fails. For the snapshot operations that live in their own files.
+   */
+  gitIn(
+    sessionId: string,
+    workTree: string | null,
+    args: string[],
+    signal?: AbortSignal,
+  ): Promise<GitResult> {
+    return this.git(this.gitDir(sessionId), workTree, args, signal);
   }
 
   private base(gitDir: string, workTree: string | null, args: string[]): string[] {

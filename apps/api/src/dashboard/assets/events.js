@@ -38,7 +38,7 @@ export function describe(e) {
     case "validation_failed":
       return `${e.type === "validation_passed" ? "passed" : "failed"}: ${(d.results ?? [])
         .map((r) => `${r.command} → ${r.exitCode}`)
-        .join(", ")}`;
+        .join(", ")}${d.partial ? " (partial: enough gates passed)" : ""}`;
     case "review_blocking_detected": {
       const count = Array.isArray(d.blockingIssues) ? d.blockingIssues.length : d.blockingIssues;
       return `review blocks: ${count ?? "?"} blocking issue(s)${d.score !== undefined ? `, score ${d.score}` : ""}`;
@@ -51,6 +51,8 @@ export function describe(e) {
       return `budget exhausted (${d.reason ?? d.budget?.reason ?? ""})`;
     case "phase_failed":
       return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
+    case "rollback_applied":
+      return `workspace rolled back to ${Number(d.iteration) === 0 ? "before the run" : `iteration ${d.iteration}`}${d.onFailure ? " (the run failed)" : ""}: ${(d.files ?? []).length} file(s)`;
     case "run_finished":
       return `finished: ${d.status} (${d.reason})${d.summary ? ` — ${d.summary}` : ""}`;
     default:

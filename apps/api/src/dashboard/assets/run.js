@@ -50,6 +50,8 @@ function renderHead() {
   const done = !isActive(run.status) && run.progress === run.summary;
   $("run-progress").textContent = done ? "" : (run.progress ?? "");
   $("stop-run").disabled = !isActive(run.status) || run.status === "stopping";
+  $("rollback-run").disabled = isActive(run.status) || run.iteration === 0;
+  $("rollback-iteration").max = String(run.iteration);
 }
 
 function meter(bar, text, used, max, label) {
@@ -232,6 +234,28 @@ $("stop-run").addEventListener("click", async () => {
     $("run-error").hidden = false;
   }
   markStale(["run", "iterations"]);
+});
+
+$("rollback-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const iteration = Number($("rollback-iteration").value);
+  const where = iteration === 0 ? "as it was before the run" : `as after iteration ${iteration}`;
+  if (!confirm(`Restore the workspace ${where}? Changes made since are replaced.`)) return;
+  $("rollback-run").disabled = true;
+  $("run-error").hidden = true;
+  try {
+    const res = await api("POST", `/api/runs/${id}/rollback`, { iteration });
+    $("rollback-result").textContent =
+      `restored ${where}: ${res.files.length} file(s) changed back` +
+      (res.files.length > 0
+        ? ` (${res.files.map((f) => `${f.change} ${f.path}`).join(", ")})`
+        : "");
+  } catch (error) {
+    $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
+    $("run-error").hidden = false;
+  }
+  $("rollback-run").disabled = false;
+  markStale(["run"]);
 });
 
 setInterval(() => {

@@ -1,0 +1,88 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { killOrphanedGroup } from "../src/process/orphans";
+
+const children: { child: ChildProcess; detached: boolean }[] = [];
+
+afterEach(() => {
+  for (const { child, detached } of children.splice(0)) {
+    try {
+      process.kill(detached ? -child.pid! : child.pid!, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+
+/** `sh -c command` with LOOPRUN_RUN_ID in its environment; `detached`: its own group. */
+function start(runId: string, command: string, detached: boolean) {
+  const child = spawn("/bin/sh", ["-c", command], {
+    env: { PATH: process.env.PATH, LOOPRUN_RUN_ID: runId },
+    detached,
+    stdio: "ignore",
+  });
+  children.push({ child, detached });
+  return child;
+}
+
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until `sh -c` has started (its environment is readable). */
+async function started(child: ChildProcess, runId: string): Promise<number> {
+  const pid = child.pid!;
+  await until(() => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`);
+    } catch {
+      return false;
+    }
+  }, `process ${pid} to start`);
+  return pid;
+}
+
+describe.skipIf(process.platform !== "linux")("killOrphanedGroup", () => {
+  it("kills an unrecorded group of the run, background children included, and spares other runs", async () => {
+    const orphan = await started(start("run-a", "sleep 300 & exec sleep 300", true), "run-a");
+    const other = await started(start("run-b", "exec sleep 300", true), "run-b");
+
+    expect(killOrphanedGroup(null, "run-a")).toBe(true);
+    await until(() => !running(orphan), "the orphan to die");
+    // The whole group: no process of it is left.
+    await until(() => {
+      try {
+        process.kill(-orphan, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, "the orphan's group to be gone");
+    expect(running(other)).toBe(true);
+    expect(killOrphanedGroup(null, "run-a")).toBe(false);
+  });
+
+  it("kills the recorded group, and a process of the run in this process's group alone", async () => {
+    const recorded = await started(start("run-c", "exec sleep 300", true), "run-c");
+    const inOurGroup = await started(start("run-c", "exec sleep 300", false), "run-c");
+
+    expect(killOrphanedGroup(recorded, "run-c")).toBe(true);
+    await until(() => !running(recorded) && !running(inOurGroup), "both to die");
+    expect(running(process.pid)).toBe(true);
+  });
+});

@@ -1,0 +1,183 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  commandRun,
+  getEvents,
+  runCli,
+  type Stack,
+  startStack,
+  submit,
+  waitFor,
+  waitForStatus,
+} from "./support/stack";
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({ redisUrl: inject("redisUrl") });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** Every file under `dir` (relative path → contents), `.git` aside. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      if (name === ".git") continue;
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else out[relative(dir, path)] = readFileSync(path, "utf8");
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** Iteration 1 edits a.txt, deletes b.txt, creates new/c.txt; iteration 2 makes the test pass. */
+const AGENT = [
+  'if [ "$LOOPRUN_ITERATION" = 1 ]; then',
+  "  echo A1 > a.txt; rm b.txt; mkdir -p new; echo C > new/c.txt",
+  "else",
+  "  echo A2 > a.txt; touch done",
+  "fi",
+].join("\n");
+
+function seedWorkspace(name: string): string {
+  const ws = join(stack.workspacesRoot, name);
+  mkdirSync(ws);
+  writeFileSync(join(ws, "a.txt"), "A0\n");
+  writeFileSync(join(ws, "b.txt"), "B0\n");
+  return ws;
+}
+
+describe("rollback through the API and a worker", () => {
+  it("restores iteration n and the baseline exactly, and is refused while the session is busy", async () => {
+    const ws = seedWorkspace("rollback");
+    const sessionId = "rollback-session";
+    const before = tree(ws);
+    const run = await submit(
+      stack,
+      commandRun(AGENT, { sessionId, workspace: "rollback", testCommand: "test -f done" }),
+    );
+    expect((await waitForStatus(stack, run.id)).status).toBe("succeeded");
+    expect(tree(ws)).toEqual({ "a.txt": "A2\n", "new/c.txt": "C\n", done: "" });
+
+    const to1 = await stack.api("POST", `/api/runs/${run.id}/rollback`, { iteration: 1 });
+    expect(to1.status).toBe(200);
+    expect(tree(ws)).toEqual({ "a.txt": "A1\n", "new/c.txt": "C\n" });
+    expect(to1.body).toMatchObject({ id: run.id, iteration: 1 });
+    expect(to1.body.files).toEqual(
+      expect.arrayContaining([
+        { path: "a.txt", change: "restored" },
+        { path: "done", change: "removed" },
+      ]),
+    );
+
+    // The CLI does the same (here: back to before the run).
+    const cli = await runCli(["rollback", run.id, "--iteration", "0"], {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOOPRUN_URL: stack.url,
+    });
+    expect(cli.code, cli.output).toBe(0);
+    expect(cli.stdout).toContain("workspace restored as before the run");
+    expect(tree(ws)).toEqual(before);
+    expect(existsSync(join(ws, "new"))).toBe(false);
+
+    const rollbacks = (await getEvents(stack, run.id)).filter((e) => e.type === "rollback_applied");
+    expect(rollbacks.map((e) => e.data.iteration)).toEqual([1, 0]);
+    expect(rollbacks[1]?.data.files).toEqual(
+      expect.arrayContaining([
+        { path: "b.txt", change: "restored" },
+        { path: "new/c.txt", change: "removed" },
+      ]),
+    );
+
+    expect((await stack.api("POST", `/api/runs/${run.id}/rollback`, { iteration: 7 })).status).toBe(
+      404,
+    );
+    expect(
+      (await stack.api("POST", "/api/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV/rollback", { iteration: 0 }))
+        .status,
+    ).toBe(404);
+    const bad = await stack.api("POST", `/api/runs/${run.id}/rollback`, { iteration: -1 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.issues[0].path).toBe("iteration");
+
+    // A second run of the session holds it: rolling back the first is refused.
+    const gate = join(stack.dir, "release-rollback");
+    const busy = await submit(
+      stack,
+      commandRun(`while [ ! -f ${gate} ]; do sleep 0.05; done; touch done`, {
+        sessionId,
+        testCommand: "test -f done",
+      }),
+    );
+    await waitForStatus(stack, busy.id, ["running"]);
+    const refused = await stack.api("POST", `/api/runs/${run.id}/rollback`, { iteration: 1 });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "session_busy", activeRunId: busy.id });
+    writeFileSync(gate, "");
+    expect((await waitForStatus(stack, busy.id)).status).toBe("succeeded");
+  });
+
+  it("rollbackOnFailure leaves the workspace as before the run; the patch stays downloadable", async () => {
+    const ws = seedWorkspace("rollback-on-failure");
+    const before = tree(ws);
+    const run = await submit(
+      stack,
+      commandRun(AGENT, {
+        workspace: "rollback-on-failure",
+        testCommand: "false",
+        maxIterations: 2,
+        rollbackOnFailure: true,
+      }),
+    );
+    const final = await waitForStatus(stack, run.id);
+    expect(final).toMatchObject({ status: "failed", reason: "max_iterations" });
+    expect(tree(ws)).toEqual(before);
+    const patch = await stack.api("GET", `/api/runs/${run.id}/patch`);
+    expect(patch.status).toBe(200);
+    expect(patch.body).toContain("new/c.txt");
+    expect(patch.body).toContain("+A2");
+    const events = await getEvents(stack, run.id);
+    expect(events.find((e) => e.type === "rollback_applied")?.data).toMatchObject({
+      iteration: 0,
+      onFailure: true,
+    });
+  });
+});
+
+describe("partial success and stall detection through the API", () => {
+  it("reports partial success with the failed gate named", async () => {
+    const run = await submit(
+      stack,
+      commandRun("true", {
+        testCommand: "true",
+        validationCommands: ["exit 4"],
+        successThreshold: 0.5,
+      }),
+    );
+    const final = await waitForStatus(stack, run.id);
+    expect(final).toMatchObject({
+      status: "succeeded",
+      partial: true,
+      gates: { passed: 1, total: 2, failed: ["exit 4"] },
+    });
+    expect(final.summary).toContain("1 of 2 gates passed (failed: exit 4)");
+  });
+
+  it("ends a run that makes no progress as stalled, before its iterations run out", async () => {
+    const run = await submit(
+      stack,
+      commandRun("true", { testCommand: "exit 1", maxIterations: 10 }),
+    );
+    const final = await waitForStatus(stack, run.id);
+    expect(final).toMatchObject({ status: "failed", reason: "stalled", iteration: 4 });
+    await waitFor(async () => (await getEvents(stack, run.id)).at(-1)?.type === "run_finished");
+  });
+});

@@ -13,10 +13,16 @@ if (has("redis-server")) process.exit(0);
 
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
 if (process.platform === "linux" && isRoot && has("apt-get", ["--version"])) {
-  console.error("looprun: redis-server not found; installing Debian's redis-server (apt-get install -y redis-server)…");
+  console.error(
+    "looprun: redis-server not found; installing Debian's redis-server (apt-get install -y redis-server)…",
+  );
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   const run = (args) => spawnSync("apt-get", args, { stdio: "inherit", env }).status === 0;
-  if (run(["update", "-qq"]) && run(["install", "-y", "-qq", "redis-server"]) && has("redis-server")) {
+  if (
+    run(["update", "-qq"]) &&
+    run(["install", "-y", "-qq", "redis-server"]) &&
+    has("redis-server")
+  ) {
     console.error("looprun: redis-server installed.");
     process.exit(0);
   }
@@ -25,9 +31,7 @@ if (process.platform === "linux" && isRoot && has("apt-get", ["--version"])) {
 }
 
 const hint =
-  process.platform === "darwin"
-    ? "brew install redis"
-    : "sudo apt-get install -y redis-server";
+  process.platform === "darwin" ? "brew install redis" : "sudo apt-get install -y redis-server";
 console.error(
   [
     "looprun: redis-server was not found on PATH. Install it, then run the command again:",

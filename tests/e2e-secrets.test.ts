@@ -9,7 +9,6 @@ import {
   readPid,
   type Stack,
   startStack,
-  submit,
   tempDir,
   waitFor,
   waitForStatus,
@@ -73,9 +72,24 @@ describe("secrets, hostile commands and the mistral agent through real processes
       "head -c 31457280 /dev/zero | tr '\\0' 'x'",
       "echo; echo the-end",
     ].join("; ");
-    const run = await stack.api("POST", "/api/runs", { task: "flood", agent: { type: "command", command: agent }, testCommand: "true", cooldownMs: 0 }, auth);
+    const run = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "flood",
+        agent: { type: "command", command: agent },
+        testCommand: "true",
+        cooldownMs: 0,
+      },
+      auth,
+    );
     expect(run.status).toBe(202);
-    const done = await waitForStatus({ ...stack, api: (m, p, b, o) => stack.api(m, p, b, { ...o, ...auth }) }, run.body.id, ["succeeded"], { timeoutMs: 60_000 });
+    const done = await waitForStatus(
+      { ...stack, api: (m, p, b, o) => stack.api(m, p, b, { ...o, ...auth }) },
+      run.body.id,
+      ["succeeded"],
+      { timeoutMs: 60_000 },
+    );
     expect(done.status).toBe("succeeded");
     const its = await stack.api("GET", `/api/runs/${run.body.id}/iterations`, undefined, auth);
     const output: string = its.body.items[0].agent.output;
@@ -90,23 +104,42 @@ describe("secrets, hostile commands and the mistral agent through real processes
   it("runs the mistral agent through the worker against the fake Mistral server", async () => {
     fake.reset();
     fake.replies(
-      { toolCalls: [{ name: "workspace__write_file", arguments: { path: "answer.txt", content: "42\n" } }] },
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "answer.txt", content: "42\n" } },
+        ],
+      },
       { toolCalls: [{ name: "workspace__run_command", arguments: { command: "env" } }] },
-      { toolCalls: [{ name: "finish", arguments: { summary: "wrote the answer", status: "done" } }] },
+      {
+        toolCalls: [{ name: "finish", arguments: { summary: "wrote the answer", status: "done" } }],
+      },
     );
     const res = await stack.api(
       "POST",
       "/api/runs",
-      { task: "Write 42 into answer.txt", agent: { type: "mistral", model: "mistral-small-latest" }, testCommand: "grep -q 42 answer.txt", cooldownMs: 0 },
+      {
+        task: "Write 42 into answer.txt",
+        agent: { type: "mistral", model: "mistral-small-latest" },
+        testCommand: "grep -q 42 answer.txt",
+        cooldownMs: 0,
+      },
       auth,
     );
     expect(res.status).toBe(202);
-    const api = { ...stack, api: (m: string, p: string, b?: unknown, o?: object) => stack.api(m, p, b, { ...o, ...auth }) };
-    const run = await waitForStatus(api as Stack, res.body.id, ["succeeded"], { timeoutMs: 60_000 });
+    const api = {
+      ...stack,
+      api: (m: string, p: string, b?: unknown, o?: object) => stack.api(m, p, b, { ...o, ...auth }),
+    };
+    const run = await waitForStatus(api as Stack, res.body.id, ["succeeded"], {
+      timeoutMs: 60_000,
+    });
     expect(run.metrics).toMatchObject({ toolCalls: 2, toolFailures: 0, tokens: 300 });
     expect(fake.requests[0]?.authorization).toBe(`Bearer ${MISTRAL_KEY}`);
     const calls = await stack.api("GET", `/api/runs/${res.body.id}/tool-calls`, undefined, auth);
-    expect(calls.body.items.map((c: { tool: string }) => c.tool)).toEqual(["write_file", "run_command"]);
+    expect(calls.body.items.map((c: { tool: string }) => c.tool)).toEqual([
+      "write_file",
+      "run_command",
+    ]);
     // The workspace server's commands get the minimal environment: no key of looprun's.
     const envOutput: string = calls.body.items[1].result;
     expect(envOutput).toContain("PATH=");
@@ -120,7 +153,8 @@ describe("secrets, hostile commands and the mistral agent through real processes
 
   it("finds no secret in the DB file, Redis or the logs", async () => {
     // Let the processes flush their logs and the WAL reach the file.
-    const db = readFileSync(stack.databasePath).toString("latin1") +
+    const db =
+      readFileSync(stack.databasePath).toString("latin1") +
       (() => {
         try {
           return readFileSync(`${stack.databasePath}-wal`).toString("latin1");
@@ -132,7 +166,12 @@ describe("secrets, hostile commands and the mistral agent through real processes
     const logs = stack.logs();
     writeFileSync(join(scratch, "scan.txt"), `${logs.length} bytes of logs scanned`);
     expect(logs.length).toBeGreaterThan(0);
-    for (const secret of [API_TOKEN, MISTRAL_KEY, ALLOWED_SECRET, "sk-proj-abcdefghijklmnopqrstuvwxyz0123"]) {
+    for (const secret of [
+      API_TOKEN,
+      MISTRAL_KEY,
+      ALLOWED_SECRET,
+      "sk-proj-abcdefghijklmnopqrstuvwxyz0123",
+    ]) {
       expect(db.includes(secret), `DB contains ${secret}`).toBe(false);
       expect(redis.includes(secret), `Redis contains ${secret}`).toBe(false);
       expect(logs.includes(secret), `logs contain ${secret}`).toBe(false);

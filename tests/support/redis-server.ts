@@ -30,7 +30,20 @@ export async function startRedis(opts: { port?: number; dir?: string } = {}): Pr
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "looprun-redis-"));
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--maxmemory-policy",
+      "noeviction",
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   await new Promise<void>((resolve, reject) => {

@@ -12,25 +12,40 @@ export const ApiEnv = z
     LOOPRUN_SNAPSHOTS_DIR: z.string().min(1).optional(),
     REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
     /** BullMQ key prefix: lets several looprun installs (or test runs) share one Redis. */
-    LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),
+    LOOPRUN_QUEUE_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .default("looprun"),
     API_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
     LOOPRUN_SECRET_ENV: z
       .string()
       .default("")
-      .transform((s) => s.split(",").map((n) => n.trim()).filter(Boolean)),
+      .transform((s) =>
+        s
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean),
+      ),
     /** Comma-separated origins allowed by CORS; empty: no CORS. */
     CORS_ORIGINS: z
       .string()
       .default("")
-      .transform((s) => s.split(",").map((n) => n.trim()).filter(Boolean)),
+      .transform((s) =>
+        s
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean),
+      ),
     /** Requests per client address per minute on /api (0: no limit). */
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(1200),
     /** How often a live stream (SSE) reads the database for new events and run changes. */
     LOOPRUN_SSE_POLL_MS: z.coerce.number().int().min(10).default(250),
     /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */
     LOOPRUN_SSE_HEARTBEAT_MS: z.coerce.number().int().min(10).default(15_000),
-    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    LOG_LEVEL: z
+      .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+      .default("info"),
   })
   .superRefine((env, ctx) => {
     if (!LOOPBACK.has(env.HOST) && env.API_TOKEN === undefined) {

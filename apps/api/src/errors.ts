@@ -46,7 +46,7 @@ export function invalidRequest(issues: Issue[]): ApiError {
 
 export function fromZodError(error: ZodError, prefix?: string): ApiError {
   return invalidRequest(
-    error.issues.map((issue) => {
+    error.issues.flatMap((issue) => {
       const path = issue.path.map(String);
       // An unknown key is reported at the key itself, so the message names the field.
       if (issue.code === "unrecognized_keys") {
@@ -56,7 +56,7 @@ export function fromZodError(error: ZodError, prefix?: string): ApiError {
         }));
       }
       return [{ path: [prefix, ...path].filter(Boolean).join("."), message: issue.message }];
-    }).flat(),
+    }),
   );
 }
 

@@ -1,5 +1,5 @@
-export type { AppDeps } from "./app-deps";
 export { createApp } from "./app";
+export type { AppDeps } from "./app-deps";
 export { ApiEnv, parseApiEnv } from "./env";
 export type { RunQueue } from "./run-queue";
 export { createRunQueue } from "./run-queue";

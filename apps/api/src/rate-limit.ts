@@ -34,9 +34,14 @@ export function rateLimit(opts: RateLimitOptions): MiddlewareHandler {
     if (w.count > opts.limit) {
       const retryAfter = Math.max(1, Math.ceil((w.start + windowMs - t) / 1000));
       c.header("Retry-After", String(retryAfter));
-      throw new ApiError(429, "rate_limited", `too many requests: at most ${opts.limit} per ${windowMs / 1000} s`, {
-        retryAfterSeconds: retryAfter,
-      });
+      throw new ApiError(
+        429,
+        "rate_limited",
+        `too many requests: at most ${opts.limit} per ${windowMs / 1000} s`,
+        {
+          retryAfterSeconds: retryAfter,
+        },
+      );
     }
     await next();
   };

@@ -17,7 +17,11 @@ export interface ApiServer {
 /** Starts the HTTP API: opens the database (migrating it) and connects to the queue. */
 export async function startApi(env: ApiEnv): Promise<ApiServer> {
   const redactor = new Redactor(collectSecrets(process.env, env.LOOPRUN_SECRET_ENV));
-  const logger = pino({ level: env.LOG_LEVEL, base: { app: "api" }, ...redactingLogOptions(redactor) });
+  const logger = pino({
+    level: env.LOG_LEVEL,
+    base: { app: "api" },
+    ...redactingLogOptions(redactor),
+  });
   const database = openDatabase(env.DATABASE_PATH);
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
   const shutdown = new AbortController();

@@ -7,7 +7,7 @@ function inside(root: string, path: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
-const escape = (message: string) => invalidRequest([{ path: "workspace", message }]);
+const refuse = (message: string) => invalidRequest([{ path: "workspace", message }]);
 
 /**
  * Resolves a run's workspace (relative to `root`) and creates it. Absolute paths, `..` and
@@ -15,11 +15,11 @@ const escape = (message: string) => invalidRequest([{ path: "workspace", message
  * component, before anything is created.
  */
 export function prepareWorkspace(root: string, name: string): string {
-  if (name.includes("\0")) throw escape("must not contain NUL bytes");
-  if (isAbsolute(name)) throw escape("must be a path relative to WORKSPACES_ROOT");
+  if (name.includes("\0")) throw refuse("must not contain NUL bytes");
+  if (isAbsolute(name)) throw refuse("must be a path relative to WORKSPACES_ROOT");
   const normalized = normalize(name);
   if (normalized === ".." || normalized.startsWith(`..${sep}`)) {
-    throw escape("must stay inside WORKSPACES_ROOT");
+    throw refuse("must stay inside WORKSPACES_ROOT");
   }
   mkdirSync(root, { recursive: true });
   const realRoot = realpathSync(root);
@@ -27,9 +27,9 @@ export function prepareWorkspace(root: string, name: string): string {
   // The deepest existing ancestor decides where mkdir would really write.
   let existing = target;
   while (!existsSync(existing)) existing = dirname(existing);
-  if (!inside(realRoot, realpathSync(existing))) throw escape("must stay inside WORKSPACES_ROOT");
+  if (!inside(realRoot, realpathSync(existing))) throw refuse("must stay inside WORKSPACES_ROOT");
   mkdirSync(target, { recursive: true });
   const real = realpathSync(target);
-  if (!inside(realRoot, real)) throw escape("must stay inside WORKSPACES_ROOT");
+  if (!inside(realRoot, real)) throw refuse("must stay inside WORKSPACES_ROOT");
   return real;
 }

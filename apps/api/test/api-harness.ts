@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, RunRepository } from "@looprun/db";
 import { RUN_QUEUE } from "@looprun/core";
+import { openDatabase, RunRepository } from "@looprun/db";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { createApp } from "../src/app";

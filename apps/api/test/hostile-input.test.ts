@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { RunSubmission } from "@looprun/core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseApiEnv } from "../src/env";
 import { apiHarness } from "./api-harness";
 
@@ -61,7 +61,16 @@ const FIELDS = [
 /** Each body is invalid for a known reason; they are built from a valid one. */
 function invalidBodies(count: number, random: () => number): unknown[] {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
-  const out: unknown[] = [null, 42, "text", [], [valid], {}, { task: "t" }, { ...valid, agent: null }];
+  const out: unknown[] = [
+    null,
+    42,
+    "text",
+    [],
+    [valid],
+    {},
+    { task: "t" },
+    { ...valid, agent: null },
+  ];
   while (out.length < count) {
     const kind = random();
     if (kind < 0.6) {
@@ -71,12 +80,23 @@ function invalidBodies(count: number, random: () => number): unknown[] {
       // A few combinations happen to be valid (cooldownMs 0, a plain workspace name…): the
       // explicit cases in runs-api.test.ts pin the schema; here only invalid bodies count.
       if (RunSubmission.safeParse(body).success && !(field === "workspace")) continue;
-      if (field === "workspace" && !(typeof value === "string" && /^(\/|\.\.|\u0000|\s*$)/.test(value))) continue;
+      if (
+        field === "workspace" &&
+        !(typeof value === "string" && (/^(\/|\.\.|\s*$)/.test(value) || value.includes("\0")))
+      )
+        continue;
       out.push(body);
     } else if (kind < 0.75) {
       out.push({ ...valid, [`unknown_${Math.floor(random() * 1e6)}`]: pick(WRONG_VALUES) });
     } else if (kind < 0.9) {
-      out.push({ ...valid, agent: { type: pick(["command", "mistral", "nope", ""]), command: pick(WRONG_VALUES), extra: 1 } });
+      out.push({
+        ...valid,
+        agent: {
+          type: pick(["command", "mistral", "nope", ""]),
+          command: pick(WRONG_VALUES),
+          extra: 1,
+        },
+      });
     } else {
       const { testCommand: _t, ...noGate } = valid;
       out.push({ ...noGate, completionPromise: pick(["", "   "]) });

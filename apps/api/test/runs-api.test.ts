@@ -34,13 +34,23 @@ describe("runs API over app.request()", () => {
       status: "queued",
       iteration: 0,
       budget: { maxIterations: 6, maxMinutes: 45, remainingIterations: 6, elapsedMs: 0 },
-      metrics: { iterations: 0, validationFailures: 0, reviewBlockings: 0, toolCalls: 0, toolFailures: 0, tokens: 0 },
+      metrics: {
+        iterations: 0,
+        validationFailures: 0,
+        reviewBlockings: 0,
+        toolCalls: 0,
+        toolFailures: 0,
+        tokens: 0,
+      },
       validationCommands: ["true"],
     });
     expect(existsSync(join(h.workspacesRoot, "accept-1"))).toBe(true);
     const events = await h.request("GET", `/api/runs/${res.body.id}/events`);
     expect(events.body.items.map((e: { type: string }) => e.type)).toEqual(["run_queued"]);
-    expect(events.body.items[0]).toMatchObject({ seq: 1, data: { budget: { elapsedMs: 0, remainingIterations: 6 } } });
+    expect(events.body.items[0]).toMatchObject({
+      seq: 1,
+      data: { budget: { elapsedMs: 0, remainingIterations: 6 } },
+    });
   });
 
   it("takes maxAttempts as a legacy alias, maxIterations winning over it", async () => {
@@ -54,7 +64,10 @@ describe("runs API over app.request()", () => {
     const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });
     const second = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });
     expect(second.status).toBe(409);
-    expect(second.body.error).toMatchObject({ code: "run_already_active", activeRunId: first.body.id });
+    expect(second.body.error).toMatchObject({
+      code: "run_already_active",
+      activeRunId: first.body.id,
+    });
     const session = await h.request("GET", "/api/sessions/busy-1");
     expect(session.body).toMatchObject({ id: "busy-1", activeRunId: first.body.id });
     expect(session.body.runs).toHaveLength(1);
@@ -97,7 +110,15 @@ describe("runs API over app.request()", () => {
   });
 
   it("validates query strings", async () => {
-    for (const q of ["limit=0", "limit=101", "limit=x", "status=nope", "cursor=abc", "unknown=1", "sessionId=a%20b"]) {
+    for (const q of [
+      "limit=0",
+      "limit=101",
+      "limit=x",
+      "status=nope",
+      "cursor=abc",
+      "unknown=1",
+      "sessionId=a%20b",
+    ]) {
       const res = await h.request("GET", `/api/runs?${q}`);
       expect(res.status, q).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
@@ -174,9 +195,15 @@ describe("runs API over app.request()", () => {
 
   it("serves empty tool-call and review lists for a run without them", async () => {
     const created = await h.request("POST", "/api/runs", { ...valid });
-    expect((await h.request("GET", `/api/runs/${created.body.id}/tool-calls`)).body).toEqual({ items: [] });
-    expect((await h.request("GET", `/api/runs/${created.body.id}/reviews`)).body).toEqual({ items: [] });
-    expect((await h.request("GET", `/api/runs/${created.body.id}/iterations`)).body).toEqual({ items: [] });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/tool-calls`)).body).toEqual({
+      items: [],
+    });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/reviews`)).body).toEqual({
+      items: [],
+    });
+    expect((await h.request("GET", `/api/runs/${created.body.id}/iterations`)).body).toEqual({
+      items: [],
+    });
   });
 
   it("reports readiness", async () => {
@@ -209,9 +236,17 @@ describe("runs API with API_TOKEN", () => {
     const h = apiHarness(inject("redisUrl"));
     try {
       const token = "a-token-of-some-length";
-      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, apiToken: token });
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        apiToken: token,
+      });
       for (const auth of [undefined, "Bearer wrong", `Basic ${token}`, "Bearer "]) {
-        const res = await app.request("/api/runs", { headers: auth ? { authorization: auth } : {} });
+        const res = await app.request("/api/runs", {
+          headers: auth ? { authorization: auth } : {},
+        });
         expect(res.status, String(auth)).toBe(401);
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
       }
@@ -229,7 +264,10 @@ describe("runs API limits", () => {
     const h = apiHarness(inject("redisUrl"));
     try {
       await h.untilReady();
-      const res = await h.request("POST", "/api/runs", { ...valid, task: "x".repeat(3 * 1024 * 1024) });
+      const res = await h.request("POST", "/api/runs", {
+        ...valid,
+        task: "x".repeat(3 * 1024 * 1024),
+      });
       expect(res.status).toBe(413);
       expect(res.body.error.code).toBe("payload_too_large");
       expect(h.repo.listRuns({ limit: 10 }).items).toHaveLength(0);
@@ -242,7 +280,13 @@ describe("runs API limits", () => {
     const { createApp } = await import("../src/app");
     const h = apiHarness(inject("redisUrl"));
     try {
-      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, rateLimitPerMinute: 5 });
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        rateLimitPerMinute: 5,
+      });
       const statuses: number[] = [];
       let retryAfter: string | null = null;
       for (let i = 0; i < 7; i++) {
@@ -250,7 +294,9 @@ describe("runs API limits", () => {
         statuses.push(res.status);
         if (res.status === 429) {
           retryAfter = res.headers.get("retry-after");
-          expect(((await res.json()) as { error: { code: string } }).error.code).toBe("rate_limited");
+          expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+            "rate_limited",
+          );
         }
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
@@ -264,9 +310,17 @@ describe("runs API limits", () => {
     const { createApp } = await import("../src/app");
     const h = apiHarness(inject("redisUrl"));
     try {
-      const plain = await h.app.request("/api/runs", { headers: { origin: "https://evil.example" } });
+      const plain = await h.app.request("/api/runs", {
+        headers: { origin: "https://evil.example" },
+      });
       expect(plain.headers.get("access-control-allow-origin")).toBeNull();
-      const app = createApp({ repo: h.repo, queue: h.queue, workspacesRoot: h.workspacesRoot, dbHealthy: () => true, corsOrigins: ["https://ok.example"] });
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        corsOrigins: ["https://ok.example"],
+      });
       const ok = await app.request("/api/runs", { headers: { origin: "https://ok.example" } });
       expect(ok.headers.get("access-control-allow-origin")).toBe("https://ok.example");
     } finally {
@@ -286,11 +340,17 @@ describe("idempotent submit", () => {
           headers: { "content-type": "application/json", "idempotency-key": key },
           body: JSON.stringify(body),
         });
-        return { status: res.status, body: (await res.json()) as { id: string; error?: { code: string } } };
+        return {
+          status: res.status,
+          body: (await res.json()) as { id: string; error?: { code: string } },
+        };
       };
       const first = await post({ ...valid, sessionId: "idem-1" }, "key-1");
       // The same body with its keys in another order is the same request.
-      const again = await post({ sessionId: "idem-1", testCommand: "true", agent: valid.agent, task: valid.task }, "key-1");
+      const again = await post(
+        { sessionId: "idem-1", testCommand: "true", agent: valid.agent, task: valid.task },
+        "key-1",
+      );
       expect(first.status).toBe(202);
       expect(again.status).toBe(202);
       expect(again.body.id).toBe(first.body.id);

@@ -17,7 +17,9 @@ export class ApiClient {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new Error(`cannot reach the looprun API at ${this.baseUrl} (${(error as Error).message}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`);
+      throw new Error(
+        `cannot reach the looprun API at ${this.baseUrl} (${(error as Error).message}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
+      );
     }
     const text = await res.text();
     const json = text ? JSON.parse(text) : null;

@@ -1,5 +1,4 @@
 import { Command } from "commander";
-import { fail } from "./lifecycle";
 import { mcpCommand } from "./commands/mcp";
 import {
   lsCommand,
@@ -10,6 +9,7 @@ import {
   watchCommand,
 } from "./commands/runs";
 import { apiCommand, devCommand, workerCommand } from "./commands/servers";
+import { fail } from "./lifecycle";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -17,14 +17,17 @@ const program = new Command("looprun")
   .description("Self-correcting agent loops as durable jobs")
   .showHelpAfterError();
 
-program.command("dev").description("start everything locally: redis-server (managed), API and workers").action(devCommand);
+program
+  .command("dev")
+  .description("start everything locally: redis-server (managed), API and workers")
+  .action(devCommand);
 program.command("api").description("start the HTTP API").action(apiCommand);
 program.command("worker").description("start a worker process").action(workerCommand);
 program
   .command("submit")
   .description("submit a run (the command agent)")
   .requiredOption("-t, --task <text>", "what the agent must do")
-  .requiredOption("-a, --agent <command>", "the agent command, e.g. \"claude -p\"")
+  .requiredOption("-a, --agent <command>", 'the agent command, e.g. "claude -p"')
   .option("--agent-timeout <ms>", "timeout of one agent run")
   .option("-s, --session <id>", "session id (default: a new session)")
   .option("-w, --workspace <dir>", "workspace under WORKSPACES_ROOT")
@@ -60,4 +63,6 @@ program
   .action(rollbackCommand);
 program.addCommand(mcpCommand());
 
-program.parseAsync(process.argv).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));
+program
+  .parseAsync(process.argv)
+  .catch((error: unknown) => fail(error instanceof Error ? error.message : String(error)));

@@ -37,7 +37,9 @@ async function freePort(): Promise<number> {
  */
 export async function startManagedRedis(dir: string): Promise<ManagedRedis> {
   if (!hasRedisServer()) {
-    throw new Error(`redis-server was not found on PATH. Install it with:\n  ${redisInstallHint()}`);
+    throw new Error(
+      `redis-server was not found on PATH. Install it with:\n  ${redisInstallHint()}`,
+    );
   }
   const dataDir = resolve(dir);
   mkdirSync(dataDir, { recursive: true });
@@ -45,12 +47,18 @@ export async function startManagedRedis(dir: string): Promise<ManagedRedis> {
   const child: ChildProcess = spawn(
     "redis-server",
     [
-      "--port", String(port),
-      "--bind", "127.0.0.1",
-      "--dir", dataDir,
-      "--appendonly", "yes",
-      "--save", "",
-      "--maxmemory-policy", "noeviction",
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dataDir,
+      "--appendonly",
+      "yes",
+      "--save",
+      "",
+      "--maxmemory-policy",
+      "noeviction",
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

@@ -10,12 +10,21 @@ const list = z
       .map((name) => name.trim())
       .filter(Boolean),
   )
-  .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a comma-separated list of variable names")));
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a comma-separated list of variable names"),
+    ),
+  );
 
 export const WorkerEnv = z.object({
   DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
   REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
-  LOOPRUN_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_-]+$/).default("looprun"),
+  LOOPRUN_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .default("looprun"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2),
   /** Job lock (lease) duration; renewed every half of it while a run's iteration is in flight. */
   LOOPRUN_LOCK_MS: z.coerce.number().int().min(1000).default(60_000),

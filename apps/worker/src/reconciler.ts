@@ -19,7 +19,9 @@ export interface ReconcilerOptions {
  * — job id = run id, so never twice; a stopping run with no job is ended; a run whose job
  * failed for good is failed. Every worker runs it; it is idempotent.
  */
-export async function reconcile(opts: ReconcilerOptions): Promise<{ enqueued: string[]; stopped: string[]; failed: string[] }> {
+export async function reconcile(
+  opts: ReconcilerOptions,
+): Promise<{ enqueued: string[]; stopped: string[]; failed: string[] }> {
   const now = opts.now ?? Date.now;
   const result = { enqueued: [] as string[], stopped: [] as string[], failed: [] as string[] };
   for (const run of opts.repo.listUnfinishedRuns(now() - (opts.graceMs ?? 5000))) {

@@ -35,7 +35,9 @@ interface ActiveRun {
  * slot is held while a run cools down).
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
-  const redactor = new Redactor(collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST));
+  const redactor = new Redactor(
+    collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST),
+  );
   const logger = pino({
     level: env.LOG_LEVEL,
     base: { app: "worker", pid: process.pid },
@@ -154,9 +156,14 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     );
   worker.on("failed", (job, err) => {
     if (!job) return;
-    logger.error({ runId: job.data.runId, err: err.message, attempts: job.attemptsMade }, "run job failed");
+    logger.error(
+      { runId: job.data.runId, err: err.message, attempts: job.attemptsMade },
+      "run job failed",
+    );
     // Only a job that BullMQ will not retry (attempts spent, or stalled too often) fails its run.
-    void job.isFailed().then((final) => (final ? failForGood(job.data.runId, err.message) : undefined));
+    void job
+      .isFailed()
+      .then((final) => (final ? failForGood(job.data.runId, err.message) : undefined));
   });
   await worker.waitUntilReady();
 

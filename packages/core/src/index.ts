@@ -94,6 +94,7 @@ export {
 } from "./pipeline/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
 export { buildCommandEnv, runCommand, TailBuffer } from "./process/index";
+export { killOrphanedGroup } from "./process/orphans";
 export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
 export type {
   CommandReviewInput,

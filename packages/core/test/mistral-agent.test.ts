@@ -149,7 +149,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
   });
 
   it("tells the next iteration which tool calls failed, and reports a missing argument without calling", async () => {
-    fake.respond((req, i): Reply => {
+    fake.respond((_req, i): Reply => {
       if (i === 0)
         return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt" } }] };
       if (i === 1)

@@ -5,7 +5,9 @@ describe("Redactor", () => {
   const r = new Redactor(["the-api-token-value", "mistral-key-abcdef", undefined, "abc"]);
 
   it("replaces configured secret values wherever they appear", () => {
-    expect(r.text("token=the-api-token-value and again the-api-token-value")).not.toContain("the-api-token-value");
+    expect(r.text("token=the-api-token-value and again the-api-token-value")).not.toContain(
+      "the-api-token-value",
+    );
     expect(r.text("key mistral-key-abcdef!")).toBe(`key ${REDACTED}!`);
     // Too short to be a secret: left alone.
     expect(r.text("abc")).toBe("abc");
@@ -24,7 +26,9 @@ describe("Redactor", () => {
 
   it("keeps the name of an assignment and the Bearer scheme", () => {
     expect(r.text("OPENAI_API_KEY=abcdefgh12345678")).toBe(`OPENAI_API_KEY=${REDACTED}`);
-    expect(r.text("Authorization: Bearer abcdefghijklmnop123456")).toBe(`Authorization: Bearer ${REDACTED}`);
+    expect(r.text("Authorization: Bearer abcdefghijklmnop123456")).toBe(
+      `Authorization: Bearer ${REDACTED}`,
+    );
     expect(r.text('password: "hunter2hunter2"')).toBe(`password: "${REDACTED}"`);
   });
 
@@ -44,9 +48,11 @@ describe("Redactor", () => {
 describe("Redactor on commands", () => {
   it("keeps the shell structure of a command around a redacted value", () => {
     const r = new Redactor();
-    expect(r.text("echo OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123; head -c 10 /dev/zero | tr x y")).toBe(
-      `echo OPENAI_API_KEY=${REDACTED}; head -c 10 /dev/zero | tr x y`,
-    );
+    expect(
+      r.text(
+        "echo OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123; head -c 10 /dev/zero | tr x y",
+      ),
+    ).toBe(`echo OPENAI_API_KEY=${REDACTED}; head -c 10 /dev/zero | tr x y`);
     expect(r.text("GH_TOKEN=abcdefgh12345678 gh pr list")).toBe(`GH_TOKEN=${REDACTED} gh pr list`);
   });
 });

@@ -248,7 +248,9 @@ export class RunRepository {
       // With a session as well, SQLite picks the (status, id) index and walks every run of that
       // status (O(history)); a session has few runs: the unary + keeps status out of the choice.
       where.push(
-        filter.sessionId === undefined ? eq(runs.status, filter.status) : sql`+${runs.status} = ${filter.status}`,
+        filter.sessionId === undefined
+          ? eq(runs.status, filter.status)
+          : sql`+${runs.status} = ${filter.status}`,
       );
     }
     if (filter.cursor !== undefined) where.push(lt(runs.id, filter.cursor));

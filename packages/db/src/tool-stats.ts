@@ -18,7 +18,12 @@ export interface ToolStat {
 }
 
 export interface ToolStats {
-  totals: { calls: number; failures: number; successRate: number | null; meanDurationMs: number | null };
+  totals: {
+    calls: number;
+    failures: number;
+    successRate: number | null;
+    meanDurationMs: number | null;
+  };
   tools: ToolStat[];
   commonErrors: { server: string; tool: string; error: string; count: number }[];
 }

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import {
   computeConvergence,
+  killOrphanedGroup,
   normalizeSubmission,
   RUN_STATUSES,
   RunAlreadyActiveError,
@@ -210,6 +211,9 @@ export function runRoutes(deps: AppDeps): Hono {
         } catch {
           free = false;
         }
+        // A job no worker holds may be a crashed worker's: its processes die before `stopped`
+        // (the API shares the host with the workers, as SQLite requires).
+        if (free && request.run.startedAt !== null) killOrphanedGroup(request.run.activePgid, id);
         const run = free ? (deps.repo.finalizeStop(id, now()) ?? request.run) : request.run;
         if (run.status === "stopping") await deps.queue.publishStop(id);
         return c.json({ id, status: run.status }, 202);

@@ -14,7 +14,9 @@ export function sessionRoutes(deps: AppDeps): Hono {
     const found = deps.repo.getSession(id);
     if (!found) throw notFound(`session ${id}`);
     const t = now();
-    const active = found.runs.find((r) => ["queued", "running", "awaiting_approval", "stopping"].includes(r.status));
+    const active = found.runs.find((r) =>
+      ["queued", "running", "awaiting_approval", "stopping"].includes(r.status),
+    );
     return c.json({
       id: found.session.id,
       workspace: found.session.workspace,

@@ -1,10 +1,9 @@
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-import { buildCommandEnv } from "@looprun/core";
+// Until @looprun/core's index re-exports the tools layer, it is reached by path.
+import { buildCommandEnv, serveWorkspaceOverStdio } from "@looprun/core";
 import { WorkerEnv } from "@looprun/worker";
 import { Command } from "commander";
-// Until @looprun/core's index re-exports the tools layer, it is reached by path.
-import { serveWorkspaceOverStdio } from "@looprun/core";
 import { closeOnSignals, fail } from "../lifecycle";
 
 async function serveWorkspace(dir: string, options: { commandTimeout?: string }): Promise<void> {

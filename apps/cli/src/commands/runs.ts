@@ -34,7 +34,11 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
   const client = clientFromEnv();
   const body = {
     task: opts.task,
-    agent: { type: "command", command: opts.agent, timeoutMs: num(opts.agentTimeout, "--agent-timeout") },
+    agent: {
+      type: "command",
+      command: opts.agent,
+      timeoutMs: num(opts.agentTimeout, "--agent-timeout"),
+    },
     sessionId: opts.session,
     workspace: opts.workspace,
     testCommand: opts.test,
@@ -49,7 +53,11 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
     maxStalledIterations: num(opts.maxStalled, "--max-stalled"),
     rollbackOnFailure: opts.rollbackOnFailure,
   };
-  const created = await client.request<{ id: string; sessionId: string }>("POST", "/api/runs", body);
+  const created = await client.request<{ id: string; sessionId: string }>(
+    "POST",
+    "/api/runs",
+    body,
+  );
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else process.stdout.write(`submitted run ${created.id} (session ${created.sessionId})\n`);
   if (opts.watch) {
@@ -74,7 +82,12 @@ interface RunRow {
   budget: { maxIterations: number };
 }
 
-export async function lsCommand(opts: { session?: string; status?: string; limit?: string; cursor?: string }) {
+export async function lsCommand(opts: {
+  session?: string;
+  status?: string;
+  limit?: string;
+  cursor?: string;
+}) {
   const q = new URLSearchParams();
   if (opts.session) q.set("sessionId", opts.session);
   if (opts.status) q.set("status", opts.status);
@@ -96,12 +109,18 @@ export async function lsCommand(opts: { session?: string; status?: string; limit
 export async function showCommand(id: string): Promise<void> {
   const client = clientFromEnv();
   const run = await client.request<Record<string, unknown>>("GET", `/api/runs/${id}`);
-  const iterations = await client.request<{ items: unknown[] }>("GET", `/api/runs/${id}/iterations`);
+  const iterations = await client.request<{ items: unknown[] }>(
+    "GET",
+    `/api/runs/${id}/iterations`,
+  );
   process.stdout.write(`${JSON.stringify({ ...run, iterations: iterations.items }, null, 2)}\n`);
 }
 
 export async function stopCommand(id: string): Promise<void> {
-  const res = await clientFromEnv().request<{ id: string; status: string }>("POST", `/api/runs/${id}/stop`);
+  const res = await clientFromEnv().request<{ id: string; status: string }>(
+    "POST",
+    `/api/runs/${id}/stop`,
+  );
   process.stdout.write(`run ${res.id}: ${res.status}\n`);
 }
 
@@ -117,5 +136,6 @@ export async function rollbackCommand(id: string, opts: { iteration: string }): 
   process.stdout.write(
     `run ${res.id}: workspace restored ${where} (snapshot ${res.snapshot.slice(0, 12)}), ${res.files.length} file${res.files.length === 1 ? "" : "s"} changed back\n`,
   );
-  for (const f of res.files) process.stdout.write(`  ${f.change === "removed" ? "removed " : "restored"} ${f.path}\n`);
+  for (const f of res.files)
+    process.stdout.write(`  ${f.change === "removed" ? "removed " : "restored"} ${f.path}\n`);
 }

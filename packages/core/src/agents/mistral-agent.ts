@@ -1,7 +1,13 @@
+import type { Plan } from "../domain/plan";
 import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
-import type { Plan } from "../domain/plan";
-import { planFromAnswer, parsePlanAnswer, REPLAN_AFTER_FAILURES, renderPlan, UpdateStepArgs } from "./plan";
+import {
+  parsePlanAnswer,
+  planFromAnswer,
+  REPLAN_AFTER_FAILURES,
+  renderPlan,
+  UpdateStepArgs,
+} from "./plan";
 
 export interface AgentTool extends ChatTool {
   server: string;
@@ -15,7 +21,13 @@ export interface AgentToolSet {
     name: string,
     args: unknown,
     signal?: AbortSignal,
-  ): Promise<{ isError: boolean; result: string; durationMs: number; server: string; tool: string }>;
+  ): Promise<{
+    isError: boolean;
+    result: string;
+    durationMs: number;
+    server: string;
+    tool: string;
+  }>;
 }
 
 export interface RecordedToolCall {
@@ -31,7 +43,11 @@ export interface RecordedToolCall {
 export interface AgentRecorder {
   toolCall(call: RecordedToolCall): Promise<void>;
   tokens(count: number): Promise<void>;
-  plan(type: "plan_created" | "plan_updated" | "step_completed", plan: Plan, data?: Record<string, unknown>): Promise<void>;
+  plan(
+    type: "plan_created" | "plan_updated" | "step_completed",
+    plan: Plan,
+    data?: Record<string, unknown>,
+  ): Promise<void>;
 }
 
 export interface MistralAgentInput {
@@ -79,7 +95,8 @@ const FINISH: ChatTool = {
 
 const UPDATE_STEP: ChatTool = {
   name: "update_step",
-  description: "Record progress on a step of the plan: in_progress when you start it, done or failed when it ends.",
+  description:
+    "Record progress on a step of the plan: in_progress when you start it, done or failed when it ends.",
   parameters: {
     type: "object",
     properties: {
@@ -95,7 +112,7 @@ const SYSTEM = [
   "You are a careful software engineering agent working inside one workspace directory.",
   "Act through the tools: read files before changing them, make focused edits, run commands to check your work.",
   "Paths are relative to the workspace. Do not repeat a tool call that already failed the same way.",
-  "When the task is complete, call `finish` with status \"done\" and a short summary. If you cannot continue, call `finish` with status \"blocked\".",
+  'When the task is complete, call `finish` with status "done" and a short summary. If you cannot continue, call `finish` with status "blocked".',
 ].join("\n");
 
 /** Three failed tool calls in a row end the iteration. */
@@ -111,7 +128,10 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   const log = (line: string) => transcript.push(line);
   let plan = input.plan;
 
-  const done = (exitCode: number, phaseFailed: MistralAgentResult["phaseFailed"] = null): MistralAgentResult => {
+  const done = (
+    exitCode: number,
+    phaseFailed: MistralAgentResult["phaseFailed"] = null,
+  ): MistralAgentResult => {
     const cap = input.outputCapBytes ?? 65_536;
     const text = transcript.join("\n");
     return {
@@ -150,11 +170,21 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       await input.recorder.plan("plan_created", plan, { steps: plan.steps.length });
     }
 
-    const tools: ChatTool[] = [...input.toolSet.tools.map(({ name, description, parameters }) => ({ name, description, parameters })), FINISH];
+    const tools: ChatTool[] = [
+      ...input.toolSet.tools.map(({ name, description, parameters }) => ({
+        name,
+        description,
+        parameters,
+      })),
+      FINISH,
+    ];
     if (plan) tools.push(UPDATE_STEP);
     const messages: ChatMessage[] = [
       { role: "system", content: SYSTEM },
-      { role: "user", content: plan ? `${input.prompt}\n# Plan\n\n${renderPlan(plan)}\n` : input.prompt },
+      {
+        role: "user",
+        content: plan ? `${input.prompt}\n# Plan\n\n${renderPlan(plan)}\n` : input.prompt,
+      },
     ];
     let calls = 0;
     let failuresInARow = 0;
@@ -186,22 +216,41 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         }
         let outcome: { isError: boolean; result: string };
         if (args === undefined) {
-          outcome = { isError: true, result: `the arguments of ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}` };
+          outcome = {
+            isError: true,
+            result: `the arguments of ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}`,
+          };
         } else if (call.name === "update_step" && plan) {
           const updated = await updateStep(input, complete, plan, args);
           plan = updated.plan;
           outcome = updated.outcome;
         } else {
           const r = await input.toolSet.call(call.name, args, input.signal);
-          await input.recorder.toolCall({ server: r.server, tool: r.tool, args, isError: r.isError, result: r.result, durationMs: r.durationMs });
+          await input.recorder.toolCall({
+            server: r.server,
+            tool: r.tool,
+            args,
+            isError: r.isError,
+            result: r.result,
+            durationMs: r.durationMs,
+          });
           outcome = r;
         }
         calls += 1;
-        log(`→ ${call.name}(${call.arguments.slice(0, 200)}) ${outcome.isError ? "✗" : "✓"} ${outcome.result.slice(0, 300)}`);
-        messages.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.result });
+        log(
+          `→ ${call.name}(${call.arguments.slice(0, 200)}) ${outcome.isError ? "✗" : "✓"} ${outcome.result.slice(0, 300)}`,
+        );
+        messages.push({
+          role: "tool",
+          toolCallId: call.id,
+          name: call.name,
+          content: outcome.result,
+        });
         failuresInARow = outcome.isError ? failuresInARow + 1 : 0;
         if (failuresInARow >= MAX_CONSECUTIVE_TOOL_FAILURES) {
-          log(`stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${call.name}: ${outcome.result.slice(0, 500)}`);
+          log(
+            `stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${call.name}: ${outcome.result.slice(0, 500)}`,
+          );
           return done(1);
         }
         if (calls >= input.maxToolCalls) {
@@ -219,7 +268,11 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   }
 }
 
-type Complete = (messages: ChatMessage[], tools: ChatTool[], json?: boolean) => ReturnType<ChatModel["complete"]>;
+type Complete = (
+  messages: ChatMessage[],
+  tools: ChatTool[],
+  json?: boolean,
+) => ReturnType<ChatModel["complete"]>;
 
 /** Asks for a JSON plan; an invalid answer is asked again once with the error. */
 async function makePlan(
@@ -244,7 +297,10 @@ async function makePlan(
     if (parsed.ok) return { ok: true, plan: planFromAnswer(parsed.plan, previous, reason) };
     error = parsed.error;
     messages.push({ role: "assistant", content: res.content ?? "" });
-    messages.push({ role: "user", content: `That plan is invalid (${error}). Answer again with the JSON object only.` });
+    messages.push({
+      role: "user",
+      content: `That plan is invalid (${error}). Answer again with the JSON object only.`,
+    });
   }
   return { ok: false, error: `invalid plan twice: ${error}` };
 }
@@ -258,13 +314,26 @@ async function updateStep(
   const parsed = UpdateStepArgs.safeParse(args);
   const step = parsed.success ? plan.steps.find((s) => s.id === parsed.data.step) : undefined;
   if (!parsed.success || !step) {
-    return { plan, outcome: { isError: true, result: `invalid update_step: give an existing step number (1–${plan.steps.length}) and a status` } };
+    return {
+      plan,
+      outcome: {
+        isError: true,
+        result: `invalid update_step: give an existing step number (1–${plan.steps.length}) and a status`,
+      },
+    };
   }
   const { status, note } = parsed.data;
   const next: Plan = {
     ...plan,
     steps: plan.steps.map((s) =>
-      s.id === step.id ? { ...s, status, note: note ?? s.note, failures: s.failures + (status === "failed" ? 1 : 0) } : s,
+      s.id === step.id
+        ? {
+            ...s,
+            status,
+            note: note ?? s.note,
+            failures: s.failures + (status === "failed" ? 1 : 0),
+          }
+        : s,
     ),
   };
   const updated = next.steps.find((s) => s.id === step.id) ?? step;
@@ -275,8 +344,14 @@ async function updateStep(
     const reason = `step ${step.id} ("${step.title}") failed ${updated.failures} times: ${note ?? "no reason given"}`;
     const made = await makePlan(input, complete, next, reason);
     if (made.ok) {
-      await input.recorder.plan("plan_updated", made.plan, { reason, steps: made.plan.steps.length });
-      return { plan: made.plan, outcome: { isError: false, result: `Re-planned. The new plan:\n${renderPlan(made.plan)}` } };
+      await input.recorder.plan("plan_updated", made.plan, {
+        reason,
+        steps: made.plan.steps.length,
+      });
+      return {
+        plan: made.plan,
+        outcome: { isError: false, result: `Re-planned. The new plan:\n${renderPlan(made.plan)}` },
+      };
     }
   }
   if (status !== "done") {

@@ -18,7 +18,11 @@ export type PlanAnswer = z.infer<typeof PlanAnswer>;
 /** A step that fails this many times triggers a re-plan. */
 export const REPLAN_AFTER_FAILURES = 2;
 
-export function planFromAnswer(answer: PlanAnswer, previous: Plan | null, reason: string | null): Plan {
+export function planFromAnswer(
+  answer: PlanAnswer,
+  previous: Plan | null,
+  reason: string | null,
+): Plan {
   return {
     version: (previous?.version ?? 0) + 1,
     reason,
@@ -33,7 +37,9 @@ export function planFromAnswer(answer: PlanAnswer, previous: Plan | null, reason
   };
 }
 
-export function parsePlanAnswer(text: string | null): { ok: true; plan: PlanAnswer } | { ok: false; error: string } {
+export function parsePlanAnswer(
+  text: string | null,
+): { ok: true; plan: PlanAnswer } | { ok: false; error: string } {
   let json: unknown;
   try {
     json = JSON.parse(text ?? "");
@@ -44,14 +50,21 @@ export function parsePlanAnswer(text: string | null): { ok: true; plan: PlanAnsw
   if (!parsed.success) {
     return {
       ok: false,
-      error: parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "),
+      error: parsed.error.issues
+        .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+        .join("; "),
     };
   }
   return { ok: true, plan: parsed.data };
 }
 
 export function renderPlan(plan: Plan): string {
-  const mark: Record<StepStatus, string> = { todo: "[ ]", in_progress: "[~]", done: "[x]", failed: "[!]" };
+  const mark: Record<StepStatus, string> = {
+    todo: "[ ]",
+    in_progress: "[~]",
+    done: "[x]",
+    failed: "[!]",
+  };
   return plan.steps
     .map((s) => `${mark[s.status]} ${s.id}. ${s.title}${s.note ? ` — ${s.note}` : ""}`)
     .join("\n");

@@ -19,7 +19,8 @@ export interface ToolFailure {
 export function renderSessionHistory(runs: readonly SessionRunSummary[]): string {
   return runs
     .map((r) => {
-      const files = r.filesTouched.length > 0 ? `; files touched: ${r.filesTouched.join(", ")}` : "";
+      const files =
+        r.filesTouched.length > 0 ? `; files touched: ${r.filesTouched.join(", ")}` : "";
       return `- run ${r.runId}: "${r.task}" → ${r.status}${r.reason ? ` (${r.reason})` : ""}${files}`;
     })
     .join("\n");
@@ -27,6 +28,9 @@ export function renderSessionHistory(runs: readonly SessionRunSummary[]): string
 
 export function renderToolFailures(failures: readonly ToolFailure[]): string {
   return failures
-    .map((f) => `- iteration ${f.iteration}: ${f.tool}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`)
+    .map(
+      (f) =>
+        `- iteration ${f.iteration}: ${f.tool}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`,
+    )
     .join("\n");
 }

@@ -16,4 +16,3 @@ export interface Plan {
   /** Why the last re-plan happened. */
   reason: string | null;
 }
-

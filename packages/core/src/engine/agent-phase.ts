@@ -27,9 +27,15 @@ export interface AgentPhaseResult extends AgentResult {
  * `${NAME}` in an MCP server's env or headers takes the value of an allowed variable of the
  * worker: secrets are configured on the workers, never sent in (and stored with) a run.
  */
-function expandVars(values: Record<string, string>, env: Record<string, string>): Record<string, string> {
+function expandVars(
+  values: Record<string, string>,
+  env: Record<string, string>,
+): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(values).map(([k, v]) => [k, v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => env[name] ?? "")]),
+    Object.entries(values).map(([k, v]) => [
+      k,
+      v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => env[name] ?? ""),
+    ]),
   );
 }
 
@@ -53,7 +59,12 @@ export async function runAgentPhase(
         signal: input.signal,
         ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       });
-      return { exitCode: r.exitCode, output: r.output, durationMs: r.durationMs, phaseFailed: null };
+      return {
+        exitCode: r.exitCode,
+        output: r.output,
+        durationMs: r.durationMs,
+        phaseFailed: null,
+      };
     }
     case "mistral": {
       if (!res.llm) {
@@ -61,7 +72,10 @@ export async function runAgentPhase(
           exitCode: null,
           output: "",
           durationMs: 0,
-          phaseFailed: { phase: "implementation", error: "no LLM is configured: set MISTRAL_API_KEY for the workers" },
+          phaseFailed: {
+            phase: "implementation",
+            error: "no LLM is configured: set MISTRAL_API_KEY for the workers",
+          },
         };
       }
       // The agent's own timer: the run's deadline also ends its calls.
@@ -72,21 +86,31 @@ export async function runAgentPhase(
       try {
         hub = await ToolHub.connect(
           [
-            { name: "workspace", ...workspaceServerLaunch(ctx.run.workspace, input.env), cwd: ctx.run.workspace },
+            {
+              name: "workspace",
+              ...workspaceServerLaunch(ctx.run.workspace, input.env),
+              cwd: ctx.run.workspace,
+            },
             ...spec.mcpServers.map((s) =>
               "url" in s
                 ? { ...s, headers: expandVars(s.headers, input.env) }
                 : { ...s, env: expandVars(s.env, input.env), cwd: ctx.run.workspace },
             ),
           ],
-          { reservedNames: ["finish", "update_step"], requestTimeoutMs: res.toolTimeoutMs ?? 120_000 },
+          {
+            reservedNames: ["finish", "update_step"],
+            requestTimeoutMs: res.toolTimeoutMs ?? 120_000,
+          },
         );
       } catch (error) {
         return {
           exitCode: null,
           output: "",
           durationMs: Math.round(performance.now() - started),
-          phaseFailed: { phase: "implementation", error: `MCP servers could not start: ${(error as Error).message}` },
+          phaseFailed: {
+            phase: "implementation",
+            error: `MCP servers could not start: ${(error as Error).message}`,
+          },
         };
       }
       try {
@@ -101,7 +125,8 @@ export async function runAgentPhase(
           toolSet: hub,
           prompt: input.prompt,
           signal,
-          tokensLeft: () => (maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens),
+          tokensLeft: () =>
+            maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens,
           outputCapBytes: input.outputCapBytes,
           recorder: {
             toolCall: async (call) => {
@@ -118,21 +143,36 @@ export async function runAgentPhase(
                 [
                   [
                     "tool_called",
-                    { iteration: input.n, server: call.server, tool: call.tool, isError: call.isError, durationMs: call.durationMs },
+                    {
+                      iteration: input.n,
+                      server: call.server,
+                      tool: call.tool,
+                      isError: call.isError,
+                      durationMs: call.durationMs,
+                    },
                   ],
                 ],
                 { toolCalls: [record] },
               );
             },
             tokens: async (count) => {
-              await ctx.commit({ metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count } });
+              await ctx.commit({
+                metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
+              });
             },
             plan: async (type, plan, data = {}) => {
-              await ctx.commit({ plan }, [[type, { iteration: input.n, version: plan.version, ...data, plan }]]);
+              await ctx.commit({ plan }, [
+                [type, { iteration: input.n, version: plan.version, ...data, plan }],
+              ]);
             },
           },
         });
-        return { exitCode: r.exitCode, output: r.output, durationMs: r.durationMs, phaseFailed: r.phaseFailed };
+        return {
+          exitCode: r.exitCode,
+          output: r.output,
+          durationMs: r.durationMs,
+          phaseFailed: r.phaseFailed,
+        };
       } finally {
         await hub.close();
       }

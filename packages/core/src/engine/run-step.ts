@@ -56,6 +56,8 @@ async function drive(
   opts: StepOptions,
 ): Promise<StepResult> {
   if (ctx.run.status === "stopping") {
+    // `stopped` means the run's processes are dead, including a crashed worker's orphans.
+    if (ctx.run.startedAt !== null) killOrphanedGroup(ctx.run.activePgid, ctx.run.id);
     await ctx.finish("stopped", "stopped", "stopped by request", {
       iteration: { status: "abandoned" },
     });

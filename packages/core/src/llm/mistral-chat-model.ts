@@ -43,7 +43,9 @@ function textOf(content: unknown): string | null {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
-      .map((chunk: { type?: string; text?: string }) => (chunk.type === "text" ? (chunk.text ?? "") : ""))
+      .map((chunk: { type?: string; text?: string }) =>
+        chunk.type === "text" ? (chunk.text ?? "") : "",
+      )
       .join("");
   }
   return null;
@@ -114,7 +116,10 @@ export class MistralChatModel implements ChatModel {
       const toolCalls: ChatToolCall[] = (choice?.message?.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${i}`,
         name: c.function.name,
-        arguments: typeof c.function.arguments === "string" ? c.function.arguments : JSON.stringify(c.function.arguments),
+        arguments:
+          typeof c.function.arguments === "string"
+            ? c.function.arguments
+            : JSON.stringify(c.function.arguments),
       }));
       return {
         content: textOf(choice?.message?.content),
@@ -133,7 +138,9 @@ export class MistralChatModel implements ChatModel {
           ? Number((error as { statusCode: unknown }).statusCode)
           : null;
       const message = error instanceof Error ? error.message : String(error);
-      throw new ChatModelError(`chat completion failed: ${message}`.slice(0, 1000), status, { cause: error });
+      throw new ChatModelError(`chat completion failed: ${message}`.slice(0, 1000), status, {
+        cause: error,
+      });
     }
   }
 }

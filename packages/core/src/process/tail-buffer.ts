@@ -24,6 +24,8 @@ export class TailBuffer {
   toString(): string {
     this.compact();
     const text = Buffer.concat(this.chunks).toString("utf8");
-    return this.dropped > 0 ? `[… ${this.dropped} bytes of earlier output omitted …]\n${text}` : text;
+    return this.dropped > 0
+      ? `[… ${this.dropped} bytes of earlier output omitted …]\n${text}`
+      : text;
   }
 }

@@ -10,7 +10,7 @@ const PATTERNS: RegExp[] = [
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g,
   /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
   // The value stops at shell punctuation, so a redacted command keeps its structure.
-  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&;|<>()\`]{8,}/gi,
+  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&;|<>()`]{8,}/gi,
 ];
 
 export const REDACTED = "[REDACTED]";
@@ -25,9 +25,9 @@ export class Redactor {
   constructor(secretValues: readonly (string | undefined)[] = []) {
     // Longest first, so a secret that contains another is replaced whole. Very short values
     // would redact ordinary words; they are not secrets worth the name.
-    this.values = [...new Set(secretValues.filter((v): v is string => typeof v === "string" && v.length >= 6))].sort(
-      (a, b) => b.length - a.length,
-    );
+    this.values = [
+      ...new Set(secretValues.filter((v): v is string => typeof v === "string" && v.length >= 6)),
+    ].sort((a, b) => b.length - a.length);
   }
 
   text(input: string): string {
@@ -71,8 +71,15 @@ export function collectSecrets(
   names: readonly string[] = [],
   allowlist: readonly string[] = [],
 ): string[] {
-  const wanted = new Set(["API_TOKEN", "MISTRAL_API_KEY", ...names, ...allowlist.filter((n) => SECRET_NAME.test(n))]);
-  return [...wanted].map((n) => source[n]).filter((v): v is string => typeof v === "string" && v.length > 0);
+  const wanted = new Set([
+    "API_TOKEN",
+    "MISTRAL_API_KEY",
+    ...names,
+    ...allowlist.filter((n) => SECRET_NAME.test(n)),
+  ]);
+  return [...wanted]
+    .map((n) => source[n])
+    .filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
 /**
@@ -81,7 +88,8 @@ export function collectSecrets(
  */
 export function redactingLogOptions(redactor: Redactor) {
   const plain = (value: unknown): unknown => {
-    if (value instanceof Error) return { type: value.name, message: value.message, stack: value.stack };
+    if (value instanceof Error)
+      return { type: value.name, message: value.message, stack: value.stack };
     if (Array.isArray(value)) return value.map(plain);
     if (value !== null && typeof value === "object") {
       return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
@@ -94,7 +102,10 @@ export function redactingLogOptions(redactor: Redactor) {
     },
     hooks: {
       logMethod(this: unknown, args: unknown[], method: (...a: unknown[]) => void) {
-        method.apply(this, args.map((a) => (typeof a === "string" ? redactor.text(a) : a)));
+        method.apply(
+          this,
+          args.map((a) => (typeof a === "string" ? redactor.text(a) : a)),
+        );
       },
     },
   };

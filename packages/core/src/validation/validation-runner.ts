@@ -57,6 +57,8 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
 export function validationFeedback(results: readonly ValidationResult[]): string {
   return results
     .filter((r) => r.exitCode !== 0)
-    .map((r) => `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${r.output.trimEnd()}`)
+    .map(
+      (r) => `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${r.output.trimEnd()}`,
+    )
     .join("\n\n");
 }

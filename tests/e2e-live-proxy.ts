@@ -42,7 +42,9 @@ export async function droppingProxy(target: string, dropAfter: number): Promise<
               up.destroy();
               // Once the message is out, the connection ends without the final chunk (a FIN, not
               // a reset, which could discard what the client has not read yet).
-              res.write(message, () => res.socket?.end());
+              // The end comes a moment after the data: a FIN in the same segment as the last
+              // bytes can make the client's fetch fail before it hands those bytes over.
+              res.write(message, () => setTimeout(() => res.socket?.end(), 300));
               return;
             }
             res.write(message);

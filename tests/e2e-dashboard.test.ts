@@ -218,6 +218,8 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
       await page.goto(`${stack.url}/runs/${result.id}`);
       await waitText("#run-status", status, 45_000);
       await waitText("#events", "run_finished");
+      // The timeline is read again in batches after events: wait for it to catch up.
+      await page.locator(`#iterations li.iteration[data-n="${iterations}"]`).waitFor();
       expect(await page.locator("#iterations li.iteration").count()).toBe(iterations);
       expect(
         await page

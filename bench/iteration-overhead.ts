@@ -48,7 +48,7 @@ interface IterationView {
   validation: { durationMs: number }[];
 }
 
-async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
+export async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
   const sessionId = `iter-${randomBytes(6).toString("hex")}`;
   const t0 = Date.now();
   const id = await submitRun(
@@ -81,7 +81,7 @@ async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
   };
 }
 
-async function bashOnce(): Promise<number> {
+export async function bashOnce(): Promise<number> {
   const dir = tempDir("looprun-bench-bash-");
   try {
     writeFileSync(join(dir, "PROMPT.md"), "bench\n");

@@ -3,19 +3,39 @@ import type { BenchContext } from "./support/context";
 import { type BenchStack, commandRun, startStack, submitRun, waitForIdle } from "./support/looprun";
 import { rssMb, sleep } from "./support/processes";
 import type { Figure, ScenarioResult } from "./support/report";
-import { median, pairedRatios, summarize } from "./support/stats";
+import { pairedRatios, summarize } from "./support/stats";
 
 const IDLE_GOAL_MB = 120;
 const GROWTH_GOAL = 1.2;
+/** Readings this far apart; settled once the last three of every process agree within 2 MB. */
+const READING_EVERY_MS = 5000;
+const SETTLED_WITHIN_MB = 2;
 
-/** RSS of a process: the median of a few readings a moment apart. */
-async function sampleRss(pid: number): Promise<number> {
-  const readings: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    readings.push(rssMb(pid));
-    await sleep(200);
+interface Settle {
+  /** Never settled before this long (V8 shrinks its heap only after a while idle). */
+  minMs: number;
+  /** Taken as it is after this long, settled or not. */
+  maxMs: number;
+}
+
+/** RSS (MB) of each process once it has settled while idle (or after `maxMs`). */
+async function settledRss(pids: readonly number[], settle: Settle): Promise<number[]> {
+  const started = Date.now();
+  const readings: number[][] = [];
+  for (;;) {
+    await sleep(READING_EVERY_MS);
+    readings.push(pids.map(rssMb));
+    const last = readings.slice(-3);
+    const stable =
+      last.length === 3 &&
+      pids.every((_, i) => {
+        const values = last.map((r) => r[i] ?? Number.NaN);
+        return Math.max(...values) - Math.min(...values) <= SETTLED_WITHIN_MB;
+      });
+    const elapsed = Date.now() - started;
+    if ((stable && elapsed >= settle.minMs) || elapsed >= settle.maxMs)
+      return readings.at(-1) ?? [];
   }
-  return median(readings);
 }
 
 /** Submits `count` trivial runs (20 submits in flight) and waits until every run has ended. */
@@ -33,36 +53,32 @@ async function runMany(stack: BenchStack, count: number): Promise<void> {
   await waitForIdle(stack.url, 30 * 60_000);
 }
 
+/** [API, worker] RSS in MB at each point. */
 interface MemorySample {
-  apiIdle: number;
-  workerIdle: number;
-  apiWarm: number;
-  workerWarm: number;
-  apiAfter: number;
-  workerAfter: number;
+  startup: number[];
+  idle: number[];
+  warm: number[];
+  after: number[];
 }
 
 async function measureOnce(
   ctx: BenchContext,
   runs: number,
   warmRuns: number,
-  settleMs: number,
+  settle: Settle,
 ): Promise<MemorySample> {
   const stack = await startStack({ redisUrl: ctx.redis.url });
   try {
     const worker = await stack.startWorker();
-    await sleep(settleMs);
-    const apiIdle = await sampleRss(stack.api.pid);
-    const workerIdle = await sampleRss(worker.pid);
+    const pids = [stack.api.pid, worker.pid];
+    await sleep(10_000);
+    const startup = pids.map(rssMb);
+    const idle = await settledRss(pids, settle);
     await runMany(stack, warmRuns);
-    await sleep(settleMs);
-    const apiWarm = await sampleRss(stack.api.pid);
-    const workerWarm = await sampleRss(worker.pid);
+    const warm = await settledRss(pids, settle);
     await runMany(stack, runs - warmRuns);
-    await sleep(settleMs);
-    const apiAfter = await sampleRss(stack.api.pid);
-    const workerAfter = await sampleRss(worker.pid);
-    return { apiIdle, workerIdle, apiWarm, workerWarm, apiAfter, workerAfter };
+    const after = await settledRss(pids, settle);
+    return { startup, idle, warm, after };
   } finally {
     await stack.stop();
   }
@@ -73,48 +89,47 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
   const runs = ctx.quick ? 100 : 1000;
   const warmRuns = ctx.quick ? 25 : 100;
   const reps = ctx.quick ? 1 : Math.min(ctx.reps, 2);
-  const settleMs = ctx.quick ? 2000 : 10_000;
+  const settle: Settle = ctx.quick
+    ? { minMs: 15_000, maxMs: 30_000 }
+    : { minMs: 45_000, maxMs: 120_000 };
   const samples: MemorySample[] = [];
   for (let rep = 0; rep < reps; rep++) {
-    samples.push(await measureOnce(ctx, runs, warmRuns, settleMs));
-    const s = samples.at(-1);
+    const s = await measureOnce(ctx, runs, warmRuns, settle);
+    samples.push(s);
+    const mb = (list: number[], i: number) => (list[i] ?? Number.NaN).toFixed(0);
     ctx.log(
-      `  rep ${rep + 1}: api ${s?.apiIdle.toFixed(0)} → ${s?.apiWarm.toFixed(0)} → ${s?.apiAfter.toFixed(0)} MB, worker ${s?.workerIdle.toFixed(0)} → ${s?.workerWarm.toFixed(0)} → ${s?.workerAfter.toFixed(0)} MB`,
+      `  rep ${rep + 1}: api ${mb(s.startup, 0)} (start-up) → ${mb(s.idle, 0)} (idle) → ${mb(s.warm, 0)} → ${mb(s.after, 0)} MB, worker ${mb(s.startup, 1)} → ${mb(s.idle, 1)} → ${mb(s.warm, 1)} → ${mb(s.after, 1)} MB`,
     );
   }
-  const col = (f: (s: MemorySample) => number) => samples.map(f);
   const figures: Figure[] = [];
-  for (const [who, idle, warm, after] of [
-    [
-      "API",
-      (s: MemorySample) => s.apiIdle,
-      (s: MemorySample) => s.apiWarm,
-      (s: MemorySample) => s.apiAfter,
-    ],
-    [
-      "worker",
-      (s: MemorySample) => s.workerIdle,
-      (s: MemorySample) => s.workerWarm,
-      (s: MemorySample) => s.workerAfter,
-    ],
+  for (const [who, i] of [
+    ["API", 0],
+    ["worker", 1],
   ] as const) {
-    const idleRss = summarize(col(idle));
-    const growth = summarize(pairedRatios(col(after), col(idle)));
+    const col = (point: keyof MemorySample) => samples.map((s) => s[point][i] ?? Number.NaN);
+    const idle = summarize(col("idle"));
+    const growth = summarize(pairedRatios(col("after"), col("idle")));
     figures.push(
       {
-        name: `${who} idle RSS`,
+        name: `${who} RSS at start-up (10 s after ready)`,
         unit: "MB",
         digits: 0,
-        looprun: idleRss,
+        looprun: summarize(col("startup")),
+      },
+      {
+        name: `${who} idle RSS (settled)`,
+        unit: "MB",
+        digits: 0,
+        looprun: idle,
         goal: `≤ ${IDLE_GOAL_MB} MB`,
-        met: idleRss.median <= IDLE_GOAL_MB,
+        met: idle.median <= IDLE_GOAL_MB,
       },
       {
         name: `${who} RSS after ${runs} runs`,
         unit: "MB",
         digits: 0,
-        looprun: summarize(col(after)),
-        baseline: { name: "idle", summary: idleRss },
+        looprun: summarize(col("after")),
+        baseline: { name: "idle", summary: idle },
         ratio: growth,
         goal: `≤ ${GROWTH_GOAL}× idle`,
         met: growth.median <= GROWTH_GOAL,
@@ -123,9 +138,9 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
         name: `${who} RSS after ${runs} runs vs after the first ${warmRuns}`,
         unit: "MB",
         digits: 0,
-        looprun: summarize(col(after)),
-        baseline: { name: `after ${warmRuns}`, summary: summarize(col(warm)) },
-        ratio: summarize(pairedRatios(col(after), col(warm))),
+        looprun: summarize(col("after")),
+        baseline: { name: `after ${warmRuns}`, summary: summarize(col("warm")) },
+        ratio: summarize(pairedRatios(col("after"), col("warm"))),
       },
     );
   }
@@ -134,9 +149,9 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
     title: "6. Memory",
     figures,
     notes: [
-      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (through tsx, no --expose-gc: measured as is).`,
-      `RSS is VmRSS from /proc/<pid>/status, the median of 5 readings 200 ms apart, taken ${settleMs / 1000} s after the processes went idle: at start-up ("idle"), after the first ${warmRuns} runs, and after all ${runs} (trivial runs: agent \`true\`, test \`true\`, 20 submits in flight).`,
-      "The growth goal compares the end with the idle start; the last row compares it with the state after the first runs (code compiled, pools and caches filled), which isolates growth that keeps going.",
+      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000, and shorter settling)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (through tsx, no --expose-gc: measured as is).`,
+      `RSS is VmRSS from /proc/<pid>/status. "Start-up" is read 10 s after the worker is ready. The other points are read once the processes have settled while idle: a reading every ${READING_EVERY_MS / 1000} s until the last three of each process agree within ${SETTLED_WITHIN_MB} MB, after at least ${settle.minMs / 1000} s and at most ${settle.maxMs / 1000} s — V8 gives the memory of start-up (module loading, compilation) back only after some 30 s idle, so the start-up reading is a transient peak, not what an idle process holds.`,
+      `Points: idle before any run, after the first ${warmRuns} runs, after all ${runs} (trivial runs: agent \`true\`, test \`true\`, 20 submits in flight). The growth goal compares the end with the idle start; the last row compares it with the state after the first runs (code compiled, pools and caches filled), which isolates growth that keeps going.`,
     ],
   };
 }

@@ -31,7 +31,11 @@ function stackCpuMs(ctx: BenchContext, stack: BenchStack): number {
 }
 
 /** Submits `count` I/O-bound runs at once; runs per second until the last one ended. */
-async function batch(ctx: BenchContext, stack: BenchStack, count: number): Promise<BatchResult> {
+export async function batch(
+  ctx: BenchContext,
+  stack: BenchStack,
+  count: number,
+): Promise<BatchResult> {
   const tag = randomBytes(4).toString("hex");
   const cpu0 = stackCpuMs(ctx, stack);
   const t0 = Date.now();
@@ -130,7 +134,7 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
       `I/O-bound runs: agent \`sleep 0.2\`, test \`true\`, one iteration each. ${perWorker} runs per worker process (so ${perWorker}, ${perWorker * 2} and ${perWorker * 4}), submitted at once (20 in flight) to idle workers with WORKER_CONCURRENCY=1 each, one API; runs/s = runs / (last finishedAt − first submit).`,
       "The workers are started fresh for each measurement (after they report ready) and stopped after it; the API, Redis and the database stay.",
       `CPU per run is measured from /proc (utime+stime of the API, the workers and Redis, with the children the workers waited for: agent, test and git commands) over every batch. At ${cpuPerRun.median.toFixed(0)} ms of CPU per run, ${availableParallelism()} cores cannot finish more than about ${bound.toFixed(1)} runs/s whatever the number of workers — ${(bound / (rates[1] ? summarize(rates[1]).median : Number.NaN)).toFixed(1)}× one worker's rate here.`,
-      "A floor for one worker is 1 run / 0.2 s = 5 runs/s; what a run costs beyond the sleep (the API, the worker's commits and spawns) is CPU, and this machine has 2 cores for the API, Redis, the workers and the bench itself.",
+      "One worker (WORKER_CONCURRENCY=1) finishes at most 5 runs/s (1 / 0.2 s of sleep); what a run costs beyond the sleep (the API, the worker's commits, its spawns of the agent, the test and git) is CPU, and this machine has 2 cores for the API, Redis, the workers, their commands and the bench itself.",
     ],
   };
 }

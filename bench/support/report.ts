@@ -153,7 +153,11 @@ export function writeResults(
     }
     for (const f of r.figures) {
       const d = f.digits ?? 1;
-      const per = f.looprun.values.map((v) => fmt(v, d)).join(", ");
+      // Per-sample figures have too many values to list; repetitions are listed.
+      const per =
+        f.looprun.values.length > 15
+          ? `${f.looprun.values.length} samples`
+          : f.looprun.values.map((v) => fmt(v, d)).join(", ");
       const base = f.baseline
         ? `; ${f.baseline.name}: ${f.baseline.summary.values.map((v) => fmt(v, d)).join(", ")}`
         : "";

@@ -2,6 +2,7 @@ export { buildPrompt, hasCompletionPromise } from "./agents/index";
 export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
 export type { BudgetCheck, RunBudgetView } from "./budget/index";
 export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget/index";
+export type { ApprovalRequest } from "./domain/approval";
 export type {
   AgentResult,
   BudgetReason,

@@ -1,5 +1,6 @@
 import type {
   AgentResult,
+  ApprovalRequest,
   PartialSuccess,
   Plan,
   RunMetrics,
@@ -48,6 +49,10 @@ export const runs = sqliteTable(
     latestSnapshot: text("latest_snapshot"),
     plan: text("plan", { mode: "json" }).$type<Plan>(),
     activePgid: integer("active_pgid"),
+    /** Set while the run is `awaiting_approval`: what a person must approve or answer. */
+    approval: text("approval", { mode: "json" }).$type<ApprovalRequest>(),
+    /** Time spent awaiting approval: the budget clock does not count it. */
+    pausedMs: integer("paused_ms").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     startedAt: integer("started_at"),
     finishedAt: integer("finished_at"),
@@ -198,3 +203,32 @@ export const idempotencyKeys = sqliteTable("idempotency_keys", {
     .references(() => runs.id, { onDelete: "cascade" }),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * What earlier runs learned: per tool and argument shape (`scope: "tool"`), or per validation
+ * command in a workspace (`scope: "command"`), how often it succeeded and failed, its last
+ * errors and mean duration. Fed back to the agent and the planner of later runs.
+ */
+export const failurePatterns = sqliteTable(
+  "failure_patterns",
+  {
+    scope: text("scope").notNull(),
+    /** The workspace the pattern was seen in ("" when it holds across workspaces). */
+    workspace: text("workspace").notNull(),
+    /** `server.tool` for a tool, the command line for a validation command. */
+    subject: text("subject").notNull(),
+    /** The argument shape of a tool call (keys and value types), "" for a command. */
+    shape: text("shape").notNull(),
+    successes: integer("successes").notNull().default(0),
+    failures: integer("failures").notNull().default(0),
+    totalDurationMs: integer("total_duration_ms").notNull().default(0),
+    /** The latest error texts, newest first, each capped. */
+    lastErrors: text("last_errors", { mode: "json" }).$type<string[]>().notNull(),
+    lastRunId: text("last_run_id"),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.scope, t.workspace, t.subject, t.shape] }),
+    index("failure_patterns_workspace_idx").on(t.workspace, t.scope),
+  ],
+);

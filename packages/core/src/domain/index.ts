@@ -1,3 +1,4 @@
+export type { ApprovalRequest } from "./approval";
 export type { PhaseArtifact, PipelinePhase, PreparationPhase, ReviewArtifact } from "./artifacts";
 export { isPreparationPhase, PIPELINE_PHASES, PREPARATION_PHASES } from "./artifacts";
 export type { BudgetSnapshot, EventRecord, EventType, NewEvent } from "./events";

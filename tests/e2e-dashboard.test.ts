@@ -167,6 +167,37 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     expect(await page.isDisabled("#stop-run")).toBe(true);
   });
 
+  it("shows a plan that waits for approval and approves it from the run page", async () => {
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Approve from the page",
+        sessionId: "dash-approve",
+        agent: {
+          type: "command",
+          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. touch done"; exit 0; fi; touch done',
+        },
+        testCommand: "test -f done",
+        phases: ["planning"],
+        approval: "plan",
+        cooldownMs: 0,
+      },
+      { headers: { authorization: `Bearer ${TOKEN}` } },
+    );
+    expect(created.status).toBe(202);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await waitText("#run-status", "awaiting approval");
+    await page.locator("#approval:not([hidden])").waitFor();
+    expect(await textOf("#approval-text")).toContain("1. touch done");
+    expect(await page.isHidden("#reply-form")).toBe(true);
+    await shot("run-awaiting-approval");
+    await page.click("#approve-run");
+    await waitText("#run-status", "succeeded", 20_000);
+    await waitText("#events", "approval_granted");
+    expect(await page.isHidden("#approval")).toBe(true);
+  });
+
   it("runs the time-budget and legacy maxAttempts presets", async () => {
     const timed = await submitForm("time-budget", { sessionId: "dash-time" });
     const legacy = await submitForm("legacy-max-attempts", { sessionId: "dash-legacy" });

@@ -8,6 +8,7 @@ export type ErrorCode =
   | "run_already_active"
   | "run_finished"
   | "session_busy"
+  | "not_awaiting_approval"
   | "payload_too_large"
   | "idempotency_conflict"
   | "rate_limited"

@@ -2,6 +2,7 @@ import {
   budgetView,
   type EventRecord,
   type IterationRecord,
+  isWaiting,
   type PhaseArtifact,
   type RunRecord,
 } from "@looprun/core";
@@ -32,6 +33,8 @@ export function presentRun(run: RunRecord, now: number) {
     summary: run.summary,
     successThreshold: spec.successThreshold,
     maxStalledIterations: spec.maxStalledIterations,
+    approvalMode: spec.approval,
+    approval: presentApproval(run),
     partial: run.partial !== null,
     gates: run.partial,
     iteration: run.iteration,
@@ -43,6 +46,19 @@ export function presentRun(run: RunRecord, now: number) {
     createdAt: iso(run.createdAt),
     startedAt: iso(run.startedAt),
     finishedAt: iso(run.finishedAt),
+  };
+}
+
+/** What the run waits for a person to approve or answer; null when it does not wait. */
+function presentApproval(run: RunRecord) {
+  const a = run.approval;
+  if (!isWaiting(a)) return null;
+  return {
+    kind: a.kind,
+    iteration: a.iteration,
+    question: a.question,
+    plan: a.plan,
+    requestedAt: new Date(a.requestedAt).toISOString(),
   };
 }
 

@@ -7,6 +7,11 @@ export interface RunQueue {
   /** Whether Redis is connected right now (requests fail fast when it is not). */
   isReady(): boolean;
   enqueue(runId: string): Promise<void>;
+  /**
+   * Enqueues a run again whose earlier job ended (it waited for a person): the finished job,
+   * which holds the job id, is removed first. A job a worker still holds is left to it.
+   */
+  requeue(runId: string): Promise<void>;
   /** Tells the worker holding a run (if any) to stop it now; best effort (workers also poll). */
   publishStop(runId: string): Promise<void>;
   /** Removes a run's job unless a worker holds it; `true` when no worker holds it now. */
@@ -47,6 +52,12 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
   return {
     isReady: () => connection.status === "ready",
     async enqueue(runId) {
+      await queue.add(RUN_JOB_NAME, { runId }, runJobOptions(runId));
+    },
+    async requeue(runId) {
+      const job = await queue.getJob(runId);
+      const state = job ? await job.getState() : "missing";
+      if (job && (state === "completed" || state === "failed")) await job.remove();
       await queue.add(RUN_JOB_NAME, { runId }, runJobOptions(runId));
     },
     async publishStop(runId) {

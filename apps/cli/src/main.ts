@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { approveCommand, rejectCommand, replyCommand } from "./commands/approve";
 import { mcpCommand } from "./commands/mcp";
 import {
   lsCommand,
@@ -61,6 +62,20 @@ program
   .description("restore the run's workspace to the snapshot after an iteration (0: before the run)")
   .requiredOption("-i, --iteration <n>", "the iteration whose snapshot to restore")
   .action(rollbackCommand);
+program
+  .command("approve <id>")
+  .description("approve the plan of a run awaiting approval; it goes on")
+  .option("--plan <file>", 'an edited plan instead: JSON {"steps": [{"title", "detail"?}]}')
+  .action(approveCommand);
+program
+  .command("reject <id>")
+  .description("reject the plan (or the question) of a run awaiting approval; it ends stopped")
+  .requiredOption("-r, --reason <text>", "why (kept as the run's summary)")
+  .action(rejectCommand);
+program
+  .command("reply <id> <message>")
+  .description("answer a blocked agent's question; the run goes on with the answer as feedback")
+  .action(replyCommand);
 program.addCommand(mcpCommand());
 
 program

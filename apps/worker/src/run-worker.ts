@@ -129,6 +129,17 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
         throw new DelayedError();
       case "finished":
         return { status: result.status, reason: result.reason };
+      case "awaiting_approval": {
+        // The job ends: no slot is held while a person decides; approve/reply enqueue it again.
+        // One answered in the moment before this job completes could not enqueue it (the job
+        // still existed): it goes on now instead.
+        const current = await store.getRun(runId);
+        if (current?.status === "queued") {
+          await job.moveToDelayed(Date.now(), token);
+          throw new DelayedError();
+        }
+        return { status: "awaiting_approval" };
+      }
       case "lease_lost":
       case "missing":
         return { outcome: result.kind };

@@ -1,8 +1,9 @@
-export { buildPrompt, hasCompletionPromise } from "./agents/index";
+export { buildPrompt, hasCompletionPromise, renderPlan } from "./agents/index";
 export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
 export type { BudgetCheck, RunBudgetView } from "./budget/index";
 export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget/index";
-export type { ApprovalRequest } from "./domain/approval";
+export type { ApprovalMode, ApprovalRequest } from "./domain/approval";
+export { APPROVAL_MODES, EditedPlan, isWaiting } from "./domain/approval";
 export type {
   AgentResult,
   BudgetReason,
@@ -69,11 +70,16 @@ export type {
 } from "./engine/index";
 export {
   decideIteration,
+  endWait,
   failRun,
+  feedbackWithReply,
   MAX_CONSECUTIVE_FAILURES,
   mergeStatus,
+  planFromEdit,
+  renderEditedPlan,
   runStep,
   SNAPSHOT_DEFAULTS,
+  waitingProgress,
 } from "./engine/index";
 export type {
   ChatMessage,

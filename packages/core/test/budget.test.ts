@@ -121,6 +121,7 @@ describe("budgetSnapshot", () => {
       elapsedMs: 10,
       remainingIterations: 3,
       deadlineAt: T0 + 120_000,
+      pausedMs: 0,
     });
   });
 });

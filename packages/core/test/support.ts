@@ -93,6 +93,8 @@ export function makeRun(
     consecutiveFailures: 0,
     stalledIterations: 0,
     partial: null,
+    approval: null,
+    pausedMs: 0,
     epoch: 0,
     latestReviewId: null,
     baselineSnapshot: null,

@@ -1,7 +1,6 @@
 import { RUN_STATUSES, type RunStatus } from "@looprun/core";
-import { and, count, desc, eq, gte, inArray, isNotNull, lt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./connection";
-import { iterations, runs } from "./schema";
+import { hourWindow, iterationsByOutcome, runsByStatus } from "./stats-hourly";
 
 export interface ConvergenceStatsFilter {
   /** Epoch ms, inclusive: runs created at or after it. */
@@ -35,81 +34,67 @@ const round = (x: number | null, digits = 0) => {
   return Math.round(x * f) / f;
 };
 
-/** Convergence across the runs created in a time window. */
+/**
+ * Convergence across the runs created in a time window, from the hourly sums (stats-hourly.ts):
+ * the same answers as aggregating every run and iteration, without reading them all.
+ */
 export function convergenceStats(db: Db, filter: ConvergenceStatsFilter): ConvergenceStats {
-  const where: SQL[] = [];
-  if (filter.since !== undefined) where.push(gte(runs.createdAt, filter.since));
-  if (filter.until !== undefined) where.push(lt(runs.createdAt, filter.until));
-  const inWindow = and(...where);
-  const metric = (name: string) => sql<number>`json_extract(${runs.metrics}, ${`$.${name}`})`;
-
+  const window = hourWindow(filter.since, filter.until);
   const byStatus = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
-  const statusRows = db
-    .select({ status: runs.status, n: count() })
-    .from(runs)
-    .where(inWindow)
-    .groupBy(runs.status)
-    .all();
-  for (const row of statusRows) byStatus[row.status as RunStatus] = row.n;
-  const total = statusRows.reduce((sum, r) => sum + r.n, 0);
-
-  const totals = db
-    .select({
-      iterations: sql<number>`coalesce(sum(${metric("iterations")}), 0)`,
-      validationFailures: sql<number>`coalesce(sum(${metric("validationFailures")}), 0)`,
-      reviewBlockings: sql<number>`coalesce(sum(${metric("reviewBlockings")}), 0)`,
-    })
-    .from(runs)
-    .where(inWindow)
-    .get();
-  const converged = db
-    .select({
-      iterations: sql<number | null>`avg(${metric("iterations")})`,
-      timeMs: sql<number | null>`avg(${runs.finishedAt} - ${runs.startedAt})`,
-    })
-    .from(runs)
-    .where(and(inWindow, eq(runs.status, "succeeded")))
-    .get();
-  const iterationTime = db
-    .select({ ms: sql<number | null>`avg(${iterations.finishedAt} - ${iterations.startedAt})` })
-    .from(iterations)
-    .innerJoin(runs, eq(runs.id, iterations.runId))
-    .where(
-      and(
-        inWindow,
-        inArray(iterations.status, ["passed", "failed"]),
-        isNotNull(iterations.finishedAt),
-      ),
-    )
-    .get();
-  const reasons = db
-    .select({ reason: sql<string>`coalesce(${runs.reason}, 'unknown')`, count: count() })
-    .from(runs)
-    .where(and(inWindow, eq(runs.status, "failed")))
-    .groupBy(runs.reason)
-    .orderBy(desc(count()))
-    .limit(10)
-    .all();
-  const outcomes = db
-    .select({ outcome: sql<string>`coalesce(${iterations.outcome}, 'unknown')`, count: count() })
-    .from(iterations)
-    .innerJoin(runs, eq(runs.id, iterations.runId))
-    .where(and(inWindow, inArray(iterations.status, ["passed", "failed"])))
-    .groupBy(iterations.outcome)
-    .orderBy(desc(count()))
-    .all();
+  let total = 0;
+  let iterationsSum = 0;
+  let validationFailures = 0;
+  let reviewBlockings = 0;
+  const converged = { iterations: 0, iterationsRuns: 0, durationMs: 0, durationRuns: 0 };
+  const reasons = new Map<string, number>();
+  for (const row of runsByStatus(db, window)) {
+    byStatus[row.status as RunStatus] = (byStatus[row.status as RunStatus] ?? 0) + row.runs;
+    total += row.runs;
+    iterationsSum += row.iterations;
+    validationFailures += row.validationFailures;
+    reviewBlockings += row.reviewBlockings;
+    if (row.status === "succeeded") {
+      converged.iterations += row.iterations;
+      converged.iterationsRuns += row.iterationsRuns;
+      converged.durationMs += row.durationMs;
+      converged.durationRuns += row.durationRuns;
+    }
+    if (row.status === "failed") {
+      const reason = row.reason === "" ? "unknown" : row.reason;
+      reasons.set(reason, (reasons.get(reason) ?? 0) + row.runs);
+    }
+  }
+  let iterationMs = 0;
+  let timed = 0;
+  const outcomes = new Map<string, number>();
+  for (const row of iterationsByOutcome(db, window)) {
+    iterationMs += row.durationMs;
+    timed += row.timed;
+    const outcome = row.outcome === "" ? "unknown" : row.outcome;
+    outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + row.iterations);
+  }
+  const mean = (sum: number, n: number) => (n === 0 ? null : sum / n);
 
   const decided = byStatus.succeeded + byStatus.failed;
   return {
     runs: { total, byStatus },
     successRate: decided === 0 ? null : round(byStatus.succeeded / decided, 3),
-    meanIterationsToConverge: round(converged?.iterations ?? null, 2),
-    meanTimeToConvergeMs: round(converged?.timeMs ?? null),
-    meanIterationTimeMs: round(iterationTime?.ms ?? null),
-    iterations: Number(totals?.iterations ?? 0),
-    validationFailures: Number(totals?.validationFailures ?? 0),
-    reviewBlockings: Number(totals?.reviewBlockings ?? 0),
-    commonFailureReasons: reasons,
-    iterationOutcomes: outcomes,
+    meanIterationsToConverge: round(mean(converged.iterations, converged.iterationsRuns), 2),
+    meanTimeToConvergeMs: round(mean(converged.durationMs, converged.durationRuns)),
+    meanIterationTimeMs: round(mean(iterationMs, timed)),
+    iterations: iterationsSum,
+    validationFailures,
+    reviewBlockings,
+    commonFailureReasons: mostCommon(reasons, "reason").slice(0, 10),
+    iterationOutcomes: mostCommon(outcomes, "outcome"),
   };
+}
+
+function mostCommon<K extends string>(
+  counts: Map<string, number>,
+  key: K,
+): ({ [P in K]: string } & { count: number })[] {
+  return [...counts]
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, count]) => ({ [key]: name, count }) as { [P in K]: string } & { count: number });
 }

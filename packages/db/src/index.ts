@@ -1,3 +1,4 @@
+export type { ApprovalAnswer } from "./approvals";
 export type { SnapshotRef } from "./artifact-queries";
 export type { Database, Db, OpenDatabaseOptions } from "./connection";
 export { MIGRATIONS_FOLDER, openDatabase } from "./connection";

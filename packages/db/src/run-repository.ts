@@ -1,6 +1,7 @@
 import {
   ACTIVE_STATUSES,
   budgetSnapshot,
+  type EditedPlan,
   EMPTY_METRICS,
   type EventRecord,
   type IterationRecord,
@@ -11,6 +12,7 @@ import {
   type SessionRecord,
 } from "@looprun/core";
 import { and, asc, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { approvePlan, rejectApproval, replyToQuestion } from "./approvals";
 import {
   iterationSnapshot,
   listPhaseArtifacts,
@@ -353,6 +355,16 @@ export class RunRepository {
   recordRollback(runId: string, data: Record<string, unknown>, now: number): void {
     recordRollback(this.db, runId, data, now);
   }
+
+  /** A person's answers to a run that waits in `awaiting_approval` (see approvals.ts). */
+  readonly approvals = {
+    approve: (runId: string, now: number, edited: EditedPlan | null) =>
+      approvePlan(this.db, runId, now, edited),
+    reply: (runId: string, now: number, message: string) =>
+      replyToQuestion(this.db, runId, now, message),
+    reject: (runId: string, now: number, reason: string) =>
+      rejectApproval(this.db, runId, now, reason),
+  };
 
   /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
   requestStop(runId: string, now: number): StopRequest {

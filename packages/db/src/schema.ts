@@ -66,6 +66,8 @@ export const runs = sqliteTable(
       .where(sql`status in ('queued', 'running', 'awaiting_approval', 'stopping')`),
     index("runs_session_id_idx").on(t.sessionId, t.id),
     index("runs_status_id_idx").on(t.status, t.id),
+    // The edges of a stats window that do not cover a whole hour (see stats-hourly.ts).
+    index("runs_created_at_idx").on(t.createdAt),
   ],
 );
 
@@ -123,6 +125,7 @@ export const toolCalls = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.runId, t.seq] }),
     index("tool_calls_failures_idx").on(t.runId, t.isError),
+    index("tool_calls_created_at_idx").on(t.createdAt),
   ],
 );
 
@@ -231,4 +234,74 @@ export const failurePatterns = sqliteTable(
     primaryKey({ columns: [t.scope, t.workspace, t.subject, t.shape] }),
     index("failure_patterns_workspace_idx").on(t.workspace, t.scope),
   ],
+);
+
+/*
+ * Hourly sums behind `GET /api/stats` and `GET /api/stats/tools`, so that they read a few
+ * thousand rows instead of every run, iteration and tool call. `hour` is
+ * `floor(created_at / 3600000)` (of the run for runs and iterations, of the call for tool
+ * calls). SQLite triggers (migration 0008_stats_hourly_triggers) keep them up to date inside
+ * the transaction of every write to runs, iterations and tool_calls; stats-hourly.ts reads whole
+ * hours from them and the rows themselves at the edges of a window.
+ */
+
+/** Runs by creation hour, status and reason (`""` for none). */
+export const runStatsHourly = sqliteTable(
+  "run_stats_hourly",
+  {
+    hour: integer("hour").notNull(),
+    status: text("status").notNull(),
+    reason: text("reason").notNull(),
+    runs: integer("runs").notNull(),
+    /** Sum of `metrics.iterations`, and how many runs had it. */
+    iterations: integer("iterations").notNull(),
+    iterationsRuns: integer("iterations_runs").notNull(),
+    validationFailures: integer("validation_failures").notNull(),
+    reviewBlockings: integer("review_blockings").notNull(),
+    /** Sum of `finished_at - started_at`, and how many runs had both. */
+    durationMs: integer("duration_ms").notNull(),
+    durationRuns: integer("duration_runs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.status, t.reason] })],
+);
+
+/** Decided iterations (passed or failed) by their run's creation hour and outcome (`""` for none). */
+export const iterationStatsHourly = sqliteTable(
+  "iteration_stats_hourly",
+  {
+    hour: integer("hour").notNull(),
+    outcome: text("outcome").notNull(),
+    iterations: integer("iterations").notNull(),
+    /** Sum of `finished_at - started_at`, and how many iterations had a `finished_at`. */
+    durationMs: integer("duration_ms").notNull(),
+    timed: integer("timed").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.outcome] })],
+);
+
+/** Tool calls by hour, server and tool. */
+export const toolStatsHourly = sqliteTable(
+  "tool_stats_hourly",
+  {
+    hour: integer("hour").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    calls: integer("calls").notNull(),
+    failures: integer("failures").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.server, t.tool] })],
+);
+
+/** Failed tool calls by hour, server, tool and error (the first 200 characters of the result). */
+export const toolErrorsHourly = sqliteTable(
+  "tool_errors_hourly",
+  {
+    hour: integer("hour").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    error: text("error").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.server, t.tool, t.error] })],
 );

@@ -1,4 +1,4 @@
-import { budgetSnapshot, isTerminal, type RunRecord } from "@looprun/core";
+import { budgetSnapshot, endWait, isTerminal, type RunRecord } from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
@@ -8,7 +8,8 @@ import { iterations, runs } from "./schema";
 export type StopRequest =
   | { kind: "not_found" }
   | { kind: "finished"; run: RunRecord }
-  | { kind: "stopping"; run: RunRecord };
+  /** `waiting`: the run was waiting for a person, so no worker holds it: it may end at once. */
+  | { kind: "stopping"; run: RunRecord; waiting?: boolean };
 
 /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
 export function requestStop(db: Db, runId: string, now: number): StopRequest {
@@ -19,6 +20,7 @@ export function requestStop(db: Db, runId: string, now: number): StopRequest {
       const run = toRunRecord(row);
       if (isTerminal(run.status)) return { kind: "finished", run } as const;
       if (run.status === "stopping") return { kind: "stopping", run } as const;
+      const waiting = run.status === "awaiting_approval";
       const updated = toRunRecord(
         tx
           .update(runs)
@@ -33,7 +35,7 @@ export function requestStop(db: Db, runId: string, now: number): StopRequest {
         [{ type: "stop_requested", data: { budget: budgetSnapshot(updated, now) } }],
         now,
       );
-      return { kind: "stopping", run: updated } as const;
+      return { kind: "stopping", run: updated, waiting } as const;
     },
     { behavior: "immediate" },
   );
@@ -57,6 +59,8 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
         tx
           .update(runs)
           .set({
+            // A run stopped while it waited for a person: the wait does not count as run time.
+            ...endWait(toRunRecord(row), now),
             status: "stopped",
             reason: "stopped",
             summary,

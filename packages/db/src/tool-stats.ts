@@ -1,6 +1,7 @@
 import { and, count, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { toolCalls } from "./schema";
+import { hourWindow, toolErrorsInWindow, toolsInWindow } from "./stats-hourly";
 
 export interface ToolStatsFilter {
   runId?: string;
@@ -28,8 +29,22 @@ export interface ToolStats {
   commonErrors: { server: string; tool: string; error: string; count: number }[];
 }
 
-/** Tool success rates, mean durations and the most common errors, for one run or all. */
-export function toolStats(db: Db, filter: ToolStatsFilter): ToolStats {
+type ToolRows = {
+  rows: { server: string; tool: string; calls: number; failures: number; mean: number }[];
+  errors: ToolStats["commonErrors"];
+};
+
+/** Across runs: from the hourly sums (stats-hourly.ts), not from every call. */
+function inWindow(db: Db, since: number | undefined): ToolRows {
+  const window = hourWindow(since);
+  return {
+    rows: toolsInWindow(db, window).map((r) => ({ ...r, mean: r.durationMs / r.calls })),
+    errors: toolErrorsInWindow(db, window, 10),
+  };
+}
+
+/** One run's calls (its primary key prefix). */
+function ofRun(db: Db, filter: ToolStatsFilter): ToolRows {
   const where: SQL[] = [];
   if (filter.runId !== undefined) where.push(eq(toolCalls.runId, filter.runId));
   if (filter.since !== undefined) where.push(gte(toolCalls.createdAt, filter.since));
@@ -52,6 +67,13 @@ export function toolStats(db: Db, filter: ToolStatsFilter): ToolStats {
     .orderBy(desc(count()))
     .limit(10)
     .all();
+  return { rows, errors };
+}
+
+/** Tool success rates, mean durations and the most common errors, for one run or all. */
+export function toolStats(db: Db, filter: ToolStatsFilter): ToolStats {
+  const { rows, errors } =
+    filter.runId === undefined ? inWindow(db, filter.since) : ofRun(db, filter);
   const calls = rows.reduce((n, r) => n + r.calls, 0);
   const failed = rows.reduce((n, r) => n + Number(r.failures), 0);
   const totalMs = rows.reduce((n, r) => n + Number(r.mean) * r.calls, 0);

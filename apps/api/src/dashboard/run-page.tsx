@@ -51,6 +51,30 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
             </span>
             <p id="rollback-result" class="muted mono" />
           </form>
+          <div id="approval" class="approval" hidden>
+            <h2 id="approval-title">Waiting for you</h2>
+            <pre id="approval-text" class="approval-text mono" />
+            <form id="reply-form" class="reply-form" hidden>
+              <textarea
+                id="reply-message"
+                rows={3}
+                required
+                placeholder="Your answer: the agent gets it as the next iteration's feedback"
+              />
+              <button type="submit" id="reply-run">
+                Reply
+              </button>
+            </form>
+            <div class="approval-actions">
+              <button type="button" id="approve-run">
+                Approve plan
+              </button>{" "}
+              <input type="text" id="reject-reason" placeholder="Why (for Reject)" />{" "}
+              <button type="button" class="danger" id="reject-run">
+                Reject
+              </button>
+            </div>
+          </div>
         </section>
         <div class="columns">
           <div class="main-col">

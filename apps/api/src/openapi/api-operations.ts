@@ -1,5 +1,6 @@
 import { RunSubmission } from "@looprun/core";
 import type { z } from "zod";
+import { ApproveBody, RejectBody, ReplyBody } from "../routes/approval";
 import { EventsStreamQuery, RunsStreamQuery } from "../routes/events-stream";
 import { RollbackBody } from "../routes/rollback";
 import { ListEventsQuery, ListRunsQuery } from "../routes/runs";
@@ -43,6 +44,8 @@ export const NAMED = {
   RunAccepted: R.RunAccepted,
   StopAccepted: R.StopAccepted,
   RollbackApplied: R.RollbackApplied,
+  ApprovalAccepted: R.ApprovalAccepted,
+  ApprovalRejected: R.ApprovalRejected,
   Iteration: R.IterationView,
   IterationList: R.IterationList,
   Event: R.EventView,
@@ -59,7 +62,13 @@ export const NAMED = {
   Readiness: R.Readiness,
 } as const;
 
-export const REQUEST_BODIES = { RunSubmission, RollbackBody } as const;
+export const REQUEST_BODIES = {
+  RunSubmission,
+  RollbackBody,
+  ApproveBody,
+  RejectBody,
+  ReplyBody,
+} as const;
 
 const err = (description: string): ResponseDoc => ({ description, json: "Error" });
 const bad = err("invalid_request: a parameter is invalid (`issues` names it)");
@@ -255,6 +264,58 @@ export const OPERATIONS: OperationDoc[] = [
       401: unauthorized,
       404: err("not_found: no such run, or no snapshot of that iteration"),
       409: err("session_busy: the session has an active run (`activeRunId`)"),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/runs/:id/approve",
+    summary: "Approve the plan of a run awaiting approval (optionally an edited plan)",
+    tag: "runs",
+    auth: "bearer",
+    body: "ApproveBody",
+    responses: {
+      202: { description: "approved; the run is queued to go on", json: "ApprovalAccepted" },
+      400: bad,
+      401: unauthorized,
+      404: missing,
+      409: err(
+        "run_finished, or not_awaiting_approval: the run does not wait for a plan approval (`status`, `awaiting`)",
+      ),
+      503: err("unavailable: the queue (Redis) is down"),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/runs/:id/reject",
+    summary:
+      "Reject the plan (or decline the question) of a run awaiting approval: it ends stopped",
+    tag: "runs",
+    auth: "bearer",
+    body: "RejectBody",
+    responses: {
+      200: { description: "the run ended `stopped`", json: "ApprovalRejected" },
+      400: bad,
+      401: unauthorized,
+      404: missing,
+      409: err("run_finished, or not_awaiting_approval: the run does not wait for a person"),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/runs/:id/reply",
+    summary: "Answer the question of a blocked agent: the answer is the next iteration's feedback",
+    tag: "runs",
+    auth: "bearer",
+    body: "ReplyBody",
+    responses: {
+      202: { description: "answered; the run is queued to go on", json: "ApprovalAccepted" },
+      400: bad,
+      401: unauthorized,
+      404: missing,
+      409: err(
+        "run_finished, or not_awaiting_approval: the run does not wait for a reply (`status`, `awaiting`)",
+      ),
+      503: err("unavailable: the queue (Redis) is down"),
     },
   },
   {

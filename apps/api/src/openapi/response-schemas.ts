@@ -1,4 +1,11 @@
-import { AgentSpec, EVENT_TYPES, McpServerSpec, ReviewSpec, RUN_STATUSES } from "@looprun/core";
+import {
+  AgentSpec,
+  APPROVAL_MODES,
+  EVENT_TYPES,
+  McpServerSpec,
+  ReviewSpec,
+  RUN_STATUSES,
+} from "@looprun/core";
 import { z } from "zod";
 
 // What the API answers, as zod schemas: the OpenAPI document is generated from them, and the
@@ -46,6 +53,22 @@ export const RunView = z.object({
   summary: z.string().nullable(),
   successThreshold: z.number().optional(),
   maxStalledIterations: z.number().int().optional(),
+  /** The run's `approval` setting. */
+  approvalMode: z.enum(APPROVAL_MODES).optional(),
+  /** What the run waits for a person to approve or answer (`awaiting_approval`); null otherwise. */
+  approval: z
+    .object({
+      kind: z.enum(["plan", "question"]),
+      /** The iteration that asked (0: the plan before iteration 1). */
+      iteration: z.number().int(),
+      /** The blocked agent's question (null for a plan). */
+      question: z.string().nullable(),
+      /** The plan to approve, as text (null for a question). */
+      plan: z.string().nullable(),
+      requestedAt: isoDate,
+    })
+    .nullable()
+    .optional(),
   /** Succeeded although some validation commands failed (under `successThreshold`). */
   partial: z.boolean().optional(),
   gates: z
@@ -59,6 +82,8 @@ export const RunView = z.object({
     elapsedMs: z.number().int(),
     remainingIterations: z.number().int(),
     deadlineAt: nullableDate,
+    /** Time spent waiting for a person (`awaiting_approval`): not in `elapsedMs`. */
+    pausedMs: z.number().int().optional(),
   }),
   progress: z.string().nullable(),
   metrics: RunMetricsView,
@@ -98,6 +123,11 @@ export const RunAccepted = z.object({
 });
 
 export const StopAccepted = z.object({ id: z.string(), status: z.enum(["stopping", "stopped"]) });
+
+/** Approved or answered: the run is queued to go on. */
+export const ApprovalAccepted = z.object({ id: z.string(), status: z.literal("queued") });
+/** Rejected: the run ended `stopped`. */
+export const ApprovalRejected = z.object({ id: z.string(), status: z.literal("stopped") });
 
 export const RollbackApplied = z.object({
   id: z.string(),

@@ -22,6 +22,7 @@ import {
 } from "../presenters";
 import { parseBody, parseQuery } from "../request-parsing";
 import { prepareWorkspace } from "../workspaces";
+import { approvalRoutes } from "./approval";
 import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
 
@@ -187,6 +188,7 @@ export function runRoutes(deps: AppDeps): Hono {
 
   app.route("/", runArtifactRoutes(deps));
   app.route("/", rollbackRoutes(deps));
+  app.route("/", approvalRoutes(deps));
 
   app.post("/:id/stop", async (c) => {
     const id = c.req.param("id");
@@ -205,11 +207,12 @@ export function runRoutes(deps: AppDeps): Hono {
         );
       case "stopping": {
         // No worker holds the job (queued, cooling down, or lost): end the run here.
-        let free = false;
+        // A run that waited for a person has no job a worker holds: it ends at once.
+        let free = request.waiting === true;
         try {
-          free = deps.queue.isReady() && (await deps.queue.remove(id));
+          free ||= deps.queue.isReady() && (await deps.queue.remove(id));
         } catch {
-          free = false;
+          // Redis is down: the worker or the reconciler ends the run.
         }
         // A job no worker holds may be a crashed worker's: its processes die before `stopped`
         // (the API shares the host with the workers, as SQLite requires).

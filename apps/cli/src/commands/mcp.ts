@@ -1,8 +1,5 @@
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
-// Until @looprun/core's index re-exports the tools layer, it is reached by path.
-import { buildCommandEnv, serveWorkspaceOverStdio } from "@looprun/core";
-import { WorkerEnv } from "@looprun/worker";
 import { Command } from "commander";
 import { closeOnSignals, fail } from "../lifecycle";
 
@@ -15,6 +12,11 @@ async function serveWorkspace(dir: string, options: { commandTimeout?: string })
     // reported below
   }
   if (!isDirectory) fail(`workspace directory ${root} does not exist`);
+  // Loaded here, not at the top: every other command (api, worker, submit…) would pay for them.
+  const [{ buildCommandEnv, serveWorkspaceOverStdio }, { WorkerEnv }] = await Promise.all([
+    import("@looprun/core"),
+    import("@looprun/worker"),
+  ]);
   const timeout = options.commandTimeout === undefined ? undefined : Number(options.commandTimeout);
   if (timeout !== undefined && !(Number.isInteger(timeout) && timeout > 0)) {
     fail("--command-timeout must be a positive number of milliseconds");

@@ -1,21 +1,30 @@
-import { parseApiEnv, startApi } from "@looprun/api";
-import { parseWorkerEnv, startWorker } from "@looprun/worker";
 import { closeOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
 
+// Each command imports only the app it starts: an API process does not load the worker's engine,
+// agents and MCP client, nor a worker the API's routes, dashboard and OpenAPI schemas (idle RSS).
+const loadApi = () => import("@looprun/api");
+const loadWorker = () => import("@looprun/worker");
+
 export async function apiCommand(): Promise<void> {
+  const { parseApiEnv, startApi } = await loadApi();
   const api = await startApi(parseApiEnv(process.env));
   process.stdout.write(`looprun API listening on ${api.url}\n`);
   closeOnSignals(() => api.close());
 }
 
 export async function workerCommand(): Promise<void> {
+  const { parseWorkerEnv, startWorker } = await loadWorker();
   const worker = await startWorker(parseWorkerEnv(process.env));
   closeOnSignals(() => worker.close());
 }
 
 /** Everything on one machine: a managed redis-server (unless REDIS_URL is set), the API and workers. */
 export async function devCommand(): Promise<void> {
+  const [{ parseApiEnv, startApi }, { parseWorkerEnv, startWorker }] = await Promise.all([
+    loadApi(),
+    loadWorker(),
+  ]);
   const env = { ...process.env };
   env.LOG_LEVEL ??= "warn";
   const dataDir = env.LOOPRUN_HOME ?? ".looprun";

@@ -39,7 +39,27 @@ class FatalStreamError extends Error {
   override readonly name = "FatalStreamError";
 }
 
-function describe(e: EventView): string {
+/** What a person can do about a run waiting for them (printed with `approval_requested`). */
+function howToAnswer(runId: string, d: Record<string, unknown>): string {
+  if (d.kind === "question") {
+    return [
+      `blocked: the agent asks: ${String(d.question ?? "")}`,
+      `  answer: looprun reply ${runId} "…"`,
+      `  or end the run: looprun reject ${runId} --reason "…"`,
+    ].join("\n");
+  }
+  return [
+    "awaiting approval of the plan:",
+    ...String(d.plan ?? "")
+      .split("\n")
+      .slice(0, 40)
+      .map((line) => `  ${line}`),
+    `  approve: looprun approve ${runId}   (an edited plan: --plan FILE)`,
+    `  reject:  looprun reject ${runId} --reason "…"`,
+  ].join("\n");
+}
+
+function describe(e: EventView, runId: string): string {
   const d = e.data as Record<string, unknown> & {
     results?: { command: string; exitCode: number | null }[];
   };
@@ -59,6 +79,14 @@ function describe(e: EventView): string {
       return `cooling down ${d.cooldownMs} ms`;
     case "budget_exhausted":
       return `budget exhausted (${d.reason})`;
+    case "approval_requested":
+      return howToAnswer(runId, d);
+    case "approval_granted":
+      return `plan approved${d.edited ? " (edited)" : ""}: going on`;
+    case "approval_rejected":
+      return `${d.kind === "question" ? "question declined" : "plan rejected"}: ${d.reason ?? ""}`;
+    case "reply_received":
+      return `answered: ${String(d.message ?? "")}`;
     case "run_finished":
       return `finished: ${d.status} (${d.reason}) — ${d.summary}`;
     default:
@@ -95,6 +123,11 @@ function phaseAfter(e: EventView, current: string): string {
       return "cooling down";
     case "stop_requested":
       return "stopping";
+    case "approval_requested":
+      return d.kind === "question" ? "waiting for a reply" : "awaiting approval";
+    case "approval_granted":
+    case "reply_received":
+      return "queued";
     case "budget_exhausted":
       return "budget exhausted";
     case "run_finished":
@@ -121,6 +154,7 @@ class Progress {
   constructor(
     private readonly out: WatchOutput,
     private readonly maxIterations: number,
+    private readonly runId = "",
   ) {
     if (out.isTTY) {
       this.timer = setInterval(() => this.redraw(), 1000);
@@ -134,10 +168,11 @@ class Progress {
     this.readAt = Date.now();
     if (typeof e.data.iteration === "number") this.iteration = e.data.iteration;
     this.phase = phaseAfter(e, this.phase);
-    this.ticking = e.type !== "run_queued" && e.type !== "run_finished";
+    // The clock stands still while the run waits for a person (the budget does not count it).
+    this.ticking = !["run_queued", "run_finished", "approval_requested"].includes(e.type);
     const n =
       typeof e.data.iteration === "number" ? `${e.data.iteration}/${this.maxIterations} ` : "";
-    this.print(`[${clock(this.elapsedMs)}] ${n}${describe(e)}`);
+    this.print(`[${clock(this.elapsedMs)}] ${n}${describe(e, this.runId)}`);
   }
 
   note(text: string): void {
@@ -232,7 +267,7 @@ export async function watchRun(
   opts: WatchOptions = {},
 ): Promise<RunView> {
   const first = await client.request<RunView>("GET", `/api/runs/${encodeURIComponent(id)}`);
-  const progress = new Progress(out, first.budget.maxIterations);
+  const progress = new Progress(out, first.budget.maxIterations, id);
   const url = new URL(`/api/runs/${encodeURIComponent(id)}/events/stream`, client.baseUrl);
   const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
   let last = 0;

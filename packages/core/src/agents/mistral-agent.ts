@@ -77,6 +77,8 @@ export interface MistralAgentResult {
   plan: Plan | null;
   /** Set when a phase could not produce valid output (an invalid plan twice): the run fails. */
   phaseFailed: { phase: string; error: string } | null;
+  /** The question of a model that called `finish` with status "blocked" (its summary). */
+  blocked: string | null;
 }
 
 const FINISH: ChatTool = {
@@ -127,6 +129,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   const transcript: string[] = [];
   const log = (line: string) => transcript.push(line);
   let plan = input.plan;
+  let blocked: string | null = null;
 
   const done = (
     exitCode: number,
@@ -140,23 +143,11 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       durationMs: Math.round(performance.now() - started),
       plan,
       phaseFailed,
+      blocked,
     };
   };
 
-  const complete = async (messages: ChatMessage[], tools: ChatTool[], json = false) => {
-    const res = await input.llm.complete(
-      {
-        model: input.model,
-        messages,
-        ...(tools.length > 0 ? { tools } : {}),
-        ...(json ? { json: true } : {}),
-        ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
-      },
-      input.signal,
-    );
-    await input.recorder.tokens(res.usage.totalTokens);
-    return res;
-  };
+  const complete = completer(input, (count) => input.recorder.tokens(count));
 
   try {
     if (input.planning && plan === null) {
@@ -212,6 +203,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           const status = (args as { status?: unknown } | undefined)?.status;
           const summary = String((args as { summary?: unknown } | undefined)?.summary ?? "");
           log(`finish (${String(status)}): ${summary}`);
+          if (status === "blocked") blocked = summary.trim() || "(the agent gave no question)";
           return done(status === "done" ? 0 : 1);
         }
         let outcome: { isError: boolean; result: string };
@@ -274,9 +266,46 @@ type Complete = (
   json?: boolean,
 ) => ReturnType<ChatModel["complete"]>;
 
+type ModelSettings = Pick<MistralAgentInput, "llm" | "model" | "temperature" | "signal">;
+
+/** One chat completion with the agent's model settings; its tokens are counted. */
+function completer(input: ModelSettings, onTokens: (count: number) => Promise<void>): Complete {
+  return async (messages, tools, json = false) => {
+    const res = await input.llm.complete(
+      {
+        model: input.model,
+        messages,
+        ...(tools.length > 0 ? { tools } : {}),
+        ...(json ? { json: true } : {}),
+        ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+      },
+      input.signal,
+    );
+    await onTokens(res.usage.totalTokens);
+    return res;
+  };
+}
+
+/**
+ * Makes the agent's plan ahead of iteration 1 (the run's `approval: "plan"`: a person approves
+ * it first); the agent then finds the plan on the run and does not plan again.
+ */
+export async function makeAgentPlan(
+  input: ModelSettings & { prompt: string; onTokens: (count: number) => Promise<void> },
+): Promise<{ ok: true; plan: Plan } | { ok: false; error: string }> {
+  try {
+    return await makePlan(input, completer(input, input.onTokens), null, null);
+  } catch (error) {
+    if (error instanceof ChatModelError) {
+      return { ok: false, error: `the model could not be reached: ${error.message}` };
+    }
+    throw error;
+  }
+}
+
 /** Asks for a JSON plan; an invalid answer is asked again once with the error. */
 async function makePlan(
-  input: MistralAgentInput,
+  input: { prompt: string },
   complete: Complete,
   previous: Plan | null,
   reason: string | null,

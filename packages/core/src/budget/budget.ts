@@ -1,3 +1,4 @@
+import { isWaiting } from "../domain/approval";
 import type { BudgetSnapshot } from "../domain/events";
 import type { BudgetReason, RunRecord } from "../domain/run";
 
@@ -9,17 +10,25 @@ export interface RunBudgetView {
   elapsedMs: number;
   remainingIterations: number;
   deadlineAt: number | null;
+  /** Time spent waiting for a person (answered waits and the one in progress): not counted. */
+  pausedMs: number;
 }
 
-/** Time counts from `startedAt`; iterations count the finished ones. */
+/**
+ * Time counts from `startedAt`, less the time spent waiting for a person (answered waits in
+ * `pausedMs`, and the wait in progress); iterations count the finished ones.
+ */
 export function budgetView(run: RunRecord, now: number): RunBudgetView {
   const end = run.finishedAt ?? now;
+  const waiting = isWaiting(run.approval) ? Math.max(0, end - run.approval.requestedAt) : 0;
   return {
     maxIterations: run.spec.maxIterations,
     maxMinutes: run.spec.maxMinutes,
-    elapsedMs: run.startedAt === null ? 0 : Math.max(0, end - run.startedAt),
+    elapsedMs:
+      run.startedAt === null ? 0 : Math.max(0, end - run.startedAt - run.pausedMs - waiting),
     remainingIterations: Math.max(0, run.spec.maxIterations - run.metrics.iterations),
     deadlineAt: run.deadlineAt,
+    pausedMs: run.pausedMs + waiting,
   };
 }
 

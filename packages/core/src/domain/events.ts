@@ -20,6 +20,10 @@ export const EVENT_TYPES = [
   "cooldown_started",
   "stop_requested",
   "rollback_applied",
+  "approval_requested",
+  "approval_granted",
+  "approval_rejected",
+  "reply_received",
   "run_finished",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,4 +1,5 @@
-export type { ApprovalRequest } from "./approval";
+export type { ApprovalMode, ApprovalRequest } from "./approval";
+export { APPROVAL_MODES, EditedPlan, isWaiting } from "./approval";
 export type { PhaseArtifact, PipelinePhase, PreparationPhase, ReviewArtifact } from "./artifacts";
 export { isPreparationPhase, PIPELINE_PHASES, PREPARATION_PHASES } from "./artifacts";
 export type { BudgetSnapshot, EventRecord, EventType, NewEvent } from "./events";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { APPROVAL_MODES, type ApprovalMode } from "./approval";
 import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
 
 /** Limits on a submitted run, shared by the API (validation) and the docs. */
@@ -181,8 +182,21 @@ export const RunSubmission = z
     maxStalledIterations: z.number().int().min(1).max(1000).optional(),
     /** Put the workspace back as it was before the run when the run ends `failed`. */
     rollbackOnFailure: z.boolean().optional(),
+    /** `plan`: pause after planning (status `awaiting_approval`) until a person approves. @defaultValue "none" */
+    approval: z.enum(APPROVAL_MODES).optional(),
   })
   .superRefine((body, ctx) => {
+    const plans =
+      (body.agent.type === "mistral" && body.agent.plan === true) ||
+      (body.phases ?? []).includes("planning");
+    if (body.approval === "plan" && !plans) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["approval"],
+        message:
+          'needs a plan to approve: an agent {"type": "mistral", "plan": true} or "planning" in phases',
+      });
+    }
     const hasGate =
       body.testCommand !== undefined ||
       (body.validationCommands?.length ?? 0) > 0 ||
@@ -223,6 +237,8 @@ export interface RunSpec {
   maxStalledIterations: number;
   /** Restore the baseline snapshot when the run ends `failed`. */
   rollbackOnFailure: boolean;
+  /** `plan`: the run waits (`awaiting_approval`) after planning until a person approves. */
+  approval: ApprovalMode;
 }
 
 export const SPEC_DEFAULTS = {
@@ -257,5 +273,6 @@ export function normalizeSubmission(body: RunSubmission): RunSpec {
     successThreshold: body.successThreshold ?? SPEC_DEFAULTS.successThreshold,
     maxStalledIterations: body.maxStalledIterations ?? SPEC_DEFAULTS.maxStalledIterations,
     rollbackOnFailure: body.rollbackOnFailure ?? false,
+    approval: body.approval ?? "none",
   };
 }

@@ -1,3 +1,4 @@
+import type { ApprovalRequest } from "./approval";
 import type { Plan } from "./plan";
 import type { RunSpec } from "./run-spec";
 
@@ -81,6 +82,10 @@ export interface RunRecord {
   stalledIterations: number;
   /** Set when the run succeeded although some validation commands failed (`successThreshold` < 1). */
   partial: PartialSuccess | null;
+  /** What a person must approve or answer (the latest request; see `ApprovalRequest`). */
+  approval: ApprovalRequest | null;
+  /** Time spent waiting for a person, answered waits only: the budget clock does not count it. */
+  pausedMs: number;
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -96,6 +101,8 @@ export type IterationOutcome =
   | "promise_missing"
   | "stopped"
   | "budget_exhausted"
+  /** The agent reported `blocked` with a question: the run waits for a person's reply. */
+  | "blocked"
   | "error";
 
 /** A success under `successThreshold`: how many validation commands ("gates") passed, which failed. */

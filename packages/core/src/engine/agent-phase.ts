@@ -21,6 +21,8 @@ export interface AgentPhaseInput {
 export interface AgentPhaseResult extends AgentResult {
   /** A phase that produced no valid output (the run fails with `error`). */
   phaseFailed: { phase: string; error: string } | null;
+  /** The question of a mistral agent that reported `blocked` (the run waits for a reply). */
+  blocked?: string | null;
 }
 
 /**
@@ -172,6 +174,7 @@ export async function runAgentPhase(
           output: r.output,
           durationMs: r.durationMs,
           phaseFailed: r.phaseFailed,
+          blocked: r.blocked,
         };
       } finally {
         await hub.close();

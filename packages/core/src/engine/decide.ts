@@ -13,6 +13,8 @@ export interface IterationFacts {
   consecutiveFailures: number;
   /** The review of this iteration; `null` when none ran (none configured, or the gates failed). */
   review?: ReviewFindings | null;
+  /** The question of an agent that reported `blocked`: the run waits for a person's reply. */
+  blockedQuestion?: string | null;
 }
 
 export type IterationDecision =
@@ -22,6 +24,15 @@ export type IterationDecision =
       status: IterationStatus;
       outcome: IterationOutcome;
       feedback: string;
+      consecutiveFailures: number;
+    }
+  | {
+      /** The agent is blocked on a question: the run waits for a person (`awaiting_approval`). */
+      kind: "await_reply";
+      status: IterationStatus;
+      outcome: IterationOutcome;
+      feedback: string;
+      question: string;
       consecutiveFailures: number;
     }
   | {
@@ -51,7 +62,8 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     return { kind: "complete", status: "passed", outcome: "complete" };
   }
   const feedback: string[] = [];
-  if (agentFailed) {
+  const blocked = facts.blockedQuestion ?? null;
+  if (agentFailed && blocked === null) {
     feedback.push(
       `The agent exited with code ${facts.agentExitCode ?? "none (killed)"}. Its output ended with:\n${tail(facts.agentOutput, 4000).trimEnd()}`,
     );
@@ -65,6 +77,19 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     );
   }
   if (reviewBlocking && facts.review) feedback.push(reviewFeedback(facts.review));
+  // Asking a person is not a failed agent phase: it neither counts towards
+  // `consecutive_failures` nor resets the count; the reply is added to this feedback.
+  if (blocked !== null) {
+    feedback.push(`You reported that you are blocked and asked:\n${blocked}`);
+    return {
+      kind: "await_reply",
+      status: "failed",
+      outcome: "blocked",
+      feedback: feedback.join("\n\n"),
+      question: blocked,
+      consecutiveFailures: facts.consecutiveFailures,
+    };
+  }
   const outcome: IterationOutcome = agentFailed
     ? "agent_failed"
     : !facts.validationPassed

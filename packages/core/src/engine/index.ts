@@ -1,3 +1,10 @@
+export {
+  endWait,
+  feedbackWithReply,
+  planFromEdit,
+  renderEditedPlan,
+  waitingProgress,
+} from "./approval-transitions";
 export type { IterationDecision, IterationFacts } from "./decide";
 export { decideIteration, MAX_CONSECUTIVE_FAILURES } from "./decide";
 export { failRun } from "./fail-run";

@@ -254,6 +254,7 @@ export async function runIteration(
       completionPromise: spec.completionPromise,
       consecutiveFailures: ctx.run.consecutiveFailures,
       review: review?.artifact ?? null,
+      blockedQuestion: result.blocked ?? null,
     });
     return {
       kind: "decided",

@@ -3,9 +3,10 @@ import { buildPhasePrompt } from "../pipeline/phase-prompt";
 import { runPreparationPhase } from "../pipeline/phase-runner";
 import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
+import { needsPlanApproval, pauseForApproval } from "./approval";
 import { watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
-import type { RunContext } from "./run-context";
+import type { EventSpec, RunContext } from "./run-context";
 import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
 
 const ITERATION_PHASES = ["implementation", "validation", "review"];
@@ -123,16 +124,22 @@ export async function runPreparation(
         content: result.content,
         createdAt: ctx.now(),
       };
-      await ctx.commit(
-        { activePgid: null, progress: `${phase} phase done` },
-        [
-          [
-            "phase_completed",
-            { phase, durationMs: result.durationMs, bytes: Buffer.byteLength(result.content) },
-          ],
-        ],
-        { phaseArtifact: artifact },
-      );
+      const completed: EventSpec = [
+        "phase_completed",
+        { phase, durationMs: result.durationMs, bytes: Buffer.byteLength(result.content) },
+      ];
+      // `approval: "plan"`: a person approves (or edits) the plan before anything builds on
+      // it; the artifact and the pause are one write, so a crash cannot skip the approval.
+      if (phase === "planning" && needsPlanApproval(ctx.run)) {
+        return await pauseForApproval(
+          ctx,
+          { kind: "plan", iteration: 0, question: null, plan: artifact.content },
+          { events: [completed], writes: { phaseArtifact: artifact } },
+        );
+      }
+      await ctx.commit({ activePgid: null, progress: `${phase} phase done` }, [completed], {
+        phaseArtifact: artifact,
+      });
       done.push(artifact);
     } finally {
       watch.dispose();

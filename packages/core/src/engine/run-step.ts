@@ -4,6 +4,7 @@ import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { assertNever } from "../util/assert-never";
 import { LeaseLostError } from "../util/errors";
+import { awaitReply, planApprovalStep } from "./approval";
 import { packagingWrites, partialWrites, reviewWrites, stallWrites } from "./decided-writes";
 import { describeInterruption, type IterationResult, runIteration } from "./iteration";
 import { runPreparation } from "./preparation";
@@ -63,6 +64,8 @@ async function drive(
     });
     return finished(ctx);
   }
+  // A job of a run that waits for a person (a stale one: waiting ends the job): nothing to do.
+  if (ctx.run.status === "awaiting_approval") return { kind: "awaiting_approval" };
   await start(res, ctx);
   const baselineError = await ensureBaseline(res, ctx);
   if (baselineError !== null) {
@@ -91,6 +94,8 @@ async function drive(
   if (ctx.lastIteration === null) {
     const prepared = await runPreparation(res, ctx, opts);
     if (prepared !== "continue") return prepared;
+    const approval = await planApprovalStep(res, ctx, opts);
+    if (approval !== "continue") return approval;
   }
 
   for (;;) {
@@ -129,12 +134,16 @@ async function start(res: EngineResources, ctx: RunContext): Promise<void> {
   const now = ctx.now();
   const patch: RunPatch = {};
   const events: EventSpec[] = [];
-  if (ctx.run.status === "queued") {
+  if (ctx.run.status === "queued" && ctx.run.startedAt === null) {
     patch.status = "running";
     patch.startedAt = now;
     patch.deadlineAt = deadlineFor(now, ctx.run.spec.maxMinutes);
     patch.progress = "started";
     events.push(["run_started", { workspace: ctx.run.workspace }]);
+  } else if (ctx.run.status === "queued") {
+    // Queued again by a person's approval or reply: the run goes on where it paused.
+    patch.status = "running";
+    patch.progress = "resumed after a person's answer";
   }
   // A worker that died mid-command may have left its process group running (same host),
   // recorded or not (it may have died before it recorded the group).
@@ -389,6 +398,15 @@ async function record(ctx: RunContext, result: IterationResult): Promise<StepRes
       );
       return { kind: "cooldown", until };
     }
+    case "await_reply":
+      return awaitReply(ctx, decision, {
+        n,
+        metrics,
+        patch: { consecutiveFailures: decision.consecutiveFailures, ...decided },
+        events: gateEvents,
+        iteration: iterationPatch,
+        writes: reviewed.writes,
+      });
     default:
       return assertNever(decision);
   }

@@ -1,4 +1,5 @@
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
+import type { ApprovalRequest } from "../domain/approval";
 import type { PhaseArtifact, ReviewArtifact } from "../domain/artifacts";
 import type { NewEvent } from "../domain/events";
 import type { Plan } from "../domain/plan";
@@ -27,6 +28,8 @@ export interface RunPatch {
   baselineSnapshot?: string | null;
   latestSnapshot?: string | null;
   plan?: Plan | null;
+  approval?: ApprovalRequest | null;
+  pausedMs?: number;
   activePgid?: number | null;
   startedAt?: number;
   finishedAt?: number;
@@ -97,6 +100,8 @@ export interface RunStore {
 /** The rule every store applies when a patch sets a status. */
 export function mergeStatus(current: RunStatus, next: RunStatus | undefined): RunStatus {
   if (next === undefined) return current;
-  if (current === "stopping" && next === "running") return current;
+  // A stop request also wins over a pause for a person: the run ends instead of waiting.
+  if (current === "stopping" && (next === "running" || next === "awaiting_approval"))
+    return current;
   return next;
 }

@@ -4,6 +4,8 @@ import type { RunContext } from "./run-context";
 export type StepResult =
   | { kind: "finished"; status: RunStatus; reason: RunReason | null }
   | { kind: "cooldown"; until: number }
+  /** The run waits for a person (`awaiting_approval`): its job ends, no worker slot is held. */
+  | { kind: "awaiting_approval" }
   | { kind: "handed_back" }
   | { kind: "lease_lost" }
   | { kind: "missing" };

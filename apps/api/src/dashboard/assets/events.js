@@ -19,6 +19,7 @@ const HIGHLIGHT = {
   review_blocking_detected: "hl-bad",
   review_approved: "hl-good",
   budget_exhausted: "hl-warn",
+  approval_requested: "hl-warn",
   validation_failed: "hl-soft-bad",
   run_finished: "hl-end",
 };
@@ -51,6 +52,16 @@ export function describe(e) {
       return `budget exhausted (${d.reason ?? d.budget?.reason ?? ""})`;
     case "phase_failed":
       return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
+    case "approval_requested":
+      return d.kind === "question"
+        ? `blocked, asks: ${d.question ?? ""}`
+        : "the plan waits for approval";
+    case "approval_granted":
+      return `plan approved${d.edited ? " (edited)" : ""}`;
+    case "approval_rejected":
+      return `${d.kind === "question" ? "question declined" : "plan rejected"}: ${d.reason ?? ""}`;
+    case "reply_received":
+      return `answered: ${d.message ?? ""}`;
     case "rollback_applied":
       return `workspace rolled back to ${Number(d.iteration) === 0 ? "before the run" : `iteration ${d.iteration}`}${d.onFailure ? " (the run failed)" : ""}: ${(d.files ?? []).length} file(s)`;
     case "run_finished":

@@ -57,7 +57,9 @@ export function badge(status) {
 /** Elapsed time of a run now: the server's figure plus the time since it was read, while running. */
 export function elapsedNow(run, readAt) {
   const base = run.budget.elapsedMs;
-  return run.startedAt && !run.finishedAt ? base + (Date.now() - readAt) : base;
+  // A run waiting for a person: its budget clock is paused.
+  const ticking = run.startedAt && !run.finishedAt && run.status !== "awaiting_approval";
+  return ticking ? base + (Date.now() - readAt) : base;
 }
 
 export function truncate(text, n) {

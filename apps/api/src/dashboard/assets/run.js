@@ -52,6 +52,34 @@ function renderHead() {
   $("stop-run").disabled = !isActive(run.status) || run.status === "stopping";
   $("rollback-run").disabled = isActive(run.status) || run.iteration === 0;
   $("rollback-iteration").max = String(run.iteration);
+  renderApproval();
+}
+
+/** The plan to approve, or the blocked agent's question, with what a person can do about it. */
+function renderApproval() {
+  const run = state.run;
+  const a = run.approval;
+  $("approval").hidden = !(a && run.status === "awaiting_approval");
+  if ($("approval").hidden) return;
+  $("approval-title").textContent =
+    a.kind === "plan" ? "The plan waits for your approval" : "The agent is blocked and asks";
+  $("approval-text").textContent = (a.kind === "plan" ? a.plan : a.question) ?? "";
+  $("approve-run").hidden = a.kind !== "plan";
+  $("reply-form").hidden = a.kind !== "question";
+}
+
+async function answer(path, body, button) {
+  button.disabled = true;
+  $("run-error").hidden = true;
+  try {
+    const res = await api("POST", `/api/runs/${id}/${path}`, body);
+    $("run-progress").textContent = `${path}: ${res.status}`;
+  } catch (error) {
+    $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
+    $("run-error").hidden = false;
+  }
+  button.disabled = false;
+  markStale(["run", "iterations"]);
 }
 
 function meter(bar, text, used, max, label) {
@@ -234,6 +262,17 @@ $("stop-run").addEventListener("click", async () => {
     $("run-error").hidden = false;
   }
   markStale(["run", "iterations"]);
+});
+
+$("approve-run").addEventListener("click", () => answer("approve", {}, $("approve-run")));
+$("reject-run").addEventListener("click", () => {
+  const reason = $("reject-reason").value.trim() || "rejected from the dashboard";
+  if (!confirm("Reject and end the run (stopped)?")) return;
+  answer("reject", { reason }, $("reject-run"));
+});
+$("reply-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  answer("reply", { message: $("reply-message").value }, $("reply-run"));
 });
 
 $("rollback-form").addEventListener("submit", async (event) => {

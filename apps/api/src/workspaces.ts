@@ -1,10 +1,26 @@
-import { existsSync, mkdirSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync as realpathSyncJs } from "node:fs";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import { invalidRequest } from "./errors";
 
 function inside(root: string, path: string): boolean {
   const rel = relative(root, path);
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+// The libc realpath: one call, where node's JS version lstat()s every component of the path.
+const realpathSync = realpathSyncJs.native;
+
+const realRoots = new Map<string, string>();
+
+/** The root, created and resolved once per process: every submit asked for both. */
+function realRootOf(root: string): string {
+  let real = realRoots.get(root);
+  if (real === undefined) {
+    mkdirSync(root, { recursive: true });
+    real = realpathSync(root);
+    realRoots.set(root, real);
+  }
+  return real;
 }
 
 const refuse = (message: string) => invalidRequest([{ path: "workspace", message }]);
@@ -21,12 +37,13 @@ export function prepareWorkspace(root: string, name: string): string {
   if (normalized === ".." || normalized.startsWith(`..${sep}`)) {
     throw refuse("must stay inside WORKSPACES_ROOT");
   }
-  mkdirSync(root, { recursive: true });
-  const realRoot = realpathSync(root);
+  const realRoot = realRootOf(root);
   const target = join(realRoot, normalized);
-  // The deepest existing ancestor decides where mkdir would really write.
+  // The deepest existing ancestor decides where mkdir would really write; the root itself is
+  // created again if it went away since.
   let existing = target;
-  while (!existsSync(existing)) existing = dirname(existing);
+  while (existing !== realRoot && !existsSync(existing)) existing = dirname(existing);
+  if (existing === realRoot && !existsSync(realRoot)) mkdirSync(realRoot, { recursive: true });
   if (!inside(realRoot, realpathSync(existing))) throw refuse("must stay inside WORKSPACES_ROOT");
   mkdirSync(target, { recursive: true });
   const real = realpathSync(target);

@@ -1,7 +1,8 @@
-// The long-lived server commands (api, worker, dev) run as one JavaScript bundle of looprun's
+// The long-lived server commands (api, worker, dev) run as a JavaScript bundle of looprun's
 // TypeScript sources, built by esbuild at every start (tens of milliseconds, so it can never be
-// stale), instead of through tsx: tsx's loader thread and its per-file transforms held ~50 MB of
-// RSS for the life of each process. Dependencies stay external (node_modules, as installed).
+// stale), instead of through tsx: tsx's loader thread and its per-file transforms held ~40 MB of
+// RSS for the life of each process (and a bigger process pays more for every fork of a command).
+// Dependencies stay external (node_modules, as installed).
 import { createHash } from "node:crypto";
 import {
   mkdirSync,

@@ -2,7 +2,6 @@ import {
   ACTIVE_STATUSES,
   budgetSnapshot,
   type EditedPlan,
-  EMPTY_METRICS,
   type EventRecord,
   type IterationRecord,
   RunAlreadyActiveError,
@@ -25,7 +24,6 @@ import {
   type ConvergenceStatsFilter,
   convergenceStats,
 } from "./convergence-stats";
-import { appendEvents } from "./event-log";
 import {
   iterationsAfter,
   liveRuns,
@@ -33,6 +31,12 @@ import {
   tokenTotal,
   toolCallsAfter,
 } from "./live-queries";
+import {
+  appendRunQueued,
+  ensureSession,
+  insertQueuedRun,
+  sessionWorkspace,
+} from "./queued-run-writes";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
@@ -127,32 +131,9 @@ export class RunRepository {
               if (first) return { ...toRunRecord(first), replayed: true };
             }
           }
-          const session = tx.select().from(sessions).where(eq(sessions.id, input.sessionId)).get();
-          if (!session) {
-            tx.insert(sessions)
-              .values({
-                id: input.sessionId,
-                workspace: input.sessionWorkspace,
-                createdAt: input.createdAt,
-              })
-              .run();
-          }
-          const row = tx
-            .insert(runs)
-            .values({
-              id: input.id,
-              sessionId: input.sessionId,
-              task: input.spec.task,
-              spec: input.spec,
-              workspace: input.workspace,
-              status: "queued",
-              metrics: EMPTY_METRICS,
-              progress: "queued",
-              createdAt: input.createdAt,
-            })
-            .returning()
-            .get();
-          const run = toRunRecord(row);
+          // Prepared once (queued-run-writes.ts): this is the API's hottest write.
+          ensureSession(this.db, input.sessionId, input.sessionWorkspace, input.createdAt);
+          const run = toRunRecord(insertQueuedRun(this.db, input));
           if (input.idempotency) {
             tx.insert(idempotencyKeys)
               .values({
@@ -171,15 +152,10 @@ export class RunRepository {
               })
               .run();
           }
-          appendEvents(
-            tx,
+          appendRunQueued(
+            this.db,
             run.id,
-            [
-              {
-                type: "run_queued",
-                data: { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
-              },
-            ],
+            { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
             input.createdAt,
           );
           return run;
@@ -336,6 +312,11 @@ export class RunRepository {
       .where(eq(reviewArtifacts.runId, runId))
       .orderBy(asc(reviewArtifacts.iteration), asc(reviewArtifacts.createdAt))
       .all();
+  }
+
+  /** The workspace of a session (null when there is none), without reading its runs. */
+  sessionWorkspace(sessionId: string): string | null {
+    return sessionWorkspace(this.db, sessionId);
   }
 
   getSession(sessionId: string): { session: SessionRecord; runs: RunRecord[] } | null {

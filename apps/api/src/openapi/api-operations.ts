@@ -32,6 +32,8 @@ export interface OperationDoc {
   query?: z.ZodObject;
   headers?: { name: string; description: string }[];
   body?: keyof typeof REQUEST_BODIES;
+  /** The body may be left out (an empty body). @defaultValue false */
+  bodyOptional?: boolean;
   responses: Record<number, ResponseDoc>;
 }
 
@@ -273,6 +275,7 @@ export const OPERATIONS: OperationDoc[] = [
     tag: "runs",
     auth: "bearer",
     body: "ApproveBody",
+    bodyOptional: true,
     responses: {
       202: { description: "approved; the run is queued to go on", json: "ApprovalAccepted" },
       400: bad,

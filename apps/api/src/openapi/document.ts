@@ -102,7 +102,7 @@ function operation(op: OperationDoc): JsonSchema {
     ...(op.body
       ? {
           requestBody: {
-            required: true,
+            required: op.bodyOptional !== true,
             content: { "application/json": { schema: { $ref: REF(op.body) } } },
           },
         }

@@ -13,6 +13,7 @@ import { monotonicFactory } from "ulid";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, invalidRequest, notFound, unavailable } from "../errors";
+import { pooledRandom } from "../pooled-random";
 import {
   presentEvent,
   presentIteration,
@@ -69,7 +70,7 @@ export function runRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
   // Monotonic within a millisecond, so ids (and pages) keep the order of creation.
-  const newId = deps.newId ?? monotonicFactory();
+  const newId = deps.newId ?? monotonicFactory(pooledRandom);
 
   const loadRun = (id: string) => {
     const run = deps.repo.getRun(id);
@@ -86,12 +87,12 @@ export function runRoutes(deps: AppDeps): Hono {
     // Before the workspace is created: a refused submission leaves nothing behind.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const sessionId = body.sessionId ?? newId();
-    const session = body.sessionId ? deps.repo.getSession(body.sessionId) : null;
+    const sessionWorkspace = body.sessionId ? deps.repo.sessionWorkspace(body.sessionId) : null;
     // A session keeps its workspace unless a run names another one.
-    const workspaceName = body.workspace ?? (session ? null : sessionId);
+    const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
       workspaceName === null
-        ? (session?.session.workspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
+        ? (sessionWorkspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
         : prepareWorkspace(deps.workspacesRoot, workspaceName);
     let run: ReturnType<typeof deps.repo.createRun>;
     try {

@@ -82,21 +82,25 @@ export async function snapshotIteration(
       parent,
       signal,
     );
-    diff = await snapshots.diff(
-      run.sessionId,
-      parent,
-      id,
-      res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
-      signal,
-    );
-    whole = await snapshots.diff(
-      run.sessionId,
-      baseline,
-      id,
-      res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
-      signal,
-    );
-    summary = await snapshots.summary(run.sessionId, baseline, id, signal);
+    // Read-only git commands on the new snapshot: side by side, not one after the other (each
+    // is a process spawn of a few ms, most of an iteration's own time with quick commands).
+    [diff, whole, summary] = await Promise.all([
+      snapshots.diff(
+        run.sessionId,
+        parent,
+        id,
+        res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
+        signal,
+      ),
+      snapshots.diff(
+        run.sessionId,
+        baseline,
+        id,
+        res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
+        signal,
+      ),
+      snapshots.summary(run.sessionId, baseline, id, signal),
+    ]);
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }

@@ -124,19 +124,10 @@ export class WorkspaceSnapshots {
     signal?: AbortSignal,
   ): Promise<{ files: string[]; stat: string }> {
     const gitDir = this.gitDir(sessionId);
-    const names = await this.git(
-      gitDir,
-      null,
-      ["diff", "--name-only", "-z", "--no-renames", from, to],
-      signal,
-    );
-    const stat = await this.git(
-      gitDir,
-      null,
-      ["diff", "--stat=200", "--no-color", from, to],
-      signal,
-      256 * 1024,
-    );
+    const [names, stat] = await Promise.all([
+      this.git(gitDir, null, ["diff", "--name-only", "-z", "--no-renames", from, to], signal),
+      this.git(gitDir, null, ["diff", "--stat=200", "--no-color", from, to], signal, 256 * 1024),
+    ]);
     return { files: names.stdout.split("\0").filter((f) => f.length > 0), stat: stat.stdout };
   }
 

@@ -1,0 +1,189 @@
+import type { SessionRunSummary, ToolFailure } from "@looprun/core";
+import {
+  type ClaimedRun,
+  isTerminal,
+  LeaseLostError,
+  mergeStatus,
+  type PhaseArtifact,
+  PIPELINE_PHASES,
+  type RunMutation,
+  type RunRecord,
+  type RunStore,
+} from "@looprun/core";
+import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { toIterationRecord, toPhaseArtifact, toRunRecord } from "../records";
+import { writeArtifacts } from "./artifact-writes";
+import type { PgDb } from "./connection";
+import { appendEvents } from "./event-log";
+import { withoutNul } from "./nul-bytes";
+import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
+
+const FILE_WRITERS = ["write_file", "edit_file"];
+
+/**
+ * The engine's RunStore on PostgreSQL, with the behaviour of SqliteRunStore. Every write is
+ * one READ COMMITTED transaction that first locks the run's row (`SELECT … FOR UPDATE`): it
+ * serialises the writers of one run — the epoch check, the status merge and the numbering of
+ * events and tool calls see the latest committed state — while other runs go on in parallel.
+ */
+export class PgRunStore implements RunStore {
+  constructor(private readonly db: PgDb) {}
+
+  async claimRun(runId: string): Promise<ClaimedRun | null> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
+      if (!row) return null;
+      let run = toRunRecord(row);
+      if (!isTerminal(run.status)) {
+        const [updated] = await tx
+          .update(runs)
+          .set({ epoch: sql`${runs.epoch} + 1` })
+          .where(eq(runs.id, runId))
+          .returning();
+        if (updated) run = toRunRecord(updated);
+      }
+      const [last] = await tx
+        .select()
+        .from(iterations)
+        .where(eq(iterations.runId, runId))
+        .orderBy(desc(iterations.n), desc(iterations.attempt))
+        .limit(1);
+      const [decided] = await tx
+        .select()
+        .from(iterations)
+        .where(and(eq(iterations.runId, runId), inArray(iterations.status, ["passed", "failed"])))
+        .orderBy(desc(iterations.n), desc(iterations.attempt))
+        .limit(1);
+      return {
+        run,
+        lastIteration: last ? toIterationRecord(last) : null,
+        lastDecided: decided ? toIterationRecord(decided) : null,
+      };
+    });
+  }
+
+  async commit(
+    runId: string,
+    epoch: number,
+    mutation: RunMutation,
+    now: number,
+  ): Promise<RunRecord> {
+    const m = withoutNul(mutation);
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
+      if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+      let result = row;
+      if (m.run && Object.keys(m.run).length > 0) {
+        const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+        const [updated] = await tx
+          .update(runs)
+          .set({ ...m.run, status })
+          .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
+          .returning();
+        if (!updated) throw new LeaseLostError(runId, epoch);
+        result = updated;
+      }
+      if (m.insertIteration) {
+        const { runId: _ignored, ...it } = m.insertIteration;
+        await tx.insert(iterations).values({ ...it, runId });
+      }
+      if (m.updateIteration) {
+        const { n, attempt, patch } = m.updateIteration;
+        await tx
+          .update(iterations)
+          .set(patch)
+          .where(
+            and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
+          );
+      }
+      if (m.toolCalls && m.toolCalls.length > 0) {
+        const [last] = await tx
+          .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)::int` })
+          .from(toolCalls)
+          .where(eq(toolCalls.runId, runId));
+        let seq = last?.seq ?? 0;
+        await tx.insert(toolCalls).values(
+          m.toolCalls.map((c) => ({
+            ...c,
+            args: c.args ?? null,
+            runId,
+            seq: ++seq,
+            createdAt: now,
+          })),
+        );
+      }
+      await writeArtifacts(tx, runId, m);
+      await appendEvents(tx, runId, m.events ?? [], now);
+      return toRunRecord(result);
+    });
+  }
+
+  async sessionHistory(
+    sessionId: string,
+    runId: string,
+    limit: number,
+  ): Promise<SessionRunSummary[]> {
+    const earlier = await this.db
+      .select()
+      .from(runs)
+      .where(and(eq(runs.sessionId, sessionId), lt(runs.id, runId)))
+      .orderBy(desc(runs.id))
+      .limit(limit);
+    if (earlier.length === 0) return [];
+    // One query for the files of all of them (a round trip per run would add up).
+    const writes = await this.db
+      .select({ runId: toolCalls.runId, args: toolCalls.args })
+      .from(toolCalls)
+      .where(
+        and(
+          inArray(
+            toolCalls.runId,
+            earlier.map((r) => r.id),
+          ),
+          eq(toolCalls.isError, false),
+          inArray(toolCalls.tool, FILE_WRITERS),
+        ),
+      )
+      .orderBy(asc(toolCalls.runId), asc(toolCalls.seq));
+    const filesByRun = new Map<string, Set<string>>();
+    for (const w of writes) {
+      const path = (w.args as { path?: unknown } | null)?.path;
+      if (typeof path !== "string") continue;
+      const files = filesByRun.get(w.runId) ?? new Set<string>();
+      files.add(path);
+      filesByRun.set(w.runId, files);
+    }
+    return earlier.map((r) => ({
+      runId: r.id,
+      task: r.task,
+      status: r.status,
+      reason: r.reason,
+      summary: r.summary,
+      filesTouched: [...(filesByRun.get(r.id) ?? [])],
+    }));
+  }
+
+  async toolFailures(runId: string, limit: number): Promise<ToolFailure[]> {
+    const rows = await this.db
+      .select()
+      .from(toolCalls)
+      .where(and(eq(toolCalls.runId, runId), eq(toolCalls.isError, true)))
+      .orderBy(desc(toolCalls.seq))
+      .limit(limit);
+    return rows
+      .reverse()
+      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+  }
+
+  async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
+    const rows = await this.db.select().from(phaseArtifacts).where(eq(phaseArtifacts.runId, runId));
+    return rows
+      .map(toPhaseArtifact)
+      .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  }
+
+  async getRun(runId: string): Promise<RunRecord | null> {
+    const [row] = await this.db.select().from(runs).where(eq(runs.id, runId));
+    return row ? toRunRecord(row) : null;
+  }
+}

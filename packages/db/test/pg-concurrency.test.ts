@@ -1,0 +1,189 @@
+import { LeaseLostError, type NewEvent, RunAlreadyActiveError } from "@looprun/core";
+import { openPgDatabase, type PgDatabase, PgRunRepository, PgRunStore } from "@looprun/db/pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createDatabase } from "../../../tests/support/postgres";
+import { freshPgDatabase, postgresAdminUrl, truncateAll } from "./pg-support";
+import { iteration } from "./run-store-suite";
+import { newRun } from "./support";
+
+/*
+ * Several writers at once on PostgreSQL. Each "process" is its own pool (its own server
+ * connections), so the database, not the event loop, decides who goes first.
+ */
+
+let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
+let database: PgDatabase;
+let pools: PgDatabase[] = [];
+beforeAll(async () => {
+  pg = await freshPgDatabase();
+  database = pg.database;
+  pools = await Promise.all([1, 2, 3].map(() => openPgDatabase(pg!.url, { maxConnections: 4 })));
+});
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+  await pg?.drop();
+});
+beforeEach(async () => {
+  await truncateAll(database);
+});
+
+const event = (type: NewEvent["type"]): NewEvent => ({
+  type,
+  data: { budget: { elapsedMs: 0, remainingIterations: 1 } },
+});
+
+describe("PostgreSQL under concurrent writers", () => {
+  it("lets several processes open (and migrate) a fresh database at once", async () => {
+    const fresh = await createDatabase(postgresAdminUrl());
+    try {
+      const opened = await Promise.all([1, 2, 3, 4].map(() => openPgDatabase(fresh.url)));
+      const { rows } = await opened[0]!.pool.query<{ n: number }>(
+        "select count(*)::int as n from drizzle.__drizzle_migrations",
+      );
+      await Promise.all(opened.map((o) => o.close()));
+      expect(rows[0]?.n).toBeGreaterThan(0);
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it("accepts exactly one of 40 concurrent submits for one session", async () => {
+    const repos = pools.map((p) => new PgRunRepository(p.db));
+    const results = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        repos[i % repos.length]!.createRun(newRun({}, { sessionId: "race" })),
+      ),
+    );
+    const accepted = results.filter((r) => r.status === "fulfilled");
+    const refused = results.filter((r) => r.status === "rejected");
+    expect(accepted).toHaveLength(1);
+    const winner = accepted[0]!.value.id;
+    for (const r of refused) {
+      expect(r.reason).toBeInstanceOf(RunAlreadyActiveError);
+      expect((r.reason as RunAlreadyActiveError).activeRunId).toBe(winner);
+    }
+    const repo = new PgRunRepository(database.db);
+    expect(await repo.activeRunOf("race")).toBe(winner);
+    expect((await repo.getSession("race"))?.runs.map((r) => r.id)).toEqual([winner]);
+  });
+
+  it("gives distinct epochs to concurrent claims", async () => {
+    const repo = new PgRunRepository(database.db);
+    const run = await repo.createRun(newRun({}));
+    const perWorker = 30;
+    const epochs = (
+      await Promise.all(
+        pools.map(async (p) => {
+          const store = new PgRunStore(p.db);
+          const got: number[] = [];
+          for (let i = 0; i < perWorker; i++) got.push((await store.claimRun(run.id))!.run.epoch);
+          return got;
+        }),
+      )
+    ).flat();
+    expect(new Set(epochs).size).toBe(pools.length * perWorker);
+    expect(Math.max(...epochs)).toBe(pools.length * perWorker);
+    expect((await repo.getRun(run.id))?.epoch).toBe(pools.length * perWorker);
+  });
+
+  it("numbers events and tool calls without gaps under concurrent commits", async () => {
+    const repo = new PgRunRepository(database.db);
+    const run = await repo.createRun(newRun({}));
+    const { epoch } = (await new PgRunStore(database.db).claimRun(run.id))!.run;
+    const commits = 20;
+    await Promise.all([
+      ...pools.map(async (p, w) => {
+        const store = new PgRunStore(p.db);
+        for (let i = 0; i < commits; i++) {
+          await store.commit(
+            run.id,
+            epoch,
+            {
+              events: [event("step_completed"), event("tool_called")],
+              toolCalls: [
+                {
+                  iteration: 1,
+                  server: `w${w}`,
+                  tool: "run_command",
+                  args: { i },
+                  isError: false,
+                  result: "ok",
+                  durationMs: 1,
+                },
+              ],
+              // A stop request lands in between: a writer's "running" never overrides it.
+              run: { status: "running" },
+            },
+            i,
+          );
+        }
+      }),
+      repo.requestStop(run.id, 5),
+    ]);
+    const events = await repo.listEvents(run.id, 0, 1000);
+    const expected = 1 + 1 + pools.length * commits * 2; // run_queued, stop_requested, the rest
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
+    const calls = await repo.listToolCalls(run.id);
+    expect(calls.map((c) => c.seq)).toEqual(
+      Array.from({ length: pools.length * commits }, (_, i) => i + 1),
+    );
+    expect((await repo.getRun(run.id))?.status).toBe("stopping");
+  });
+
+  it("fences a holder the moment another claims the run", async () => {
+    const repo = new PgRunRepository(database.db);
+    const run = await repo.createRun(newRun({}));
+    const old = new PgRunStore(pools[0]!.db);
+    const next = new PgRunStore(pools[1]!.db);
+    const { epoch } = (await old.claimRun(run.id))!.run;
+    let written = 0;
+    const holder = (async () => {
+      for (let n = 1; ; n++) {
+        try {
+          await old.commit(
+            run.id,
+            epoch,
+            { insertIteration: iteration(run.id, n, 1), events: [event("iteration_started")] },
+            n,
+          );
+          written = n;
+        } catch (error) {
+          return error;
+        }
+      }
+    })();
+    while (written < 3) await new Promise((r) => setTimeout(r, 5));
+    const claimed = (await next.claimRun(run.id))!;
+    await next.commit(run.id, claimed.run.epoch, { events: [event("run_resumed")] }, 1000);
+    expect(await holder).toBeInstanceOf(LeaseLostError);
+    // Nothing of the old holder's after the claim: its iterations end where the claim saw them.
+    expect(claimed.lastIteration?.n).toBe(written);
+    const events = await repo.listEvents(run.id, 0, 1000);
+    expect(events.at(-1)?.type).toBe("run_resumed");
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect((await repo.listIterations(run.id)).map((i) => i.n)).toEqual(
+      Array.from({ length: written }, (_, i) => i + 1),
+    );
+  });
+
+  it("stores text with NUL bytes, which PostgreSQL cannot hold, with U+FFFD", async () => {
+    const repo = new PgRunRepository(database.db);
+    const run = await repo.createRun(newRun({}));
+    const store = new PgRunStore(database.db);
+    const { epoch } = (await store.claimRun(run.id))!.run;
+    await store.commit(
+      run.id,
+      epoch,
+      {
+        insertIteration: iteration(run.id, 1, 1, {
+          agent: { exitCode: 0, output: "a\0b", durationMs: 1 },
+          prompt: "p\0",
+        }),
+      },
+      1,
+    );
+    const [it1] = await repo.listIterations(run.id);
+    expect(it1?.agent?.output).toBe("a\uFFFDb");
+    expect(it1?.prompt).toBe("p\uFFFD");
+  });
+});

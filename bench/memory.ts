@@ -149,7 +149,7 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
     title: "6. Memory",
     figures,
     notes: [
-      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000, and shorter settling)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (through tsx, no --expose-gc: measured as is).`,
+      `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000, and shorter settling)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (from the bundle it builds at start, see apps/cli/bin/bundle.js; no --expose-gc: measured as is).`,
       `RSS is VmRSS from /proc/<pid>/status. "Start-up" is read 10 s after the worker is ready. The other points are read once the processes have settled while idle: a reading every ${READING_EVERY_MS / 1000} s until the last three of each process agree within ${SETTLED_WITHIN_MB} MB, after at least ${settle.minMs / 1000} s and at most ${settle.maxMs / 1000} s — V8 gives the memory of start-up (module loading, compilation) back only after some 30 s idle, so the start-up reading is a transient peak, not what an idle process holds.`,
       `Points: idle before any run, after the first ${warmRuns} runs, after all ${runs} (trivial runs: agent \`true\`, test \`true\`, 20 submits in flight). The growth goal compares the end with the idle start; the last row compares it with the state after the first runs (code compiled, pools and caches filled), which isolates growth that keeps going.`,
     ],

@@ -328,6 +328,22 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     await shot("runs-filtered");
   });
 
+  it("shows the statistics and what the runs so far learned", async () => {
+    await page.goto(`${stack.url}/stats`);
+    const row = page.locator("#patterns-body tr.pattern").first();
+    await row.waitFor();
+    // The runs above ran their validation commands: each is a learned pattern of its workspace.
+    const cells = await row.locator("td").allInnerTexts();
+    expect(cells[0]).toBe("command");
+    expect(Number(cells[3]) + Number(cells[4])).toBeGreaterThan(0);
+    const api = await stack.api("GET", "/api/stats/tools", undefined, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(await page.locator("#patterns-body tr.pattern").count()).toBe(api.body.patterns.length);
+    expect(await textOf("#convergence")).toContain("Success rate");
+    await shot("stats");
+  });
+
   it("raised no error in the page", () => {
     expect(pageErrors).toEqual([]);
   });

@@ -225,7 +225,7 @@ export function baseEnv(): Record<string, string | undefined> {
   return { PATH, HOME, LANG, TMPDIR, USER, SHELL };
 }
 
-/** Runs a TypeScript file of the bench as its own process (through tsx, as looprun runs). */
+/** Runs a TypeScript file of the bench as its own process (through tsx). */
 export function spawnTs(
   name: string,
   file: string,

@@ -81,6 +81,20 @@ export {
   SNAPSHOT_DEFAULTS,
   waitingProgress,
 } from "./engine/index";
+export type { FailurePattern, PatternDelta, PatternObservation } from "./learning/index";
+export {
+  argumentShape,
+  byFailuresThenRecency,
+  foldPattern,
+  LAST_ERRORS_KEPT,
+  mergeLastErrors,
+  observationsOf,
+  PATTERNS_FOR_PROMPT,
+  patternDeltas,
+  patternKey,
+  relevantPatterns,
+  renderLearnedPatterns,
+} from "./learning/index";
 export type {
   ChatMessage,
   ChatModel,

@@ -4,6 +4,7 @@ export type { Database, Db, OpenDatabaseOptions } from "./connection";
 export { MIGRATIONS_FOLDER, openDatabase } from "./connection";
 export type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-stats";
 export { convergenceStats } from "./convergence-stats";
+export type { PatternFilter } from "./failure-patterns";
 export type { IterationSample } from "./live-queries";
 export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";

@@ -3,6 +3,7 @@ import {
   budgetSnapshot,
   type EditedPlan,
   type EventRecord,
+  type FailurePattern,
   type IterationRecord,
   RunAlreadyActiveError,
   type RunRecord,
@@ -24,6 +25,7 @@ import {
   type ConvergenceStatsFilter,
   convergenceStats,
 } from "./convergence-stats";
+import { listPatterns, type PatternFilter } from "./failure-patterns";
 import {
   iterationsAfter,
   liveRuns,
@@ -276,6 +278,11 @@ export class RunRepository {
 
   toolStats(filter: ToolStatsFilter): ToolStats {
     return toolStats(this.db, filter);
+  }
+
+  /** What runs learned (learning across runs): see failure-patterns.ts. */
+  failurePatterns(filter: PatternFilter): FailurePattern[] {
+    return listPatterns(this.db, filter);
   }
 
   /** See `liveRuns`: what the API's live run list polls. */

@@ -1,4 +1,4 @@
-import type { SessionRunSummary, ToolFailure } from "@looprun/core";
+import type { FailurePattern, SessionRunSummary, ToolFailure } from "@looprun/core";
 import {
   type ClaimedRun,
   isTerminal,
@@ -14,6 +14,7 @@ import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { writeArtifacts } from "./artifact-writes";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
+import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { toIterationRecord, toPhaseArtifact, toRunRecord } from "./records";
 import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
 
@@ -116,6 +117,7 @@ export class SqliteRunStore implements RunStore {
             .run();
         }
         writeArtifacts(tx, runId, m);
+        recordPatterns(tx, row.workspace, runId, m, now);
         appendEvents(tx, runId, m.events ?? [], now);
         return toRunRecord(result);
       },
@@ -172,6 +174,10 @@ export class SqliteRunStore implements RunStore {
     return rows
       .reverse()
       .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+  }
+
+  async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {
+    return workspacePatterns(this.db, workspace, limit);
   }
 
   async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {

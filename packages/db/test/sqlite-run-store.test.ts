@@ -2,12 +2,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Database, RunRepository } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { failurePatternSuite } from "./failure-patterns-suite";
 import { runStoreSuite } from "./run-store-suite";
 import { sqliteHarness } from "./store-harness";
 import { freshDatabase, newRun, removeDir, startWorker, workerOutput } from "./support";
 
 // The behaviour every store shares (the same suite runs on PostgreSQL in pg-run-store.test.ts).
 runStoreSuite("SQLite", sqliteHarness);
+failurePatternSuite("SQLite", sqliteHarness);
 
 describe("SqliteRunStore across processes", () => {
   let dir: string;

@@ -9,6 +9,7 @@ import { LoginPage } from "./login-page";
 import { PRESETS } from "./presets";
 import { RunPage } from "./run-page";
 import { RunsPage } from "./runs-page";
+import { StatsPage } from "./stats-page";
 
 const TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",
@@ -44,6 +45,7 @@ export function dashboardRoutes(apiToken: string | undefined): Hono {
 
   app.get("/", guard, (c) => page(c, <RunsPage auth={auth} presets={PRESETS} />));
   app.get("/runs/:id", guard, (c) => page(c, <RunPage auth={auth} id={c.req.param("id")} />));
+  app.get("/stats", guard, (c) => page(c, <StatsPage auth={auth} />));
 
   app.get("/login", (c) => {
     const next = safeNext(c.req.query("next"));

@@ -33,6 +33,7 @@ export function Layout({ title, auth, bare, script, children }: LayoutProps) {
           </a>
           <nav hidden={bare}>
             <a href="/">Runs</a>
+            <a href="/stats">Statistics</a>
             <a href="/?new=1" id="nav-new-run">
               New run
             </a>

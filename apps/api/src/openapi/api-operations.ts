@@ -416,6 +416,7 @@ function dashboardOperations(): OperationDoc[] {
   return [
     page("/", "Dashboard: runs, live"),
     page("/runs/:id", "Dashboard: one run, live"),
+    page("/stats", "Dashboard: statistics across runs and what runs learned"),
     {
       method: "get",
       path: "/login",

@@ -232,6 +232,24 @@ export const ToolStatsView = z.object({
     }),
   ),
   commonErrors: z.array(CommonError),
+  /** Learning across runs: what tools (by argument shape) and validation commands did per workspace. */
+  patterns: z.array(
+    z.object({
+      scope: z.enum(["tool", "command"]),
+      workspace: z.string(),
+      /** `server.tool`, or the validation command line. */
+      subject: z.string(),
+      /** The tool call's argument shape (keys and value types), "" for a command. */
+      shape: z.string(),
+      successes: z.number().int(),
+      failures: z.number().int(),
+      meanDurationMs: z.number().int(),
+      /** The latest errors, newest first. */
+      lastErrors: z.array(z.string()),
+      lastRunId: z.string().nullable(),
+      lastSeenAt: isoDate,
+    }),
+  ),
 });
 
 const Count = (key: string) => z.object({ [key]: z.string(), count: z.number().int() });

@@ -1,3 +1,5 @@
+import { resolve } from "node:path";
+import type { FailurePattern } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
@@ -8,7 +10,16 @@ export const ToolStatsQuery = z.strictObject({
   runId: z.string().min(1).max(64).optional(),
   /** A time window: only calls made since this ISO date-time. */
   since: z.iso.datetime({ offset: true }).optional(),
+  /** Learned patterns of one workspace only (a path under WORKSPACES_ROOT, or absolute). */
+  workspace: z.string().min(1).max(1000).optional(),
+  /** Learned patterns of tools or of validation commands only. */
+  scope: z.enum(["tool", "command"]).optional(),
+  /** @defaultValue 20 — learned patterns listed (most failures first) */
+  patterns: z.coerce.number().int().min(0).max(100).optional(),
 });
+
+/** Learned patterns `GET /api/stats/tools` lists unless `patterns=` says otherwise. */
+const PATTERNS_LISTED = 20;
 
 /** `GET /api/stats`: a window on the runs' creation time; both ends optional. */
 export const ConvergenceStatsQuery = z.strictObject({
@@ -37,12 +48,35 @@ export function statsRoutes(deps: AppDeps): Hono {
   app.get("/tools", (c) => {
     const q = parseQuery(c, ToolStatsQuery);
     if (q.runId !== undefined && !deps.repo.getRun(q.runId)) throw notFound(`run ${q.runId}`);
-    return c.json(
-      deps.repo.toolStats({
-        ...(q.runId !== undefined ? { runId: q.runId } : {}),
-        ...(q.since !== undefined ? { since: Date.parse(q.since) } : {}),
-      }),
-    );
+    const stats = deps.repo.toolStats({
+      ...(q.runId !== undefined ? { runId: q.runId } : {}),
+      ...(q.since !== undefined ? { since: Date.parse(q.since) } : {}),
+    });
+    // What runs learned (all time; `runId` and `since` window the call statistics only).
+    const patterns = deps.repo.failurePatterns({
+      ...(q.workspace !== undefined
+        ? { workspace: resolve(deps.workspacesRoot, q.workspace) }
+        : {}),
+      ...(q.scope !== undefined ? { scope: q.scope } : {}),
+      limit: q.patterns ?? PATTERNS_LISTED,
+    });
+    return c.json({ ...stats, patterns: patterns.map(presentPattern) });
   });
   return app;
+}
+
+function presentPattern(p: FailurePattern) {
+  const calls = p.successes + p.failures;
+  return {
+    scope: p.scope,
+    workspace: p.workspace,
+    subject: p.subject,
+    shape: p.shape,
+    successes: p.successes,
+    failures: p.failures,
+    meanDurationMs: calls === 0 ? 0 : Math.round(p.totalDurationMs / calls),
+    lastErrors: p.lastErrors,
+    lastRunId: p.lastRunId,
+    lastSeenAt: new Date(p.lastSeenAt).toISOString(),
+  };
 }

@@ -1,5 +1,6 @@
 import type { PhaseArtifact } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
+import { type FailurePattern, renderLearnedPatterns } from "../learning/patterns";
 import { renderPhaseArtifacts } from "../pipeline/phase-prompt";
 import {
   renderSessionHistory,
@@ -19,6 +20,8 @@ export interface PromptInput {
   toolFailures?: readonly ToolFailure[];
   /** What the run's preparation phases (planning, architecture, design) produced. */
   phaseArtifacts?: readonly PhaseArtifact[];
+  /** What earlier runs in the workspace learned (tools and commands that failed or worked). */
+  learned?: readonly FailurePattern[];
 }
 
 /** The text an agent receives: the task, its requirements and the previous feedback. */
@@ -29,6 +32,7 @@ export function buildPrompt({
   history = [],
   toolFailures = [],
   phaseArtifacts = [],
+  learned = [],
 }: PromptInput): string {
   const parts = [`# Task\n\n${spec.task}`];
   if (spec.requirements) parts.push(`# Requirements\n\n${spec.requirements}`);
@@ -59,5 +63,7 @@ export function buildPrompt({
       `# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`,
     );
   }
+  const lessons = renderLearnedPatterns(learned);
+  if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
   return `${parts.join("\n\n")}\n`;
 }

@@ -4,6 +4,7 @@ import { buildPrompt } from "../agents/prompt";
 import { checkBudget } from "../budget/budget";
 import type { ApprovalRequest } from "../domain/approval";
 import type { RunMetrics, RunRecord } from "../domain/run";
+import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { assertNever } from "../util/assert-never";
 import { waitingProgress } from "./approval-transitions";
 import type { IterationDecision } from "./decide";
@@ -76,10 +77,11 @@ export async function planApprovalStep(
     }
     if (!res.llm)
       return failPlanning(ctx, "no LLM is configured: set MISTRAL_API_KEY for the workers");
-    const [history, toolFailures, phaseArtifacts] = await Promise.all([
+    const [history, toolFailures, phaseArtifacts, learned] = await Promise.all([
       res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
       res.store.toolFailures(ctx.run.id, 20),
       spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
+      res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
     ]);
     const prompt = buildPrompt({
       spec,
@@ -88,6 +90,7 @@ export async function planApprovalStep(
       history,
       toolFailures,
       phaseArtifacts,
+      learned,
     });
     await ctx.commit({ progress: "planning: the mistral agent makes its plan for approval" });
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();

@@ -3,6 +3,7 @@ import { buildPrompt } from "../agents/prompt";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
 import type { RunChange } from "../domain/snapshots";
+import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
 import { type GateReport, gateReport } from "../validation/gates";
@@ -60,10 +61,11 @@ export async function runIteration(
   opts: StepOptions,
 ): Promise<IterationResult> {
   const { spec } = ctx.run;
-  const [history, failures, phaseArtifacts] = await Promise.all([
+  const [history, failures, phaseArtifacts, learned] = await Promise.all([
     res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
     res.store.toolFailures(ctx.run.id, 20),
     spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
+    res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
   ]);
   const startedAt = ctx.now();
   const record: IterationRecord = {
@@ -79,6 +81,7 @@ export async function runIteration(
       history,
       toolFailures: failures,
       phaseArtifacts,
+      learned,
     }),
     agent: null,
     validation: [],

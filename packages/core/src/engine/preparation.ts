@@ -1,4 +1,5 @@
 import { isPreparationPhase, type PhaseArtifact } from "../domain/artifacts";
+import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { buildPhasePrompt } from "../pipeline/phase-prompt";
 import { runPreparationPhase } from "../pipeline/phase-runner";
 import { buildCommandEnv } from "../process/command-env";
@@ -25,7 +26,10 @@ export async function runPreparation(
   const { spec } = ctx.run;
   const phases = spec.phases.filter(isPreparationPhase);
   if (phases.length === 0) return "continue";
-  const done = await res.store.phaseArtifacts(ctx.run.id);
+  const [done, learned] = await Promise.all([
+    res.store.phaseArtifacts(ctx.run.id),
+    res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
+  ]);
   const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
 
   for (const [index, phase] of phases.entries()) {
@@ -49,7 +53,7 @@ export async function runPreparation(
       const result = await runPreparationPhase({
         agent: spec.agent,
         phase,
-        prompt: buildPhasePrompt(spec, phase, done),
+        prompt: buildPhasePrompt(spec, phase, done, learned),
         workspace: ctx.run.workspace,
         env: buildCommandEnv(res.commandEnv, res.envAllowlist, {
           LOOPRUN_RUN_ID: ctx.run.id,

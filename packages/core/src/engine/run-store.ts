@@ -13,6 +13,7 @@ import type {
   RunStatus,
 } from "../domain/run";
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
+import type { FailurePattern } from "../learning/patterns";
 
 export interface RunPatch {
   status?: RunStatus;
@@ -93,6 +94,12 @@ export interface RunStore {
   sessionHistory(sessionId: string, runId: string, limit: number): Promise<SessionRunSummary[]>;
   /** The run's failed tool calls, oldest first (the latest `limit`). */
   toolFailures(runId: string, limit: number): Promise<ToolFailure[]>;
+  /**
+   * What earlier runs learned in a workspace (see `learning/`): its patterns with the most
+   * failures first, then the most recent. Commits fold their tool calls and the validation
+   * results of the iterations they decide into these patterns, in the same transaction.
+   */
+  failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]>;
   /** The run's pipeline phase artifacts, in phase order. */
   phaseArtifacts(runId: string): Promise<PhaseArtifact[]>;
 }

@@ -1,5 +1,6 @@
 import type { PhaseArtifact, PreparationPhase } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
+import { type FailurePattern, renderLearnedPatterns } from "../learning/patterns";
 
 /** What each preparation phase is asked to produce. */
 export const PHASE_INSTRUCTIONS: Record<PreparationPhase, string> = {
@@ -30,6 +31,7 @@ export function buildPhasePrompt(
   spec: RunSpec,
   phase: PreparationPhase,
   earlier: readonly PhaseArtifact[],
+  learned: readonly FailurePattern[] = [],
 ): string {
   const parts = [`# Task\n\n${spec.task}`];
   if (spec.requirements) parts.push(`# Requirements\n\n${spec.requirements}`);
@@ -37,6 +39,8 @@ export function buildPhasePrompt(
     parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
   }
   if (earlier.length > 0) parts.push(`# Earlier phases\n\n${renderPhaseArtifacts(earlier)}`);
+  const lessons = renderLearnedPatterns(learned);
+  if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
   parts.push(
     `# Phase: ${phase}\n\nThis is the ${phase} phase, before any implementation: do not change any file. ${PHASE_INSTRUCTIONS[phase]} Answer in text (Markdown); your answer is handed to every implementation iteration.`,
   );

@@ -4,6 +4,14 @@ import type { EventRecord } from "../domain/events";
 import type { IterationRecord, NewToolCall, RunRecord } from "../domain/run";
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import { type ClaimedRun, mergeStatus, type RunMutation, type RunStore } from "../engine/run-store";
+import {
+  byFailuresThenRecency,
+  type FailurePattern,
+  foldPattern,
+  observationsOf,
+  patternDeltas,
+  patternKey,
+} from "../learning/patterns";
 import { LeaseLostError } from "../util/errors";
 
 const FILE_WRITERS = new Set(["write_file", "edit_file"]);
@@ -18,6 +26,8 @@ export class MemoryRunStore implements RunStore {
   readonly snapshots: IterationSnapshot[] = [];
   readonly changes = new Map<string, RunChange>();
   readonly phaseArtifactList: PhaseArtifact[] = [];
+  /** Failure patterns by workspace, then by pattern key. */
+  readonly patterns = new Map<string, Map<string, FailurePattern>>();
 
   add(run: RunRecord): void {
     this.runs.set(run.id, structuredClone(run));
@@ -106,12 +116,28 @@ export class MemoryRunStore implements RunStore {
       callSeq += 1;
       this.toolCalls.push({ ...structuredClone(call), runId, seq: callSeq });
     }
+    const deltas = patternDeltas(observationsOf(m));
+    if (deltas.length > 0) {
+      const known = this.patterns.get(run.workspace) ?? new Map<string, FailurePattern>();
+      this.patterns.set(run.workspace, known);
+      for (const d of deltas) {
+        const key = patternKey(d);
+        known.set(key, foldPattern(known.get(key) ?? null, run.workspace, d, runId, now));
+      }
+    }
     let seq = this.eventsOf(runId).length;
     for (const e of m.events ?? []) {
       seq += 1;
       this.events.push({ runId, seq, at: now, type: e.type, data: structuredClone(e.data) });
     }
     return structuredClone(run);
+  }
+
+  async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {
+    return [...(this.patterns.get(workspace)?.values() ?? [])]
+      .sort(byFailuresThenRecency)
+      .slice(0, limit)
+      .map((p) => structuredClone(p));
   }
 
   async sessionHistory(

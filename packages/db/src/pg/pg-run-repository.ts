@@ -3,12 +3,14 @@ import {
   budgetSnapshot,
   EMPTY_METRICS,
   type EventRecord,
+  type FailurePattern,
   type IterationRecord,
   RunAlreadyActiveError,
   type RunRecord,
   type SessionRecord,
 } from "@looprun/core";
 import { and, asc, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import type { PatternFilter } from "../failure-patterns";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
@@ -21,6 +23,7 @@ import { IdempotencyConflictError, type NewRun, type RunFilter } from "../run-re
 import type { StopRequest } from "../stop-requests";
 import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
+import { listPatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
 import { isPgUniqueViolation } from "./pg-errors";
 import {
@@ -172,6 +175,11 @@ export class PgRunRepository {
         ),
       );
     return rows.map(toRunRecord);
+  }
+
+  /** What runs learned (learning across runs): see ../failure-patterns.ts. */
+  async failurePatterns(filter: PatternFilter): Promise<FailurePattern[]> {
+    return listPatterns(this.db, filter);
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

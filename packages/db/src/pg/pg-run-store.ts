@@ -1,4 +1,4 @@
-import type { SessionRunSummary, ToolFailure } from "@looprun/core";
+import type { FailurePattern, SessionRunSummary, ToolFailure } from "@looprun/core";
 import {
   type ClaimedRun,
   isTerminal,
@@ -15,6 +15,7 @@ import { toIterationRecord, toPhaseArtifact, toRunRecord } from "../records";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
+import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
 import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
 
@@ -113,6 +114,7 @@ export class PgRunStore implements RunStore {
         );
       }
       await writeArtifacts(tx, runId, m);
+      await recordPatterns(tx, row.workspace, runId, m, now);
       await appendEvents(tx, runId, m.events ?? [], now);
       return toRunRecord(result);
     });
@@ -173,6 +175,10 @@ export class PgRunStore implements RunStore {
     return rows
       .reverse()
       .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+  }
+
+  async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {
+    return workspacePatterns(this.db, workspace, limit);
   }
 
   async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {

@@ -1,0 +1,216 @@
+import type { RunMutation } from "../engine/run-store";
+import { argumentShape } from "./argument-shape";
+
+/** What earlier runs learned about one approach: a tool with an argument shape, or a command. */
+export interface FailurePattern {
+  /** `tool`: an MCP tool call of an agent; `command`: a validation command. */
+  scope: "tool" | "command";
+  /** The workspace it was seen in. */
+  workspace: string;
+  /** `server.tool`, or the command line. */
+  subject: string;
+  /** The tool call's argument shape (see `argumentShape`); "" for a command. */
+  shape: string;
+  successes: number;
+  failures: number;
+  totalDurationMs: number;
+  /** The latest errors, newest first. */
+  lastErrors: string[];
+  lastRunId: string | null;
+  lastSeenAt: number;
+}
+
+/** One tool call or validation result, as a store folds it into the pattern it belongs to. */
+export interface PatternObservation {
+  scope: FailurePattern["scope"];
+  subject: string;
+  shape: string;
+  ok: boolean;
+  durationMs: number;
+  error: string | null;
+}
+
+/** Errors kept per pattern, and the characters kept of each. */
+export const LAST_ERRORS_KEPT = 3;
+const ERROR_CHARS = 300;
+
+/** Where the error is in an output: its last lines (test runners end with the summary). */
+function errorText(text: string): string {
+  const trimmed = text.trim();
+  return trimmed.length > ERROR_CHARS ? `…${trimmed.slice(-ERROR_CHARS)}` : trimmed;
+}
+
+/**
+ * What a mutation teaches: its tool calls, and the validation results of an iteration it
+ * decides (written once, with the iteration's final status).
+ */
+export function observationsOf(m: RunMutation): PatternObservation[] {
+  const seen: PatternObservation[] = [];
+  for (const call of m.toolCalls ?? []) {
+    seen.push({
+      scope: "tool",
+      subject: `${call.server}.${call.tool}`,
+      shape: argumentShape(call.args),
+      ok: !call.isError,
+      durationMs: call.durationMs,
+      error: call.isError ? errorText(call.result) : null,
+    });
+  }
+  const patch = m.updateIteration?.patch;
+  if (patch?.validation && (patch.status === "passed" || patch.status === "failed")) {
+    for (const v of patch.validation) {
+      const ok = v.exitCode === 0;
+      seen.push({
+        scope: "command",
+        subject: v.command,
+        shape: "",
+        ok,
+        durationMs: v.durationMs,
+        error: ok ? null : errorText(`exit ${v.exitCode ?? "killed"}: ${v.output}`),
+      });
+    }
+  }
+  return seen;
+}
+
+/** The observations of one mutation merged per pattern (the unit a store upserts). */
+export interface PatternDelta {
+  scope: FailurePattern["scope"];
+  subject: string;
+  shape: string;
+  successes: number;
+  failures: number;
+  totalDurationMs: number;
+  /** Newest first. */
+  errors: string[];
+}
+
+export function patternKey(p: { scope: string; subject: string; shape: string }): string {
+  return JSON.stringify([p.scope, p.subject, p.shape]);
+}
+
+export function patternDeltas(observations: readonly PatternObservation[]): PatternDelta[] {
+  const byKey = new Map<string, PatternDelta>();
+  for (const o of observations) {
+    const key = patternKey(o);
+    let d = byKey.get(key);
+    if (!d) {
+      d = {
+        scope: o.scope,
+        subject: o.subject,
+        shape: o.shape,
+        successes: 0,
+        failures: 0,
+        totalDurationMs: 0,
+        errors: [],
+      };
+      byKey.set(key, d);
+    }
+    if (o.ok) d.successes += 1;
+    else d.failures += 1;
+    d.totalDurationMs += Math.max(0, Math.round(o.durationMs));
+    if (o.error !== null) d.errors.unshift(o.error);
+  }
+  return [...byKey.values()];
+}
+
+/** A pattern's last errors after a delta: the delta's (newest) first, capped. */
+export function mergeLastErrors(previous: readonly string[], delta: PatternDelta): string[] {
+  return [...delta.errors, ...previous].slice(0, LAST_ERRORS_KEPT);
+}
+
+function failureRatio(p: FailurePattern): number {
+  return p.failures / Math.max(1, p.failures + p.successes);
+}
+
+/** A pattern with a delta folded in (how every store updates one). */
+export function foldPattern(
+  existing: FailurePattern | null,
+  workspace: string,
+  delta: PatternDelta,
+  runId: string,
+  now: number,
+): FailurePattern {
+  return {
+    scope: delta.scope,
+    workspace,
+    subject: delta.subject,
+    shape: delta.shape,
+    successes: (existing?.successes ?? 0) + delta.successes,
+    failures: (existing?.failures ?? 0) + delta.failures,
+    totalDurationMs: (existing?.totalDurationMs ?? 0) + delta.totalDurationMs,
+    lastErrors: mergeLastErrors(existing?.lastErrors ?? [], delta),
+    lastRunId: runId,
+    lastSeenAt: now,
+  };
+}
+
+/** The order a store returns a workspace's patterns in: most failures, then most recent. */
+export function byFailuresThenRecency(a: FailurePattern, b: FailurePattern): number {
+  return b.failures - a.failures || b.lastSeenAt - a.lastSeenAt;
+}
+
+/** Patterns a prompt is chosen from (the store's most failing and most recent). */
+export const PATTERNS_FOR_PROMPT = 50;
+
+/** Lines of each kind a prompt receives. */
+const FAILED_SHOWN = 5;
+const WORKED_SHOWN = 3;
+
+/**
+ * The patterns worth telling an agent: what keeps failing (most failures, then most recent),
+ * and what worked (only successes, most used).
+ */
+export function relevantPatterns(patterns: readonly FailurePattern[]): {
+  failed: FailurePattern[];
+  worked: FailurePattern[];
+} {
+  const failed = patterns
+    .filter((p) => p.failures > 0)
+    .sort(
+      (a, b) =>
+        failureRatio(b) - failureRatio(a) || b.failures - a.failures || b.lastSeenAt - a.lastSeenAt,
+    )
+    .slice(0, FAILED_SHOWN);
+  const worked = patterns
+    .filter((p) => p.failures === 0 && p.successes > 0 && p.scope === "tool")
+    .sort((a, b) => b.successes - a.successes || b.lastSeenAt - a.lastSeenAt)
+    .slice(0, WORKED_SHOWN);
+  return { failed, worked };
+}
+
+function label(p: FailurePattern): string {
+  return p.scope === "tool" ? `tool \`${p.subject}\` with ${p.shape}` : `command \`${p.subject}\``;
+}
+
+function meanMs(p: FailurePattern): number {
+  return Math.round(p.totalDurationMs / Math.max(1, p.successes + p.failures));
+}
+
+/** The prompt section "Learned from earlier runs", or null when there is nothing to tell. */
+export function renderLearnedPatterns(patterns: readonly FailurePattern[]): string | null {
+  const { failed, worked } = relevantPatterns(patterns);
+  if (failed.length === 0 && worked.length === 0) return null;
+  const parts: string[] = [];
+  if (failed.length > 0) {
+    parts.push(
+      "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
+      ...failed.map((p) => {
+        const error = p.lastErrors[0]
+          ? `; last error: ${p.lastErrors[0].replace(/\s+/g, " ")}`
+          : "";
+        return `- ${label(p)}: failed ${p.failures} of ${p.failures + p.successes} times${error}`;
+      }),
+    );
+  }
+  if (worked.length > 0) {
+    parts.push(
+      "These worked before (prefer them):",
+      ...worked.map(
+        (p) =>
+          `- ${label(p)}: succeeded ${p.successes} of ${p.successes} times (mean ${meanMs(p)} ms)`,
+      ),
+    );
+  }
+  return parts.join("\n");
+}

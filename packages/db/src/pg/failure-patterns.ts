@@ -1,0 +1,100 @@
+import {
+  byFailuresThenRecency,
+  type FailurePattern,
+  foldPattern,
+  observationsOf,
+  patternDeltas,
+  type RunMutation,
+} from "@looprun/core";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { type PatternFilter, toFailurePattern } from "../failure-patterns";
+import type { PgDb } from "./connection";
+import { failurePatterns } from "./schema";
+
+type Tx = Pick<PgDb, "select" | "insert">;
+
+/**
+ * PostgreSQL twin of `recordPatterns` (../failure-patterns.ts). The counters are added in the
+ * upsert itself, so runs of one workspace committing at once never lose a count; the last
+ * errors are merged from the row as read in this transaction (two runs failing the same way
+ * at the same instant may keep one error text instead of both).
+ */
+export async function recordPatterns(
+  tx: Tx,
+  workspace: string,
+  runId: string,
+  m: RunMutation,
+  now: number,
+): Promise<void> {
+  for (const delta of patternDeltas(observationsOf(m))) {
+    const [existing] = await tx
+      .select()
+      .from(failurePatterns)
+      .where(
+        and(
+          eq(failurePatterns.scope, delta.scope),
+          eq(failurePatterns.workspace, workspace),
+          eq(failurePatterns.subject, delta.subject),
+          eq(failurePatterns.shape, delta.shape),
+        ),
+      );
+    const next = foldPattern(
+      existing ? toFailurePattern(existing) : null,
+      workspace,
+      delta,
+      runId,
+      now,
+    );
+    await tx
+      .insert(failurePatterns)
+      .values(next)
+      .onConflictDoUpdate({
+        target: [
+          failurePatterns.scope,
+          failurePatterns.workspace,
+          failurePatterns.subject,
+          failurePatterns.shape,
+        ],
+        set: {
+          successes: sql`${failurePatterns.successes} + ${delta.successes}`,
+          failures: sql`${failurePatterns.failures} + ${delta.failures}`,
+          totalDurationMs: sql`${failurePatterns.totalDurationMs} + ${delta.totalDurationMs}`,
+          lastErrors: next.lastErrors,
+          lastRunId: runId,
+          lastSeenAt: now,
+        },
+      });
+  }
+}
+
+export async function workspacePatterns(
+  db: PgDb,
+  workspace: string,
+  limit: number,
+): Promise<FailurePattern[]> {
+  const rows = await db
+    .select()
+    .from(failurePatterns)
+    .where(eq(failurePatterns.workspace, workspace))
+    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+    .limit(limit);
+  return rows.map(toFailurePattern).sort(byFailuresThenRecency);
+}
+
+/** Twin of `listPatterns` (../failure-patterns.ts). */
+export async function listPatterns(db: PgDb, filter: PatternFilter): Promise<FailurePattern[]> {
+  const rows = await db
+    .select()
+    .from(failurePatterns)
+    .where(
+      and(
+        filter.workspace !== undefined
+          ? eq(failurePatterns.workspace, filter.workspace)
+          : undefined,
+        filter.scope !== undefined ? eq(failurePatterns.scope, filter.scope) : undefined,
+      ),
+    )
+    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+    .limit(filter.limit);
+  return rows.map(toFailurePattern);
+}

@@ -1,0 +1,147 @@
+import type { ValidationResult } from "@looprun/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { iteration } from "./run-store-suite";
+import type { StoreHarness } from "./store-harness";
+import { newRun } from "./support";
+
+const check = (command: string, exitCode: number, output = ""): ValidationResult => ({
+  command,
+  exitCode,
+  durationMs: 10,
+  output,
+});
+
+/** Learning across runs: what commits fold into the workspace's failure patterns. */
+export function failurePatternSuite(engine: string, open: () => Promise<StoreHarness>): void {
+  let h: StoreHarness;
+  beforeEach(async () => {
+    h = await open();
+  });
+  afterEach(async () => {
+    await h.close();
+  });
+
+  describe(`${engine}: failure patterns`, () => {
+    it("counts tool calls per tool and argument shape, newest errors first, exactly once per commit", async () => {
+      const run = await h.createRun(newRun({}, { workspace: "/tmp/ws-learn-a" }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      const call = (isError: boolean, result: string, args: unknown) => ({
+        iteration: 1,
+        server: "workspace",
+        tool: "read_text_file",
+        args,
+        isError,
+        result,
+        durationMs: 4,
+      });
+      await h.store.commit(
+        run.id,
+        epoch,
+        {
+          toolCalls: [
+            call(true, "ENOENT: a.txt", { path: "a.txt" }),
+            call(false, "hello", { path: "b.txt" }),
+          ],
+        },
+        1000,
+      );
+      await h.store.commit(
+        run.id,
+        epoch,
+        { toolCalls: [call(true, "ENOENT: c.txt", { path: "c.txt" })] },
+        2000,
+      );
+      // A different shape is a different approach.
+      await h.store.commit(
+        run.id,
+        epoch,
+        { toolCalls: [call(false, "ok", { path: "d.txt", head: 3 })] },
+        3000,
+      );
+      const patterns = await h.store.failurePatterns("/tmp/ws-learn-a", 10);
+      expect(patterns).toHaveLength(2);
+      expect(patterns[0]).toEqual({
+        scope: "tool",
+        workspace: "/tmp/ws-learn-a",
+        subject: "workspace.read_text_file",
+        shape: "{path:string}",
+        successes: 1,
+        failures: 2,
+        totalDurationMs: 12,
+        lastErrors: ["ENOENT: c.txt", "ENOENT: a.txt"],
+        lastRunId: run.id,
+        lastSeenAt: 2000,
+      });
+      expect(patterns[1]).toMatchObject({
+        shape: "{head:number,path:string}",
+        successes: 1,
+        failures: 0,
+      });
+      // Other workspaces learn nothing from it.
+      expect(await h.store.failurePatterns("/tmp/ws-learn-other", 10)).toEqual([]);
+    });
+
+    it("records the validation commands of a decided iteration, not of one still running", async () => {
+      const run = await h.createRun(newRun({}, { workspace: "/tmp/ws-learn-b" }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      await h.store.commit(run.id, epoch, { insertIteration: iteration(run.id, 1, 1) }, 1000);
+      // Validation results written while the iteration runs are not a decision yet.
+      await h.store.commit(
+        run.id,
+        epoch,
+        { updateIteration: { n: 1, attempt: 1, patch: { validation: [check("npm test", 1)] } } },
+        1100,
+      );
+      expect(await h.store.failurePatterns("/tmp/ws-learn-b", 10)).toEqual([]);
+      await h.store.commit(
+        run.id,
+        epoch,
+        {
+          updateIteration: {
+            n: 1,
+            attempt: 1,
+            patch: {
+              status: "failed",
+              outcome: "validation_failed",
+              validation: [check("npm test", 1, "1 failing: cart total"), check("npm run lint", 0)],
+            },
+          },
+        },
+        1200,
+      );
+      const patterns = await h.store.failurePatterns("/tmp/ws-learn-b", 10);
+      expect(patterns.map((p) => [p.scope, p.subject, p.successes, p.failures])).toEqual([
+        ["command", "npm test", 0, 1],
+        ["command", "npm run lint", 1, 0],
+      ]);
+      expect(patterns[0]?.lastErrors).toEqual(["exit 1: 1 failing: cart total"]);
+    });
+
+    it("learns nothing from a fenced-off commit", async () => {
+      const run = await h.createRun(newRun({}, { workspace: "/tmp/ws-learn-c" }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      await h.store.claimRun(run.id);
+      await expect(
+        h.store.commit(
+          run.id,
+          epoch,
+          {
+            toolCalls: [
+              {
+                iteration: 1,
+                server: "workspace",
+                tool: "run_command",
+                args: { command: "make" },
+                isError: true,
+                result: "make: no rule",
+                durationMs: 1,
+              },
+            ],
+          },
+          1000,
+        ),
+      ).rejects.toThrow();
+      expect(await h.store.failurePatterns("/tmp/ws-learn-c", 10)).toEqual([]);
+    });
+  });
+}

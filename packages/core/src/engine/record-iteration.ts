@@ -1,0 +1,242 @@
+import { checkBudget } from "../budget/budget";
+import { assertNever } from "../util/assert-never";
+import { awaitReply } from "./approval";
+import { packagingWrites, partialWrites, reviewWrites, stallWrites } from "./decided-writes";
+import { describeInterruption, type IterationResult } from "./iteration";
+import type { EventSpec, RunContext } from "./run-context";
+import type { RunPatch } from "./run-store";
+import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+
+/** Writes an iteration's result and says what comes next. */
+export async function recordIteration(
+  ctx: RunContext,
+  result: IterationResult,
+): Promise<StepResult | "continue"> {
+  const now = ctx.now();
+  const { spec } = ctx.run;
+  // A decided iteration's validation passes under the run's `successThreshold`.
+  const validationFailed =
+    result.kind === "decided" ? !result.gates.ok : result.validation.some((v) => v.exitCode !== 0);
+  const metrics = {
+    ...ctx.run.metrics,
+    iterations: ctx.run.metrics.iterations + 1,
+    validationFailures: ctx.run.metrics.validationFailures + (validationFailed ? 1 : 0),
+  };
+  const n = ctx.lastIteration?.n ?? 0;
+  const validationEvents: EventSpec[] =
+    result.validation.length === 0
+      ? []
+      : [
+          [
+            validationFailed ? "validation_failed" : "validation_passed",
+            {
+              iteration: n,
+              results: result.validation.map(({ command, exitCode, durationMs }) => ({
+                command,
+                exitCode,
+                durationMs,
+              })),
+              ...(result.kind === "decided" && result.gates.ok && result.gates.failed.length > 0
+                ? { partial: true, failed: result.gates.failed }
+                : {}),
+            },
+          ],
+        ];
+
+  if (result.kind === "interrupted") {
+    const { why } = result;
+    switch (why) {
+      case "lease_lost":
+        return { kind: "lease_lost" };
+      case "shutdown":
+        await ctx.commit(
+          { progress: describeInterruption(why), activePgid: null },
+          [],
+          ctx.updateIteration({ status: "abandoned", finishedAt: now }),
+        );
+        return { kind: "handed_back" };
+      case "stopped":
+        await ctx.finish("stopped", "stopped", describeInterruption(why), {
+          patch: { metrics },
+          events: validationEvents,
+          iteration: {
+            status: "failed",
+            outcome: "stopped",
+            validation: result.validation,
+            ...(result.agent ? { agent: result.agent } : {}),
+          },
+        });
+        return finished(ctx);
+      case "deadline":
+        await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
+          patch: { metrics },
+          events: [
+            ...validationEvents,
+            ["budget_exhausted", { reason: "max_minutes" }, "max_minutes"],
+          ],
+          iteration: {
+            status: "failed",
+            outcome: "budget_exhausted",
+            validation: result.validation,
+            ...(result.agent ? { agent: result.agent } : {}),
+          },
+        });
+        return finished(ctx);
+      default:
+        return assertNever(why);
+    }
+  }
+
+  if (result.kind === "phase_failed") {
+    // Never read as success: the remaining phases are skipped and the run fails.
+    const skipped = [
+      ...result.skipped,
+      ...(spec.phases.includes("packaging") ? ["packaging"] : []),
+    ];
+    await ctx.finish(
+      "failed",
+      "error",
+      `phase_failed: ${result.phase}: ${result.error}`.slice(0, 2000),
+      {
+        patch: { metrics, ...(result.snapshot ? { latestSnapshot: result.snapshot } : {}) },
+        events: [
+          ...validationEvents,
+          ["phase_failed", { iteration: n, phase: result.phase, error: result.error, skipped }],
+        ],
+        iteration: {
+          status: "failed",
+          outcome: "error",
+          agent: result.agent,
+          validation: result.validation,
+        },
+      },
+    );
+    return finished(ctx);
+  }
+
+  const { decision, review } = result;
+  const feedback = decision.kind === "complete" ? null : decision.feedback;
+  const iterationPatch = {
+    status: decision.status,
+    outcome: decision.outcome,
+    validation: result.validation,
+    feedback,
+    finishedAt: now,
+    ...(review ? { reviewId: review.artifact.id } : {}),
+  };
+  const reviewed = reviewWrites(n, review);
+  const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.change.headSnapshot };
+  metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
+  const gateEvents = [...validationEvents, ...reviewed.events];
+  switch (decision.kind) {
+    case "complete": {
+      const partial = partialWrites(result.gates);
+      const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}${partial.summary}`;
+      const packaged = packagingWrites(ctx, result.change, now);
+      await ctx.finish("succeeded", "success", summary, {
+        patch: {
+          metrics,
+          consecutiveFailures: 0,
+          stalledIterations: 0,
+          ...partial.patch,
+          ...decided,
+        },
+        events: [...gateEvents, ...packaged.events],
+        iteration: iterationPatch,
+        writes: { ...reviewed.writes, ...packaged.writes },
+      });
+      return finished(ctx);
+    }
+    case "fail":
+      await ctx.finish(
+        "failed",
+        decision.reason,
+        `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
+        {
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...decided,
+          },
+          events: gateEvents,
+          iteration: iterationPatch,
+          writes: reviewed.writes,
+        },
+      );
+      return finished(ctx);
+    case "retry": {
+      const stall = stallWrites(ctx, result, decision.outcome);
+      if (stall.stalled) {
+        await ctx.finish("failed", "stalled", stall.summary, {
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            ...stall.patch,
+            ...decided,
+          },
+          events: gateEvents,
+          iteration: iterationPatch,
+          writes: reviewed.writes,
+        });
+        return finished(ctx);
+      }
+      const until = now + spec.cooldownMs;
+      const budget = checkBudget({ ...ctx.run, metrics }, until);
+      if (budget.kind === "exhausted") {
+        await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...decided,
+          },
+          events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
+          iteration: iterationPatch,
+          writes: reviewed.writes,
+        });
+        return finished(ctx);
+      }
+      const iteration = { ...reviewed.writes, ...ctx.updateIteration(iterationPatch) };
+      ctx.lastDecided = ctx.lastIteration;
+      if (spec.cooldownMs === 0) {
+        await ctx.commit(
+          {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            activePgid: null,
+            ...stall.patch,
+            ...decided,
+          },
+          gateEvents,
+          iteration,
+        );
+        return "continue";
+      }
+      await ctx.commit(
+        {
+          metrics,
+          consecutiveFailures: decision.consecutiveFailures,
+          activePgid: null,
+          progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
+          ...stall.patch,
+          ...decided,
+        },
+        [...gateEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
+        iteration,
+      );
+      return { kind: "cooldown", until };
+    }
+    case "await_reply":
+      return awaitReply(ctx, decision, {
+        n,
+        metrics,
+        patch: { consecutiveFailures: decision.consecutiveFailures, ...decided },
+        events: gateEvents,
+        iteration: iterationPatch,
+        writes: reviewed.writes,
+      });
+    default:
+      return assertNever(decision);
+  }
+}

@@ -16,6 +16,7 @@ import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { snapshotsDirOf, type WorkerEnv } from "./env";
+import { keepYoungGenerationSmall } from "./heap-settings";
 import { reconcile } from "./reconciler";
 
 export interface RunWorker {
@@ -35,6 +36,7 @@ interface ActiveRun {
  * slot is held while a run cools down).
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
+  keepYoungGenerationSmall();
   const redactor = new Redactor(
     collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST),
   );

@@ -1,61 +1,20 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { type EventType, LeaseLostError, runStep } from "@looprun/core";
+import { describe, expect, it } from "vitest";
 import {
-  type EventRecord,
-  type EventType,
-  LeaseLostError,
-  type RunRecord,
-  runStep,
-} from "@looprun/core";
-import { MemoryRunStore } from "@looprun/core/testing";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isAlive, makeRun, readPids, removeDir, resources, tempDir, waitFor } from "./support";
+  BLOCKING_AGENT,
+  CHECK,
+  engine,
+  expectEventInvariants,
+  FIXER,
+  seed,
+  types,
+  useEngineFixture,
+} from "./engine-support";
+import { isAlive, readPids, resources } from "./support";
 
-let ws: string;
-let store: MemoryRunStore;
-beforeEach(async () => {
-  ws = await tempDir("looprun-ws-");
-  store = new MemoryRunStore();
-});
-afterEach(async () => {
-  await removeDir(ws);
-});
-
-/** Creates a, b, c — one per iteration — and keeps the prompt it got. */
-const FIXER =
-  'cat > "stdin-$LOOPRUN_ITERATION.txt"; env > "env-$LOOPRUN_ITERATION.txt"; ' +
-  "for f in a b c; do if [ ! -f $f ]; then touch $f; echo fixed $f; break; fi; done";
-/** Fails, naming what is missing, until a, b and c exist. */
-const CHECK =
-  'missing=""; for f in a b c; do [ -f $f ] || missing="$missing $f"; done; ' +
-  'if [ -n "$missing" ]; then echo "CHECK-FAILED missing:$missing"; exit 1; fi; echo all-good';
-
-function seed(body: Record<string, unknown>): RunRecord {
-  const run = makeRun(body, ws);
-  store.add(run);
-  return run;
-}
-
-function types(events: EventRecord[]): EventType[] {
-  return events.map((e) => e.type);
-}
-
-function expectEventInvariants(events: EventRecord[]): void {
-  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-  for (const e of events) {
-    expect(e.data.budget, `budget of ${e.type}`).toEqual(
-      expect.objectContaining({
-        elapsedMs: expect.any(Number),
-        remainingIterations: expect.any(Number),
-      }),
-    );
-  }
-}
-
-/** An agent that records its pid and a background child's, then waits (until killed). */
-const BLOCKING_AGENT = "echo $$ > agent.pids; sleep 30 & echo $! >> agent.pids; wait";
-const agentPidsWritten = () =>
-  existsSync(join(ws, "agent.pids")) && readPids(join(ws, "agent.pids")).length === 2;
+useEngineFixture();
 
 describe("runStep", () => {
   it("converges in three iterations, feeding each failure into the next prompt", async () => {
@@ -67,7 +26,7 @@ describe("runStep", () => {
       maxIterations: 5,
       cooldownMs: 10,
     });
-    const res = resources(store, {
+    const res = resources(engine.store, {
       commandEnv: { ...process.env, API_TOKEN: "secret-token", MISTRAL_API_KEY: "secret-key" },
     });
 
@@ -78,7 +37,7 @@ describe("runStep", () => {
     const third = await runStep(res, run.id);
     expect(third).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
 
-    const final = (await store.getRun(run.id))!;
+    const final = (await engine.store.getRun(run.id))!;
     expect(final).toMatchObject({
       status: "succeeded",
       reason: "success",
@@ -90,7 +49,7 @@ describe("runStep", () => {
     expect(final.finishedAt).not.toBeNull();
     expect(final.deadlineAt).toBe(final.startedAt! + 45 * 60_000);
 
-    const its = store.iterationsOf(run.id);
+    const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => [i.n, i.attempt, i.status, i.outcome])).toEqual([
       [1, 1, "failed", "validation_failed"],
       [2, 1, "failed", "validation_failed"],
@@ -121,10 +80,10 @@ describe("runStep", () => {
     expect(it3?.prompt).toContain("CHECK-FAILED missing: c");
     expect(it3?.prompt).not.toContain("missing: b c");
     // The agent received exactly the recorded prompt on stdin.
-    expect(readFileSync(join(ws, "stdin-2.txt"), "utf8")).toBe(it2?.prompt);
+    expect(readFileSync(join(engine.ws, "stdin-2.txt"), "utf8")).toBe(it2?.prompt);
 
     // Its environment: LOOPRUN_* set, secrets withheld.
-    const env = readFileSync(join(ws, "env-1.txt"), "utf8");
+    const env = readFileSync(join(engine.ws, "env-1.txt"), "utf8");
     expect(env).toContain(`LOOPRUN_RUN_ID=${run.id}`);
     expect(env).toContain(`LOOPRUN_SESSION_ID=${run.sessionId}`);
     expect(env).toContain("LOOPRUN_ITERATION=1");
@@ -132,7 +91,7 @@ describe("runStep", () => {
     expect(env).not.toContain("secret-token");
     expect(env).not.toContain("secret-key");
 
-    const events = store.eventsOf(run.id);
+    const events = engine.store.eventsOf(run.id);
     const perIteration = (last: EventType): EventType[] => [
       "iteration_started",
       "agent_started",
@@ -167,26 +126,26 @@ describe("runStep", () => {
       testCommand: CHECK,
       cooldownMs: 0,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
-    expect(store.iterationsOf(run.id)).toHaveLength(3);
-    expect(types(store.eventsOf(run.id))).not.toContain("cooldown_started");
-    expectEventInvariants(store.eventsOf(run.id));
+    expect(engine.store.iterationsOf(run.id)).toHaveLength(3);
+    expect(types(engine.store.eventsOf(run.id))).not.toContain("cooldown_started");
+    expectEventInvariants(engine.store.eventsOf(run.id));
   });
 
   it("returns a cooldown until finishedAt + cooldownMs", async () => {
     const run = seed({ testCommand: "false", cooldownMs: 60_000 });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result.kind).toBe("cooldown");
-    const [it1] = store.iterationsOf(run.id);
+    const [it1] = engine.store.iterationsOf(run.id);
     const until = result.kind === "cooldown" ? result.until : 0;
     expect(until).toBe(it1!.finishedAt! + 60_000);
-    const cooldown = store.eventsOf(run.id).at(-1);
+    const cooldown = engine.store.eventsOf(run.id).at(-1);
     expect(cooldown).toMatchObject({
       type: "cooldown_started",
       data: { iteration: 1, cooldownMs: 60_000, until },
     });
-    const current = (await store.getRun(run.id))!;
+    const current = (await engine.store.getRun(run.id))!;
     expect(current.status).toBe("running");
     expect(current.progress).toContain("cooling down");
   });
@@ -197,9 +156,9 @@ describe("runStep", () => {
       maxIterations: 2,
       cooldownMs: 0,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_iterations" });
-    const final = (await store.getRun(run.id))!;
+    const final = (await engine.store.getRun(run.id))!;
     expect(final).toMatchObject({
       status: "failed",
       reason: "max_iterations",
@@ -207,10 +166,10 @@ describe("runStep", () => {
       iteration: 2,
     });
     expect(final.metrics.iterations).toBe(2);
-    const its = store.iterationsOf(run.id);
+    const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => i.n)).toEqual([1, 2]);
     expect(its.every((i) => i.status === "failed" && i.finishedAt !== null)).toBe(true);
-    const events = store.eventsOf(run.id);
+    const events = engine.store.eventsOf(run.id);
     expect(types(events).slice(-2)).toEqual(["budget_exhausted", "run_finished"]);
     expect(events.at(-2)?.data).toMatchObject({
       reason: "max_iterations",
@@ -219,22 +178,24 @@ describe("runStep", () => {
     expect(types(events).filter((t) => t === "iteration_started")).toHaveLength(2);
     expectEventInvariants(events);
     // A finished run stays finished.
-    expect(await runStep(resources(store), run.id)).toEqual(result);
-    expect(store.eventsOf(run.id)).toHaveLength(events.length);
+    expect(await runStep(resources(engine.store), run.id)).toEqual(result);
+    expect(engine.store.eventsOf(run.id)).toHaveLength(events.length);
   });
 
   it("ends with max_iterations on the step after a cooldown, waiting no further cooldown", async () => {
     const run = seed({ testCommand: "false", maxIterations: 2, cooldownMs: 10 });
-    const res = resources(store);
+    const res = resources(engine.store);
     expect((await runStep(res, run.id)).kind).toBe("cooldown");
     expect(await runStep(res, run.id)).toEqual({
       kind: "finished",
       status: "failed",
       reason: "max_iterations",
     });
-    expect(store.iterationsOf(run.id).map((i) => i.n)).toEqual([1, 2]);
-    expect(types(store.eventsOf(run.id)).filter((t) => t === "cooldown_started")).toHaveLength(1);
-    expect(types(store.eventsOf(run.id)).slice(-3)).toEqual([
+    expect(engine.store.iterationsOf(run.id).map((i) => i.n)).toEqual([1, 2]);
+    expect(
+      types(engine.store.eventsOf(run.id)).filter((t) => t === "cooldown_started"),
+    ).toHaveLength(1);
+    expect(types(engine.store.eventsOf(run.id)).slice(-3)).toEqual([
       "validation_failed",
       "budget_exhausted",
       "run_finished",
@@ -247,21 +208,21 @@ describe("runStep", () => {
       testCommand: "true",
       maxMinutes: 0.02,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
-    for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
-    const final = (await store.getRun(run.id))!;
+    for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
+    const final = (await engine.store.getRun(run.id))!;
     expect(final).toMatchObject({
       status: "failed",
       reason: "max_minutes",
       summary: "failed_budget_exhausted",
     });
-    const [it1, ...rest] = store.iterationsOf(run.id);
+    const [it1, ...rest] = engine.store.iterationsOf(run.id);
     expect(rest).toEqual([]);
     expect(it1).toMatchObject({ status: "failed", outcome: "budget_exhausted" });
     expect(it1?.agent?.exitCode).toBeNull();
     expect(it1?.agent?.output).not.toContain("AFTER-SLEEP");
-    const events = store.eventsOf(run.id);
+    const events = engine.store.eventsOf(run.id);
     expect(types(events)).toEqual([
       "run_started",
       "iteration_started",
@@ -280,12 +241,12 @@ describe("runStep", () => {
       // 3 s: the agent (`true`) is done well before, even on a busy machine.
       maxMinutes: 0.05,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
-    for (const pid of readPids(join(ws, "v.pids"))) expect(isAlive(pid)).toBe(false);
-    const [it1] = store.iterationsOf(run.id);
+    for (const pid of readPids(join(engine.ws, "v.pids"))) expect(isAlive(pid)).toBe(false);
+    const [it1] = engine.store.iterationsOf(run.id);
     expect(it1).toMatchObject({ status: "failed", outcome: "budget_exhausted" });
-    expect(types(store.eventsOf(run.id)).slice(-3)).toEqual([
+    expect(types(engine.store.eventsOf(run.id)).slice(-3)).toEqual([
       "validation_failed",
       "budget_exhausted",
       "run_finished",
@@ -294,28 +255,28 @@ describe("runStep", () => {
 
   it("does not wait a cooldown that outlasts the deadline", async () => {
     const run = seed({ testCommand: "false", maxMinutes: 0.02, cooldownMs: 600_000 });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_minutes" });
-    expect(store.iterationsOf(run.id)).toHaveLength(1);
-    expect(types(store.eventsOf(run.id))).not.toContain("cooldown_started");
+    expect(engine.store.iterationsOf(run.id)).toHaveLength(1);
+    expect(types(engine.store.eventsOf(run.id))).not.toContain("cooldown_started");
   });
 
   it("ends with max_minutes when the deadline passed during a cooldown, creating no iteration", async () => {
     const run = seed({ testCommand: "false", maxMinutes: 1, cooldownMs: 10 });
     // The engine's clock: moved past the deadline while the run cools down.
     let skew = 0;
-    const res = resources(store, { now: () => Date.now() + skew });
+    const res = resources(engine.store, { now: () => Date.now() + skew });
     expect((await runStep(res, run.id)).kind).toBe("cooldown");
-    const { deadlineAt } = (await store.getRun(run.id))!;
+    const { deadlineAt } = (await engine.store.getRun(run.id))!;
     skew = deadlineAt! - Date.now();
-    const before = store.eventsOf(run.id).length;
+    const before = engine.store.eventsOf(run.id).length;
     expect(await runStep(res, run.id)).toEqual({
       kind: "finished",
       status: "failed",
       reason: "max_minutes",
     });
-    expect(store.iterationsOf(run.id)).toHaveLength(1);
-    expect(types(store.eventsOf(run.id).slice(before))).toEqual([
+    expect(engine.store.iterationsOf(run.id)).toHaveLength(1);
+    expect(types(engine.store.eventsOf(run.id).slice(before))).toEqual([
       "budget_exhausted",
       "run_finished",
     ]);
@@ -328,16 +289,16 @@ describe("runStep", () => {
       maxIterations: 6,
       cooldownMs: 0,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "consecutive_failures" });
-    const its = store.iterationsOf(run.id);
+    const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => i.outcome)).toEqual(["agent_failed", "agent_failed", "agent_failed"]);
     expect(its[0]?.agent?.exitCode).toBe(1);
     expect(its[0]?.feedback).toContain("The agent exited with code 1");
     expect(its[1]?.prompt).toContain("broken agent");
-    const final = (await store.getRun(run.id))!;
+    const final = (await engine.store.getRun(run.id))!;
     expect(final).toMatchObject({ consecutiveFailures: 3, reason: "consecutive_failures" });
-    expectEventInvariants(store.eventsOf(run.id));
+    expectEventInvariants(engine.store.eventsOf(run.id));
   });
 
   it("resets the failure count when the agent succeeds", async () => {
@@ -351,9 +312,9 @@ describe("runStep", () => {
       maxIterations: 5,
       cooldownMs: 0,
     });
-    const result = await runStep(resources(store), run.id);
+    const result = await runStep(resources(engine.store), run.id);
     expect(result).toEqual({ kind: "finished", status: "failed", reason: "max_iterations" });
-    expect(store.iterationsOf(run.id).map((i) => i.outcome)).toEqual([
+    expect(engine.store.iterationsOf(run.id).map((i) => i.outcome)).toEqual([
       "agent_failed",
       "agent_failed",
       "validation_failed",
@@ -364,7 +325,7 @@ describe("runStep", () => {
 
   it("succeeds on the gates even when the agent exits non-zero", async () => {
     const run = seed({ agent: { type: "command", command: "exit 2" }, testCommand: "true" });
-    expect(await runStep(resources(store), run.id)).toEqual({
+    expect(await runStep(resources(engine.store), run.id)).toEqual({
       kind: "finished",
       status: "succeeded",
       reason: "success",
@@ -376,15 +337,15 @@ describe("runStep", () => {
       agent: { type: "command", command: "echo '<promise>DONE</promise>'" },
       completionPromise: "DONE",
     });
-    expect(await runStep(resources(store), run.id)).toEqual({
+    expect(await runStep(resources(engine.store), run.id)).toEqual({
       kind: "finished",
       status: "succeeded",
       reason: "success",
     });
-    const [it1] = store.iterationsOf(run.id);
+    const [it1] = engine.store.iterationsOf(run.id);
     expect(it1?.prompt).toContain("<promise>DONE</promise>");
     expect(it1?.validation).toEqual([]);
-    expect(types(store.eventsOf(run.id))).toEqual([
+    expect(types(engine.store.eventsOf(run.id))).toEqual([
       "run_started",
       "iteration_started",
       "agent_started",
@@ -404,222 +365,22 @@ describe("runStep", () => {
       completionPromise: "DONE",
       cooldownMs: 0,
     });
-    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "succeeded" });
-    const its = store.iterationsOf(run.id);
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({ status: "succeeded" });
+    const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => i.outcome)).toEqual(["promise_missing", "complete"]);
     expect(its[0]?.feedback).toContain("The completion promise was not given");
     expect(its[1]?.prompt).toContain("The completion promise was not given");
-  });
-
-  it("stops on the stop signal, killing the agent's processes", async () => {
-    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
-    const stop = new AbortController();
-    const pending = runStep(resources(store), run.id, { stop: stop.signal });
-    await waitFor(agentPidsWritten, "the agent to start");
-    stop.abort();
-    const result = await pending;
-    expect(result).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
-    for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
-    const final = (await store.getRun(run.id))!;
-    expect(final).toMatchObject({ status: "stopped", reason: "stopped" });
-    expect(final.finishedAt).not.toBeNull();
-    const [it1] = store.iterationsOf(run.id);
-    expect(it1).toMatchObject({ status: "failed", outcome: "stopped" });
-    expect(it1?.finishedAt).not.toBeNull();
-    const events = store.eventsOf(run.id);
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", data: { status: "stopped" } });
-    expectEventInvariants(events);
-  });
-
-  it("stops when the store shows the run stopping", async () => {
-    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
-    const pending = runStep(resources(store), run.id);
-    await waitFor(agentPidsWritten, "the agent to start");
-    // What the API does: mark the run stopping (the worker never writes that status).
-    store.runs.get(run.id)!.status = "stopping";
-    expect(await pending).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
-    for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
-  });
-
-  it("keeps a stop request when a later write sets running", async () => {
-    const run = seed({ testCommand: "true" });
-    store.runs.get(run.id)!.status = "stopping";
-    const claimed = (await store.claimRun(run.id))!;
-    const after = await store.commit(
-      run.id,
-      claimed.run.epoch,
-      { run: { status: "running" } },
-      Date.now(),
-    );
-    expect(after.status).toBe("stopping");
-    // The next step ends it without running anything.
-    expect(await runStep(resources(store), run.id)).toEqual({
-      kind: "finished",
-      status: "stopped",
-      reason: "stopped",
-    });
-    expect(store.iterationsOf(run.id)).toEqual([]);
-  });
-
-  it("hands the iteration back on shutdown and resumes it as attempt 2", async () => {
-    writeFileSync(join(ws, "go-slow"), "");
-    const run = seed({
-      agent: {
-        type: "command",
-        command: `if [ -f go-slow ]; then rm go-slow; ${BLOCKING_AGENT}; fi; touch done`,
-      },
-      testCommand: "test -f done",
-      cooldownMs: 0,
-    });
-    const shutdown = new AbortController();
-    const pending = runStep(resources(store), run.id, { shutdown: shutdown.signal });
-    await waitFor(agentPidsWritten, "the agent to start");
-    shutdown.abort();
-    expect(await pending).toEqual({ kind: "handed_back" });
-    for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
-
-    const handedBack = (await store.getRun(run.id))!;
-    expect(handedBack.status).toBe("running");
-    expect(handedBack.metrics.iterations).toBe(0);
-    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
-      [1, 1, "abandoned"],
-    ]);
-    const eventsBefore = store.eventsOf(run.id).length;
-
-    const resumed = await runStep(resources(store), run.id);
-    expect(resumed).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
-    const its = store.iterationsOf(run.id);
-    expect(its.map((i) => [i.n, i.attempt, i.status, i.outcome])).toEqual([
-      [1, 1, "abandoned", null],
-      [1, 2, "passed", "complete"],
-    ]);
-    const final = (await store.getRun(run.id))!;
-    expect(final.metrics.iterations).toBe(1);
-    expect(final.summary).toBe("succeeded after 1 iteration");
-    const events = store.eventsOf(run.id);
-    expect(types(events.slice(eventsBefore))).toEqual([
-      "run_resumed",
-      "iteration_started",
-      "agent_started",
-      "agent_finished",
-      "validation_passed",
-      "run_finished",
-    ]);
-    expect(events[eventsBefore]?.data).toMatchObject({ iteration: 1, abandonedAttempt: 1 });
-    expect(
-      events.find((e) => e.type === "iteration_started" && e.data.attempt === 2)?.data,
-    ).toMatchObject({
-      iteration: 1,
-    });
-    expect(types(events).filter((t) => t === "run_started")).toHaveLength(1);
-    expectEventInvariants(events);
-  });
-
-  /** A worker claimed the run and started iteration 1, then died. */
-  async function crashInIteration1(runId: string): Promise<void> {
-    const claimed = (await store.claimRun(runId))!;
-    await store.commit(
-      runId,
-      claimed.run.epoch,
-      {
-        run: {
-          status: "running",
-          startedAt: Date.now(),
-          deadlineAt: Date.now() + 60_000,
-          iteration: 1,
-        },
-        insertIteration: {
-          runId,
-          n: 1,
-          attempt: 1,
-          status: "running",
-          outcome: null,
-          prompt: "p",
-          agent: null,
-          validation: [],
-          reviewId: null,
-          feedback: null,
-          startedAt: Date.now(),
-          finishedAt: null,
-        },
-      },
-      Date.now(),
-    );
-  }
-
-  it("resumes an iteration a crashed worker left running", async () => {
-    const run = seed({ testCommand: "true", cooldownMs: 0 });
-    await crashInIteration1(run.id);
-    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "succeeded" });
-    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
-      [1, 1, "abandoned"],
-      [1, 2, "passed"],
-    ]);
-    expect(types(store.eventsOf(run.id))[0]).toBe("run_resumed");
-  });
-
-  it("stops a run whose worker crashed mid-iteration, marking that attempt abandoned", async () => {
-    const run = seed({ testCommand: "true" });
-    await crashInIteration1(run.id);
-    store.runs.get(run.id)!.status = "stopping";
-    expect(await runStep(resources(store), run.id)).toEqual({
-      kind: "finished",
-      status: "stopped",
-      reason: "stopped",
-    });
-    expect(store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
-      [1, 1, "abandoned"],
-    ]);
-    expect(store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
-    expect(types(store.eventsOf(run.id))).toEqual(["run_finished"]);
-  });
-
-  it("gives up the run when another worker claims it, and writes nothing more", async () => {
-    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
-    const pending = runStep(resources(store), run.id);
-    await waitFor(agentPidsWritten, "the agent to start");
-    const before = store.eventsOf(run.id).length;
-    const taken = (await store.claimRun(run.id))!;
-    expect(await pending).toEqual({ kind: "lease_lost" });
-    for (const pid of readPids(join(ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
-    expect(store.eventsOf(run.id)).toHaveLength(before);
-    const current = (await store.getRun(run.id))!;
-    expect(current.epoch).toBe(taken.run.epoch);
-    expect(current.status).toBe("running");
-  });
-
-  it("gives up the run when the lease is lost between validation commands", async () => {
-    const run = seed({
-      agent: { type: "command", command: "true" },
-      validationCommands: [
-        "touch v1-started; while [ ! -f release ]; do sleep 0.02; done",
-        "touch v2-ran",
-      ],
-    });
-    // No poll during the test: the lost lease is seen by the next write.
-    const pending = runStep(resources(store, { stopPollMs: 600_000 }), run.id);
-    await waitFor(() => existsSync(join(ws, "v1-started")), "the first validation command");
-    await store.claimRun(run.id);
-    const before = store.eventsOf(run.id).length;
-    writeFileSync(join(ws, "release"), "");
-    expect(await pending).toEqual({ kind: "lease_lost" });
-    expect(existsSync(join(ws, "v2-ran"))).toBe(false);
-    expect(store.eventsOf(run.id)).toHaveLength(before);
-  });
-
-  it("reports a missing run", async () => {
-    expect(await runStep(resources(store), "no-such-run")).toEqual({ kind: "missing" });
   });
 });
 
 describe("MemoryRunStore fencing", () => {
   it("throws LeaseLostError for a stale epoch and writes nothing", async () => {
     const run = seed({ testCommand: "true" });
-    const first = (await store.claimRun(run.id))!;
-    const second = (await store.claimRun(run.id))!;
+    const first = (await engine.store.claimRun(run.id))!;
+    const second = (await engine.store.claimRun(run.id))!;
     expect(second.run.epoch).toBe(first.run.epoch + 1);
     await expect(
-      store.commit(
+      engine.store.commit(
         run.id,
         first.run.epoch,
         {
@@ -631,14 +392,14 @@ describe("MemoryRunStore fencing", () => {
         Date.now(),
       ),
     ).rejects.toBeInstanceOf(LeaseLostError);
-    expect((await store.getRun(run.id))?.progress).toBe("queued");
-    expect(store.eventsOf(run.id)).toEqual([]);
+    expect((await engine.store.getRun(run.id))?.progress).toBe("queued");
+    expect(engine.store.eventsOf(run.id)).toEqual([]);
   });
 
   it("does not bump the epoch of a finished run", async () => {
     const run = seed({ testCommand: "true" });
-    await runStep(resources(store), run.id);
-    const { epoch } = (await store.getRun(run.id))!;
-    expect((await store.claimRun(run.id))?.run.epoch).toBe(epoch);
+    await runStep(resources(engine.store), run.id);
+    const { epoch } = (await engine.store.getRun(run.id))!;
+    expect((await engine.store.claimRun(run.id))?.run.epoch).toBe(epoch);
   });
 });

@@ -1,0 +1,218 @@
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runStep } from "@looprun/core";
+import { describe, expect, it } from "vitest";
+import {
+  agentPidsWritten,
+  BLOCKING_AGENT,
+  engine,
+  expectEventInvariants,
+  seed,
+  types,
+  useEngineFixture,
+} from "./engine-support";
+import { isAlive, readPids, resources, waitFor } from "./support";
+
+useEngineFixture();
+
+describe("runStep: stops, hand-backs, crashes and lost leases", () => {
+  it("stops on the stop signal, killing the agent's processes", async () => {
+    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
+    const stop = new AbortController();
+    const pending = runStep(resources(engine.store), run.id, { stop: stop.signal });
+    await waitFor(agentPidsWritten, "the agent to start");
+    stop.abort();
+    const result = await pending;
+    expect(result).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
+    for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
+    const final = (await engine.store.getRun(run.id))!;
+    expect(final).toMatchObject({ status: "stopped", reason: "stopped" });
+    expect(final.finishedAt).not.toBeNull();
+    const [it1] = engine.store.iterationsOf(run.id);
+    expect(it1).toMatchObject({ status: "failed", outcome: "stopped" });
+    expect(it1?.finishedAt).not.toBeNull();
+    const events = engine.store.eventsOf(run.id);
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", data: { status: "stopped" } });
+    expectEventInvariants(events);
+  });
+
+  it("stops when the engine.store shows the run stopping", async () => {
+    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
+    const pending = runStep(resources(engine.store), run.id);
+    await waitFor(agentPidsWritten, "the agent to start");
+    // What the API does: mark the run stopping (the worker never writes that status).
+    engine.store.runs.get(run.id)!.status = "stopping";
+    expect(await pending).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
+    for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
+  });
+
+  it("keeps a stop request when a later write sets running", async () => {
+    const run = seed({ testCommand: "true" });
+    engine.store.runs.get(run.id)!.status = "stopping";
+    const claimed = (await engine.store.claimRun(run.id))!;
+    const after = await engine.store.commit(
+      run.id,
+      claimed.run.epoch,
+      { run: { status: "running" } },
+      Date.now(),
+    );
+    expect(after.status).toBe("stopping");
+    // The next step ends it without running anything.
+    expect(await runStep(resources(engine.store), run.id)).toEqual({
+      kind: "finished",
+      status: "stopped",
+      reason: "stopped",
+    });
+    expect(engine.store.iterationsOf(run.id)).toEqual([]);
+  });
+
+  it("hands the iteration back on shutdown and resumes it as attempt 2", async () => {
+    writeFileSync(join(engine.ws, "go-slow"), "");
+    const run = seed({
+      agent: {
+        type: "command",
+        command: `if [ -f go-slow ]; then rm go-slow; ${BLOCKING_AGENT}; fi; touch done`,
+      },
+      testCommand: "test -f done",
+      cooldownMs: 0,
+    });
+    const shutdown = new AbortController();
+    const pending = runStep(resources(engine.store), run.id, { shutdown: shutdown.signal });
+    await waitFor(agentPidsWritten, "the agent to start");
+    shutdown.abort();
+    expect(await pending).toEqual({ kind: "handed_back" });
+    for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
+
+    const handedBack = (await engine.store.getRun(run.id))!;
+    expect(handedBack.status).toBe("running");
+    expect(handedBack.metrics.iterations).toBe(0);
+    expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
+      [1, 1, "abandoned"],
+    ]);
+    const eventsBefore = engine.store.eventsOf(run.id).length;
+
+    const resumed = await runStep(resources(engine.store), run.id);
+    expect(resumed).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
+    const its = engine.store.iterationsOf(run.id);
+    expect(its.map((i) => [i.n, i.attempt, i.status, i.outcome])).toEqual([
+      [1, 1, "abandoned", null],
+      [1, 2, "passed", "complete"],
+    ]);
+    const final = (await engine.store.getRun(run.id))!;
+    expect(final.metrics.iterations).toBe(1);
+    expect(final.summary).toBe("succeeded after 1 iteration");
+    const events = engine.store.eventsOf(run.id);
+    expect(types(events.slice(eventsBefore))).toEqual([
+      "run_resumed",
+      "iteration_started",
+      "agent_started",
+      "agent_finished",
+      "validation_passed",
+      "run_finished",
+    ]);
+    expect(events[eventsBefore]?.data).toMatchObject({ iteration: 1, abandonedAttempt: 1 });
+    expect(
+      events.find((e) => e.type === "iteration_started" && e.data.attempt === 2)?.data,
+    ).toMatchObject({
+      iteration: 1,
+    });
+    expect(types(events).filter((t) => t === "run_started")).toHaveLength(1);
+    expectEventInvariants(events);
+  });
+
+  /** A worker claimed the run and started iteration 1, then died. */
+  async function crashInIteration1(runId: string): Promise<void> {
+    const claimed = (await engine.store.claimRun(runId))!;
+    await engine.store.commit(
+      runId,
+      claimed.run.epoch,
+      {
+        run: {
+          status: "running",
+          startedAt: Date.now(),
+          deadlineAt: Date.now() + 60_000,
+          iteration: 1,
+        },
+        insertIteration: {
+          runId,
+          n: 1,
+          attempt: 1,
+          status: "running",
+          outcome: null,
+          prompt: "p",
+          agent: null,
+          validation: [],
+          reviewId: null,
+          feedback: null,
+          startedAt: Date.now(),
+          finishedAt: null,
+        },
+      },
+      Date.now(),
+    );
+  }
+
+  it("resumes an iteration a crashed worker left running", async () => {
+    const run = seed({ testCommand: "true", cooldownMs: 0 });
+    await crashInIteration1(run.id);
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({ status: "succeeded" });
+    expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
+      [1, 1, "abandoned"],
+      [1, 2, "passed"],
+    ]);
+    expect(types(engine.store.eventsOf(run.id))[0]).toBe("run_resumed");
+  });
+
+  it("stops a run whose worker crashed mid-iteration, marking that attempt abandoned", async () => {
+    const run = seed({ testCommand: "true" });
+    await crashInIteration1(run.id);
+    engine.store.runs.get(run.id)!.status = "stopping";
+    expect(await runStep(resources(engine.store), run.id)).toEqual({
+      kind: "finished",
+      status: "stopped",
+      reason: "stopped",
+    });
+    expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
+      [1, 1, "abandoned"],
+    ]);
+    expect(engine.store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
+    expect(types(engine.store.eventsOf(run.id))).toEqual(["run_finished"]);
+  });
+
+  it("gives up the run when another worker claims it, and writes nothing more", async () => {
+    const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
+    const pending = runStep(resources(engine.store), run.id);
+    await waitFor(agentPidsWritten, "the agent to start");
+    const before = engine.store.eventsOf(run.id).length;
+    const taken = (await engine.store.claimRun(run.id))!;
+    expect(await pending).toEqual({ kind: "lease_lost" });
+    for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
+    expect(engine.store.eventsOf(run.id)).toHaveLength(before);
+    const current = (await engine.store.getRun(run.id))!;
+    expect(current.epoch).toBe(taken.run.epoch);
+    expect(current.status).toBe("running");
+  });
+
+  it("gives up the run when the lease is lost between validation commands", async () => {
+    const run = seed({
+      agent: { type: "command", command: "true" },
+      validationCommands: [
+        "touch v1-started; while [ ! -f release ]; do sleep 0.02; done",
+        "touch v2-ran",
+      ],
+    });
+    // No poll during the test: the lost lease is seen by the next write.
+    const pending = runStep(resources(engine.store, { stopPollMs: 600_000 }), run.id);
+    await waitFor(() => existsSync(join(engine.ws, "v1-started")), "the first validation command");
+    await engine.store.claimRun(run.id);
+    const before = engine.store.eventsOf(run.id).length;
+    writeFileSync(join(engine.ws, "release"), "");
+    expect(await pending).toEqual({ kind: "lease_lost" });
+    expect(existsSync(join(engine.ws, "v2-ran"))).toBe(false);
+    expect(engine.store.eventsOf(run.id)).toHaveLength(before);
+  });
+
+  it("reports a missing run", async () => {
+    expect(await runStep(resources(engine.store), "no-such-run")).toEqual({ kind: "missing" });
+  });
+});

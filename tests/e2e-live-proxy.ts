@@ -32,13 +32,18 @@ export async function droppingProxy(target: string, dropAfter: number): Promise<
         let text = "";
         let sent = 0;
         let events = 0;
+        let cutDone = false;
         up.on("data", (chunk: Buffer) => {
+          // A chunk already read from the upstream socket may still arrive after destroy():
+          // once cut, nothing more may reach the client, or it would resume past the cut.
+          if (cutDone) return;
           text += chunk.toString("utf8");
           // Forward whole messages only, and stop right after the `dropAfter`-th event.
           for (let end = text.indexOf("\n\n", sent); end !== -1; end = text.indexOf("\n\n", sent)) {
             const message = text.slice(sent, end + 2);
             sent = end + 2;
             if (/^id: /m.test(message) && ++events === dropAfter) {
+              cutDone = true;
               up.destroy();
               // Once the message is out, the connection ends without the final chunk (a FIN, not
               // a reset, which could discard what the client has not read yet).
@@ -50,7 +55,9 @@ export async function droppingProxy(target: string, dropAfter: number): Promise<
             res.write(message);
           }
         });
-        up.on("end", () => res.end());
+        up.on("end", () => {
+          if (!cutDone) res.end();
+        });
       },
     );
     upstream.on("error", () => res.destroy());

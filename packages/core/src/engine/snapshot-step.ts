@@ -1,7 +1,13 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
-import { type CappedText, WorkspaceSnapshots } from "../snapshots/workspace-snapshots";
+import {
+  type CappedText,
+  capDiff,
+  type SnapshotChange,
+  WorkspaceSnapshots,
+} from "../snapshots/workspace-snapshots";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
+import type { MutationExtras } from "./run-store";
 
 export const SNAPSHOT_DEFAULTS = {
   dir: ".looprun/snapshots",
@@ -51,12 +57,16 @@ export type IterationSnapshotResult =
       change: RunChange;
       /** The run's change so far (baseline → this snapshot), for the reviewer. */
       reviewDiff: string;
+      /** The snapshot's rows, when the caller writes them with the iteration's decision. */
+      writes: Pick<MutationExtras, "insertSnapshot" | "change">;
     }
   | { ok: false; error: string };
 
 /**
  * Snapshots the workspace after iteration `n` and stores the snapshot, its diff against the
- * previous one (capped) and the run's whole change (baseline → now).
+ * previous one (capped) and the run's whole change (baseline → now) — at once, or with the
+ * iteration's decision when `deferWrites` (one write less per iteration; a snapshot is
+ * stored now only when a review follows, so that the diff is there while it runs).
  */
 export async function snapshotIteration(
   res: EngineResources,
@@ -64,6 +74,7 @@ export async function snapshotIteration(
   n: number,
   attempt: number,
   signal: AbortSignal,
+  deferWrites = false,
 ): Promise<IterationSnapshotResult> {
   const { run } = ctx;
   const baseline = run.baselineSnapshot;
@@ -71,10 +82,10 @@ export async function snapshotIteration(
   // The snapshot of the last decided iteration (or the baseline).
   const parent = run.latestSnapshot ?? baseline;
   const snapshots = snapshotsOf(res);
+  const diffCap = res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes;
   let id: string;
   let diff: CappedText;
-  let whole: CappedText;
-  let summary: { files: string[]; stat: string };
+  let whole: SnapshotChange;
   try {
     id = await snapshots.take(
       { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
@@ -82,25 +93,21 @@ export async function snapshotIteration(
       parent,
       signal,
     );
-    // Read-only git commands on the new snapshot: side by side, not one after the other (each
-    // is a process spawn of a few ms, most of an iteration's own time with quick commands).
-    [diff, whole, summary] = await Promise.all([
-      snapshots.diff(
-        run.sessionId,
-        parent,
-        id,
-        res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
-        signal,
-      ),
-      snapshots.diff(
+    // Read-only git commands on the new snapshot, side by side: the run's change so far (its
+    // files, stat and patch from one process), and this iteration's own diff — the same
+    // patch when the parent is the baseline (iteration 1), so no second process then.
+    const [change, own] = await Promise.all([
+      snapshots.change(
         run.sessionId,
         baseline,
         id,
         res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
         signal,
       ),
-      snapshots.summary(run.sessionId, baseline, id, signal),
+      parent === baseline ? null : snapshots.diff(run.sessionId, parent, id, diffCap, signal),
     ]);
+    whole = change;
+    diff = own ?? capDiff(Buffer.from(change.patch.text, "utf8"), change.patch.bytes, diffCap);
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
@@ -121,14 +128,16 @@ export async function snapshotIteration(
     baselineSnapshot: baseline,
     headSnapshot: id,
     iteration: n,
-    files: summary.files,
-    stat: summary.stat,
-    patch: whole.truncated ? null : whole.text,
-    patchBytes: whole.bytes,
+    files: whole.files,
+    stat: whole.stat,
+    patch: whole.patch.truncated ? null : whole.patch.text,
+    patchBytes: whole.patch.bytes,
     updatedAt: now,
   };
   // The run's `latestSnapshot` moves on when the iteration is decided: an attempt that is
   // interrupted now leaves the next attempt comparing with the same parent.
-  await ctx.commit({}, [], { insertSnapshot: snapshot, change });
-  return { ok: true, snapshot, change, reviewDiff: whole.text };
+  const writes = { insertSnapshot: snapshot, change };
+  if (deferWrites) return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes };
+  await ctx.commit({}, [], writes);
+  return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes: {} };
 }

@@ -15,6 +15,8 @@ export interface GitResult {
   /** `null` when git was killed (timeout, abort) or could not start. */
   exitCode: number | null;
   stdout: string;
+  /** The kept stdout as bytes (offsets into git's output, e.g. of NUL separators). */
+  stdoutRaw: Buffer;
   /** Bytes git wrote to stdout, kept or not. */
   stdoutBytes: number;
   truncated: boolean;
@@ -108,9 +110,11 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
       settled = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
+      const raw = Buffer.concat(kept);
       resolve({
         exitCode,
-        stdout: Buffer.concat(kept).toString("utf8"),
+        stdout: raw.toString("utf8"),
+        stdoutRaw: raw,
         stdoutBytes,
         truncated: stdoutBytes > keptBytes,
         stderr: spawnError ? `${stderr}\ncould not run git: ${spawnError.message}` : stderr,

@@ -1,7 +1,9 @@
 import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
+import { isSha1, writeCommit, writeRef } from "./git-objects";
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -27,6 +29,13 @@ export interface CappedText {
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The run's change between two snapshots: its files, git's `--stat` and the patch. */
+export interface SnapshotChange {
+  files: string[];
+  stat: string;
+  patch: CappedText;
+}
+
 /** Cuts a diff at its last complete line when it was truncated. */
 function capped(result: GitResult): CappedText {
   if (!result.truncated)
@@ -37,6 +46,18 @@ function capped(result: GitResult): CappedText {
     bytes: result.stdoutBytes,
     truncated: true,
   };
+}
+
+/**
+ * A diff of `bytes` bytes whose first bytes are `head`, kept up to `capBytes` and cut at its
+ * last complete line — what `git diff` with that cap gives (see `capped`).
+ */
+export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedText {
+  if (bytes <= capBytes && head.length >= bytes)
+    return { text: head.toString("utf8"), bytes, truncated: false };
+  const kept = head.subarray(0, Math.min(capBytes, head.length));
+  const cut = kept.lastIndexOf(0x0a);
+  return { text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1), bytes, truncated: true };
 }
 
 /**
@@ -89,11 +110,65 @@ export class WorkspaceSnapshots {
     if (add.exitCode === null) throw new GitError(["add"], add);
     const tree = (await git(["write-tree"])).stdout.trim();
     const message = `looprun ${target.runId} ${label}`;
+    if (isSha1(tree) && (parent === null || isSha1(parent))) {
+      // The commit and the ref without two more git processes (see git-objects.ts).
+      const commit = await writeCommit(gitDir, { tree, parent, message });
+      await writeRef(gitDir, ref, commit);
+      return commit;
+    }
     const commit = (
       await git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message])
     ).stdout.trim();
     await git(["update-ref", ref, commit]);
     return commit;
+  }
+
+  /**
+   * The change from one snapshot to another: the paths it touches, git's `--stat` and the
+   * patch (`git diff --binary`, capped) — from one git process (see change-output.ts).
+   */
+  async change(
+    sessionId: string,
+    from: string,
+    to: string,
+    patchCapBytes: number,
+    signal?: AbortSignal,
+  ): Promise<SnapshotChange> {
+    const gitDir = this.gitDir(sessionId);
+    // Room for the file list and the stat ahead of the patch.
+    const headroom = 1024 * 1024;
+    const result = await this.git(
+      gitDir,
+      null,
+      [
+        "diff",
+        "--numstat",
+        "-z",
+        "--stat=200",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "-p",
+        from,
+        to,
+      ],
+      signal,
+      patchCapBytes + headroom,
+    );
+    const parsed = parseChangeOutput(result.stdoutRaw, result.truncated);
+    if (parsed === null) {
+      const [patch, summary] = await Promise.all([
+        this.diff(sessionId, from, to, patchCapBytes, signal),
+        this.summary(sessionId, from, to, signal),
+      ]);
+      return { ...summary, patch };
+    }
+    const patchBytes = result.stdoutBytes - parsed.patchOffset;
+    return {
+      files: parsed.files,
+      stat: parsed.stat,
+      patch: capDiff(result.stdoutRaw.subarray(parsed.patchOffset), patchBytes, patchCapBytes),
+    };
   }
 
   /** `git diff --binary from to`: a patch `git apply` applies to `from`'s files. */

@@ -45,7 +45,9 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     base: { app: "worker", pid: process.pid },
     ...redactingLogOptions(redactor),
   });
-  const database = openDatabase(env.DATABASE_PATH);
+  // A worker's writes are checkpoints it can redo (see OpenDatabaseOptions.synchronous): not
+  // one fsync per write, as for the API's acceptance of a run.
+  const database = openDatabase(env.DATABASE_PATH, { synchronous: "NORMAL" });
   const store = new SqliteRunStore(database.db);
   const repo = new RunRepository(database.db);
   const resources: EngineResources = {

@@ -65,8 +65,8 @@ export async function runIteration(
 ): Promise<IterationResult> {
   const { spec } = ctx.run;
   const [history, failures, phaseArtifacts, learned] = await Promise.all([
-    res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
-    res.store.toolFailures(ctx.run.id, 20),
+    ctx.sessionHistory(),
+    ctx.toolFailures(),
     spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
     res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
   ]);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -60,6 +60,90 @@ describe("snapshot commits written without git", () => {
     );
     expect(git("rev-parse", "refs/looprun/rollback/01RUN").trim()).toBe(before);
     expect(git("rev-parse", "refs/looprun/01RUN").trim()).toBe(base);
+  });
+});
+
+describe("snapshot trees written from the index without git", () => {
+  it("are the trees git write-tree makes, sorted as git sorts them", async () => {
+    // Names around the `/` of a directory in git's order: "a-b" < "a.txt" < "a/" < "a0".
+    for (const name of ["a-b", "a.txt", "a0", "Z", "é.txt", "sp ace", "tab\tname"])
+      writeFileSync(join(ws, name), `${name}\n`);
+    mkdirSync(join(ws, "a", "deep", "er"), { recursive: true });
+    writeFileSync(join(ws, "a", "x"), "x\n");
+    writeFileSync(join(ws, "a", "deep", "er", "y"), "y\n");
+    writeFileSync(join(ws, "a", "deep", "z.sh"), "#!/bin/sh\n");
+    chmodSync(join(ws, "a", "deep", "z.sh"), 0o755);
+    writeFileSync(join(ws, "empty"), "");
+    symlinkSync("a/x", join(ws, "link"));
+    // A nested repository is recorded as a gitlink (its commit), not its files.
+    mkdirSync(join(ws, "vendor"));
+    const nested = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=u", "-c", "user.email=u@e", ...args], {
+        cwd: join(ws, "vendor"),
+        env: { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: "1" },
+      });
+    nested("init", "-q");
+    writeFileSync(join(ws, "vendor", "lib.txt"), "lib\n");
+    nested("add", "-A");
+    nested("commit", "-qm", "lib");
+
+    const id = await snapshots.take(target(), "baseline", null);
+    const tree = git("rev-parse", `${id}^{tree}`).trim();
+    expect(tree).toBe(git("write-tree").trim());
+    expect(git("ls-tree", "-z", "--name-only", tree).split("\0").filter(Boolean)).toEqual([
+      "Z",
+      "a-b",
+      "a.txt",
+      "a",
+      "a0",
+      "empty",
+      "link",
+      "sp ace",
+      "tab\tname",
+      "vendor",
+      "é.txt",
+    ]);
+    expect(git("ls-tree", tree, "vendor").split(" ")[0]).toBe("160000");
+    expect(git("ls-tree", tree, "link").split(" ")[0]).toBe("120000");
+    expect(git("ls-tree", "-r", tree, "a/deep/z.sh").split(" ")[0]).toBe("100755");
+    expect(() => git("fsck", "--strict", "--no-dangling")).not.toThrow();
+
+    // The next snapshot: a changed file deep down, a removed directory, a new one.
+    writeFileSync(join(ws, "a", "deep", "er", "y"), "y2\n");
+    rmSync(join(ws, "a", "x"));
+    rmSync(join(ws, "link"));
+    mkdirSync(join(ws, "new"));
+    writeFileSync(join(ws, "new", "file"), "new\n");
+    const next = await snapshots.take(target(), "iteration 1 attempt 1", id);
+    expect(git("rev-parse", `${next}^{tree}`).trim()).toBe(git("write-tree").trim());
+    expect(() => git("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+
+  it("leaves an index it does not read (version 4) to git write-tree", async () => {
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    const base = await snapshots.take(target(), "baseline", null);
+    git("update-index", "--index-version", "4");
+    writeFileSync(join(ws, "b.txt"), "two\n");
+    const next = await snapshots.take(target(), "iteration 1 attempt 1", base);
+    expect(readFileSync(join(gitDir(), "index")).readUInt32BE(4)).toBe(4);
+    expect(git("show", `${next}:b.txt`)).toBe("two\n");
+    expect(git("rev-parse", `${next}^{tree}`).trim()).toBe(git("write-tree").trim());
+  });
+
+  it("writes the empty tree of an empty workspace", async () => {
+    const id = await snapshots.take(target(), "baseline", null);
+    expect(git("rev-parse", `${id}^{tree}`).trim()).toBe(
+      "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    );
+    expect(git("cat-file", "-t", "4b825dc642cb6eb9a060e54bf8d69288fbee4904").trim()).toBe("tree");
+  });
+
+  it("writes a tree again into a git dir that was removed and made anew", async () => {
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    await snapshots.take(target(), "baseline", null);
+    rmSync(gitDir(), { recursive: true });
+    const id = await snapshots.take(target(), "baseline", null);
+    expect(git("show", `${id}:a.txt`)).toBe("one\n");
   });
 });
 
@@ -124,5 +208,14 @@ describe("the run's change from one git diff", () => {
       stat: "",
       patch: { text: "", bytes: 0, truncated: false },
     });
+  });
+});
+
+describe("a session's snapshot git dir", () => {
+  it("is a bare repository that never collects garbage", async () => {
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    await snapshots.take(target(), "baseline", null);
+    expect(git("config", "--get", "gc.auto").trim()).toBe("0");
+    expect(git("rev-parse", "--is-bare-repository").trim()).toBe("true");
   });
 });

@@ -16,12 +16,20 @@ export const SNAPSHOT_DEFAULTS = {
   patchCapBytes: 8 * 1024 * 1024,
 } as const;
 
+const snapshotsByResources = new WeakMap<EngineResources, WorkspaceSnapshots>();
+
+/** The worker's snapshot store (one per resources bag: it remembers what it wrote). */
 export function snapshotsOf(res: EngineResources): WorkspaceSnapshots {
-  return new WorkspaceSnapshots({
-    root: res.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
-    path: res.commandEnv.PATH,
-    timeoutMs: res.snapshotTimeoutMs ?? SNAPSHOT_DEFAULTS.timeoutMs,
-  });
+  let snapshots = snapshotsByResources.get(res);
+  if (snapshots === undefined) {
+    snapshots = new WorkspaceSnapshots({
+      root: res.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
+      path: res.commandEnv.PATH,
+      timeoutMs: res.snapshotTimeoutMs ?? SNAPSHOT_DEFAULTS.timeoutMs,
+    });
+    snapshotsByResources.set(res, snapshots);
+  }
+  return snapshots;
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

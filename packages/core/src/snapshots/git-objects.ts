@@ -19,21 +19,28 @@ export function isSha1(id: string): boolean {
   return SHA1_HEX.test(id);
 }
 
-/** Writes a loose object (unless it exists) and returns its id. */
+/**
+ * Writes a loose object (unless it exists) and returns its id. `known` holds ids known to be
+ * stored (objects are never deleted here: gc is off): those are not looked for again.
+ */
 export async function writeLooseObject(
   gitDir: string,
   type: "commit" | "tree" | "blob",
   content: Buffer,
+  known?: Set<string>,
 ): Promise<string> {
   const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
   const id = createHash("sha1").update(raw).digest("hex");
+  if (known?.has(id)) return id;
   const dir = join(gitDir, "objects", id.slice(0, 2));
   const file = join(dir, id.slice(2));
-  if (await exists(file)) return id;
-  await mkdir(dir, { recursive: true });
-  const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-  await writeFile(tmp, deflateSync(raw), { mode: 0o444 });
-  await rename(tmp, file);
+  if (!(await exists(file))) {
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
+    await writeFile(tmp, deflateSync(raw), { mode: 0o444 });
+    await rename(tmp, file);
+  }
+  known?.add(id);
   return id;
 }
 

@@ -1,9 +1,10 @@
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, writeCommit, writeRef } from "./git-objects";
+import { writeTreeFromIndex } from "./index-tree";
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -71,6 +72,8 @@ export class WorkspaceSnapshots {
   private readonly root: string;
   private readonly env: Record<string, string>;
   private readonly timeoutMs: number;
+  /** Per git dir: tree ids known to be stored (see writeTreeFromIndex). */
+  private readonly knownTrees = new Map<string, Set<string>>();
 
   constructor(opts: WorkspaceSnapshotsOptions) {
     this.root = resolve(opts.root);
@@ -108,7 +111,9 @@ export class WorkspaceSnapshots {
       },
     );
     if (add.exitCode === null) throw new GitError(["add"], add);
-    const tree = (await git(["write-tree"])).stdout.trim();
+    const tree =
+      (await writeTreeFromIndex(gitDir, this.treesOf(gitDir))) ??
+      (await git(["write-tree"])).stdout.trim();
     const message = `looprun ${target.runId} ${label}`;
     if (isSha1(tree) && (parent === null || isSha1(parent))) {
       // The commit and the ref without two more git processes (see git-objects.ts).
@@ -219,6 +224,16 @@ export class WorkspaceSnapshots {
     return this.git(this.gitDir(sessionId), workTree, args, signal);
   }
 
+  private treesOf(gitDir: string): Set<string> {
+    let known = this.knownTrees.get(gitDir);
+    // A bound on what a long-lived worker remembers: forgetting only costs a look at the disk.
+    if (known === undefined || known.size > 50_000) {
+      known = new Set();
+      this.knownTrees.set(gitDir, known);
+    }
+    return known;
+  }
+
   private base(gitDir: string, workTree: string | null, args: string[]): string[] {
     // safe.directory: the workspace may belong to another user (a mounted volume).
     return [
@@ -253,15 +268,19 @@ export class WorkspaceSnapshots {
   private async ensureRepository(sessionId: string, signal?: AbortSignal): Promise<string> {
     const gitDir = this.gitDir(sessionId);
     if (existsSync(join(gitDir, "HEAD"))) return gitDir;
+    // A new (or removed and made again) git dir holds none of the trees seen before.
+    this.knownTrees.delete(gitDir);
     await mkdir(this.root, { recursive: true });
-    const init = await runGit(["init", "--quiet", "--bare", gitDir], {
+    // No template: sample hooks and the like have no use in a snapshot store.
+    const init = await runGit(["init", "--quiet", "--bare", "--template=", gitDir], {
       env: this.env,
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
     });
     if (init.exitCode !== 0) throw new GitError(["init"], init);
     // Snapshots are only reachable through refs/looprun/*: never let a gc near them.
-    await this.git(gitDir, null, ["config", "gc.auto", "0"], signal);
+    // (`git config gc.auto 0`, without one more git process.)
+    await appendFile(join(gitDir, "config"), "[gc]\n\tauto = 0\n");
     return gitDir;
   }
 }

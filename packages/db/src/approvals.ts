@@ -64,7 +64,7 @@ function answer(
           .get(),
       );
       appendEvents(
-        tx,
+        db,
         runId,
         events.map(([type, data, reason]) => ({
           type,

@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync 
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { iterationDiffs } from "../src/snapshots/iteration-diffs";
 import { removeDir, tempDir } from "./support";
 
 // The snapshot's commit and ref are written without git (git-objects.ts), and the run's change
@@ -217,5 +218,94 @@ describe("a session's snapshot git dir", () => {
     await snapshots.take(target(), "baseline", null);
     expect(git("config", "--get", "gc.auto").trim()).toBe("0");
     expect(git("rev-parse", "--is-bare-repository").trim()).toBe("true");
+  });
+});
+
+describe("an iteration's two diffs from one git diff-tree", () => {
+  const patchOf = (from: string, to: string) =>
+    git("diff", "--binary", "--no-color", "--no-ext-diff", from, to);
+
+  async function threeSnapshots() {
+    writeFileSync(join(ws, "a.txt"), "one\ntwo\n");
+    writeFileSync(join(ws, "rename me.txt"), "a file long enough to be found again as a rename\n");
+    mkdirSync(join(ws, "d"));
+    writeFileSync(join(ws, "d", "x.bin"), Buffer.from([0, 1, 2]));
+    const baseline = await snapshots.take(target(), "baseline", null);
+    writeFileSync(join(ws, "a.txt"), "one\nTWO\n");
+    rmSync(join(ws, "rename me.txt"));
+    writeFileSync(join(ws, "renamed.txt"), "a file long enough to be found again as a rename\n");
+    const parent = await snapshots.take(target(), "iteration 1 attempt 1", baseline);
+    writeFileSync(join(ws, "d", "x.bin"), Buffer.from([3, 0, 4, 5]));
+    writeFileSync(join(ws, "tab\tü.txt"), "odd\n");
+    const head = await snapshots.take(target(), "iteration 2 attempt 1", parent);
+    return { baseline, parent, head };
+  }
+
+  it("gives the bytes git diff gives for each pair", async () => {
+    const { baseline, parent, head } = await threeSnapshots();
+    const got = await iterationDiffs(snapshots, {
+      sessionId: "s1",
+      baseline,
+      parent,
+      head,
+      diffCapBytes: 256 * 1024,
+      patchCapBytes: 8 * 1024 * 1024,
+    });
+    const own = patchOf(parent, head);
+    const whole = patchOf(baseline, head);
+    expect(got.diff).toEqual({ text: own, bytes: Buffer.byteLength(own), truncated: false });
+    expect(got.change.patch).toEqual({
+      text: whole,
+      bytes: Buffer.byteLength(whole),
+      truncated: false,
+    });
+    expect(got.change.stat).toBe(git("diff", "--stat=200", "--no-color", baseline, head));
+    expect(got.change.files).toEqual(
+      git("diff", "--name-only", "-z", "--no-renames", baseline, head).split("\0").filter(Boolean),
+    );
+  });
+
+  it("caps each diff on its own, and reads trees of snapshots another process took", async () => {
+    const { baseline, parent, head } = await threeSnapshots();
+    // A fresh instance has not seen these snapshots: it reads their trees from the objects.
+    const other = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
+    for (const id of [baseline, parent, head])
+      expect(await other.treeOf("s1", id)).toBe(git("rev-parse", `${id}^{tree}`).trim());
+    const got = await iterationDiffs(other, {
+      sessionId: "s1",
+      baseline,
+      parent,
+      head,
+      diffCapBytes: 100,
+      patchCapBytes: 300,
+    });
+    const own = patchOf(parent, head);
+    const whole = patchOf(baseline, head);
+    expect(got.diff.truncated).toBe(true);
+    expect(got.diff.bytes).toBe(Buffer.byteLength(own));
+    expect(own.startsWith(got.diff.text)).toBe(true);
+    expect(got.change.patch.truncated).toBe(true);
+    expect(got.change.patch.bytes).toBe(Buffer.byteLength(whole));
+    expect(whole.startsWith(got.change.patch.text)).toBe(true);
+    expect(Buffer.byteLength(got.change.patch.text)).toBeLessThanOrEqual(300);
+  });
+
+  it("is empty for an iteration that changed nothing", async () => {
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    const baseline = await snapshots.take(target(), "baseline", null);
+    writeFileSync(join(ws, "a.txt"), "two\n");
+    const parent = await snapshots.take(target(), "iteration 1 attempt 1", baseline);
+    const head = await snapshots.take(target(), "iteration 2 attempt 1", parent);
+    const got = await iterationDiffs(snapshots, {
+      sessionId: "s1",
+      baseline,
+      parent,
+      head,
+      diffCapBytes: 1000,
+      patchCapBytes: 1000,
+    });
+    expect(got.diff).toEqual({ text: "", bytes: 0, truncated: false });
+    expect(got.change.patch.text).toBe(patchOf(baseline, head));
+    expect(got.change.files).toEqual(["a.txt"]);
   });
 });

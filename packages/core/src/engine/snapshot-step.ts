@@ -1,7 +1,7 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
+import { iterationDiffs } from "../snapshots/iteration-diffs";
 import {
   type CappedText,
-  capDiff,
   type SnapshotChange,
   WorkspaceSnapshots,
 } from "../snapshots/workspace-snapshots";
@@ -90,7 +90,6 @@ export async function snapshotIteration(
   // The snapshot of the last decided iteration (or the baseline).
   const parent = run.latestSnapshot ?? baseline;
   const snapshots = snapshotsOf(res);
-  const diffCap = res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes;
   let id: string;
   let diff: CappedText;
   let whole: SnapshotChange;
@@ -101,21 +100,17 @@ export async function snapshotIteration(
       parent,
       signal,
     );
-    // Read-only git commands on the new snapshot, side by side: the run's change so far (its
-    // files, stat and patch from one process), and this iteration's own diff — the same
-    // patch when the parent is the baseline (iteration 1), so no second process then.
-    const [change, own] = await Promise.all([
-      snapshots.change(
-        run.sessionId,
-        baseline,
-        id,
-        res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
-        signal,
-      ),
-      parent === baseline ? null : snapshots.diff(run.sessionId, parent, id, diffCap, signal),
-    ]);
-    whole = change;
-    diff = own ?? capDiff(Buffer.from(change.patch.text, "utf8"), change.patch.bytes, diffCap);
+    // This iteration's diff and the run's change so far (files, stat, patch): one git
+    // process for both (see iteration-diffs.ts).
+    ({ diff, change: whole } = await iterationDiffs(snapshots, {
+      sessionId: run.sessionId,
+      baseline,
+      parent,
+      head: id,
+      diffCapBytes: res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
+      patchCapBytes: res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
+      signal,
+    }));
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }

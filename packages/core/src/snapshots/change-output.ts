@@ -63,3 +63,26 @@ export function parseChangeOutput(out: Buffer, truncated: boolean): ChangeOutput
     patchOffset: separator === -1 ? out.length : separator + 1,
   };
 }
+
+/**
+ * `git diff-tree --stdin` prints each input line (`TREE_A TREE_B`) before that pair's diff.
+ * Splits its output of two pairs at the second pair's line. Such a line cannot occur inside a
+ * diff (no patch, stat or binary line is two object ids and a space), so the split is exact.
+ * Returns null when the second pair's line is not in the kept output (it was capped before).
+ */
+export function splitTwoPairs(
+  out: Buffer,
+  first: string,
+  second: string,
+): { first: Buffer; second: Buffer; secondOffset: number } | null {
+  const head = Buffer.from(`${first}\n`);
+  if (!out.subarray(0, head.length).equals(head)) return null;
+  const marker = out.indexOf(`\n${second}\n`, head.length - 1);
+  if (marker === -1) return null;
+  const secondOffset = marker + second.length + 2;
+  return {
+    first: out.subarray(head.length, marker + 1),
+    second: out.subarray(secondOffset),
+    secondOffset,
+  };
+}

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
-import { access, mkdir, rename, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { deflateSync } from "node:zlib";
+import { deflateSync, inflateSync } from "node:zlib";
 
 /**
  * The two git writes of a snapshot that need no git process: its commit object and the ref
@@ -70,6 +70,21 @@ export async function writeCommit(gitDir: string, fields: CommitFields): Promise
     fields.message.replaceAll("\n", " "),
   ];
   return writeLooseObject(gitDir, "commit", Buffer.from(`${lines.join("\n")}\n`, "utf8"));
+}
+
+/** The tree of a commit stored as a loose object, or null (not loose, or not a commit). */
+export async function readCommitTree(gitDir: string, id: string): Promise<string | null> {
+  if (!isSha1(id)) return null;
+  let raw: Buffer;
+  try {
+    raw = inflateSync(await readFile(join(gitDir, "objects", id.slice(0, 2), id.slice(2))));
+  } catch {
+    return null;
+  }
+  const body = raw.indexOf(0);
+  if (body === -1 || !raw.subarray(0, body).toString("latin1").startsWith("commit ")) return null;
+  const match = /^tree ([0-9a-f]{40})\n/.exec(raw.toString("latin1", body + 1, body + 47));
+  return match?.[1] ?? null;
 }
 
 const REF_NAME = /^refs\/[A-Za-z0-9_/-]+$/;

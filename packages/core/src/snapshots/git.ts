@@ -9,6 +9,8 @@ export interface GitOptions {
   /** @defaultValue 16 MiB — stdout kept (the head); the rest is counted, not kept */
   maxStdoutBytes?: number;
   signal?: AbortSignal;
+  /** Written to git's stdin (else it is empty). */
+  stdin?: string;
 }
 
 export interface GitResult {
@@ -72,8 +74,12 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
     const child = spawn("git", [...args], {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    child.stdin.on("error", () => {
+      // git exited without reading it all: its exit status tells what went wrong.
+    });
+    child.stdin.end(opts.stdin ?? "");
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let stdoutBytes = 0;

@@ -3,7 +3,7 @@ import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
-import { isSha1, writeCommit, writeRef } from "./git-objects";
+import { isSha1, readCommitTree, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
 
 export interface WorkspaceSnapshotsOptions {
@@ -74,6 +74,8 @@ export class WorkspaceSnapshots {
   private readonly timeoutMs: number;
   /** Per git dir: tree ids known to be stored (see writeTreeFromIndex). */
   private readonly knownTrees = new Map<string, Set<string>>();
+  /** The trees of the snapshots this process took (commit id → tree id). */
+  private readonly commitTrees = new Map<string, string>();
 
   constructor(opts: WorkspaceSnapshotsOptions) {
     this.root = resolve(opts.root);
@@ -119,6 +121,8 @@ export class WorkspaceSnapshots {
       // The commit and the ref without two more git processes (see git-objects.ts).
       const commit = await writeCommit(gitDir, { tree, parent, message });
       await writeRef(gitDir, ref, commit);
+      if (this.commitTrees.size >= 10_000) this.commitTrees.clear();
+      this.commitTrees.set(commit, tree);
       return commit;
     }
     const commit = (
@@ -220,8 +224,21 @@ export class WorkspaceSnapshots {
     workTree: string | null,
     args: string[],
     signal?: AbortSignal,
+    opts: { stdin?: string; maxStdoutBytes?: number } = {},
   ): Promise<GitResult> {
-    return this.git(this.gitDir(sessionId), workTree, args, signal);
+    return this.git(
+      this.gitDir(sessionId),
+      workTree,
+      args,
+      signal,
+      opts.maxStdoutBytes,
+      opts.stdin,
+    );
+  }
+
+  /** The tree of a snapshot: remembered when this process wrote it, else read from its object. */
+  async treeOf(sessionId: string, commit: string): Promise<string | null> {
+    return this.commitTrees.get(commit) ?? readCommitTree(this.gitDir(sessionId), commit);
   }
 
   private treesOf(gitDir: string): Set<string> {
@@ -253,6 +270,7 @@ export class WorkspaceSnapshots {
     args: string[],
     signal?: AbortSignal,
     maxStdoutBytes?: number,
+    stdin?: string,
   ): Promise<GitResult> {
     const full = this.base(gitDir, workTree, args);
     const result = await runGit(full, {
@@ -260,6 +278,7 @@ export class WorkspaceSnapshots {
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
       ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
+      ...(stdin !== undefined ? { stdin } : {}),
     });
     if (result.exitCode !== 0) throw new GitError(args, result);
     return result;

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   getEvents,
+  getIterations,
   getRun,
   runCli,
   type Stack,
@@ -135,6 +136,10 @@ describe("rollback through the API and a worker", () => {
     ).toHaveLength(2);
     writeFileSync(gate, "");
     expect((await waitForStatus(stack, busy.id)).status).toBe("succeeded");
+    // The command agent learns too: the first run's failed check is in the second's prompt.
+    const [learned] = await getIterations(stack, busy.id);
+    expect(learned?.prompt).toContain("# Learned from earlier runs");
+    expect(learned?.prompt).toContain("- command `test -f done`: failed 1 of 2 times");
   });
 
   it("rollbackOnFailure leaves the workspace as before the run; the patch stays downloadable", async () => {

@@ -1,6 +1,7 @@
 import { parseChangeOutput, splitTwoPairs } from "./change-output";
 import {
   type CappedText,
+  CHANGE_DIFF_OPTIONS,
   capDiff,
   type SnapshotChange,
   type WorkspaceSnapshots,
@@ -65,7 +66,7 @@ export async function iterationDiffs(
   const result = await snapshots.gitIn(
     sessionId,
     null,
-    ["diff-tree", "--stdin", "-r", "-M", ...DIFF_OPTIONS],
+    ["diff-tree", "--stdin", "-r", "-M", ...CHANGE_DIFF_OPTIONS],
     signal,
     {
       stdin: `${first}\n${second}\n`,

@@ -30,6 +30,17 @@ export interface CappedText {
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** A change's file list, `--stat` and patch in one output (see change-output.ts). */
+export const CHANGE_DIFF_OPTIONS = [
+  "--numstat",
+  "-z",
+  "--stat=200",
+  "--binary",
+  "--no-color",
+  "--no-ext-diff",
+  "-p",
+] as const;
+
 /** The run's change between two snapshots: its files, git's `--stat` and the patch. */
 export interface SnapshotChange {
   files: string[];
@@ -149,18 +160,7 @@ export class WorkspaceSnapshots {
     const result = await this.git(
       gitDir,
       null,
-      [
-        "diff",
-        "--numstat",
-        "-z",
-        "--stat=200",
-        "--binary",
-        "--no-color",
-        "--no-ext-diff",
-        "-p",
-        from,
-        to,
-      ],
+      ["diff", ...CHANGE_DIFF_OPTIONS, from, to],
       signal,
       patchCapBytes + headroom,
     );

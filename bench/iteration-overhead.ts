@@ -10,7 +10,7 @@ import {
   submitRun,
   waitForSuccess,
 } from "./support/looprun";
-import { removeTempDir, spawnTracked, tempDir } from "./support/processes";
+import { removeTempDir, spawnTracked, spawnTs, tempDir } from "./support/processes";
 import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
@@ -102,21 +102,46 @@ export async function bashOnce(): Promise<number> {
   }
 }
 
+/** The same loop in a plain Node process (bench/baselines/node-loop.ts): the loop's own time. */
+export async function nodeOnce(): Promise<number> {
+  const dir = tempDir("looprun-bench-node-");
+  try {
+    const proc = spawnTs("node loop", "bench/baselines/node-loop.ts", {
+      AGENT,
+      TEST,
+      ITERATIONS: String(ITERATIONS),
+      DIR: dir,
+    });
+    const exit = await proc.exited;
+    const line = proc.output().trim().split("\n").at(-1) ?? "";
+    const result = JSON.parse(line) as { ms: number; iterations: number };
+    if (exit.code !== 0 || result.iterations !== ITERATIONS) {
+      throw new Error(`node loop exited ${exit.code}: ${proc.output()}`);
+    }
+    return result.ms;
+  } finally {
+    removeTempDir(dir);
+  }
+}
+
 /** 1. A 40-iteration run of trivial commands vs a bash loop running them 40 times. */
 export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResult> {
   const stack = await startStack({ redisUrl: ctx.redis.url });
   const looprun: LooprunSample[] = [];
   const bash: number[] = [];
+  const node: number[] = [];
   try {
     await stack.startWorker();
     // Warm-up (JIT, first spawns, page cache), not recorded.
     await looprunOnce(stack);
     await bashOnce();
+    await nodeOnce();
     for (let rep = 0; rep < ctx.reps; rep++) {
       looprun.push(await looprunOnce(stack));
       bash.push(await bashOnce());
+      node.push(await nodeOnce());
       ctx.log(
-        `  rep ${rep + 1}: looprun ${looprun.at(-1)?.wallMs.toFixed(0)} ms, bash ${bash.at(-1)?.toFixed(0)} ms`,
+        `  rep ${rep + 1}: looprun ${looprun.at(-1)?.wallMs.toFixed(0)} ms, bash ${bash.at(-1)?.toFixed(0)} ms, node loop ${node.at(-1)?.toFixed(0)} ms`,
       );
     }
   } finally {
@@ -137,6 +162,14 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
         ratio,
         goal: "≤ 1.5× bash",
         met: ratio.median <= 1.5,
+      },
+      {
+        name: `${ITERATIONS} iterations, wall time, against the same loop in plain Node`,
+        unit: "ms",
+        digits: 0,
+        looprun: summarize(wall),
+        baseline: { name: "node loop (2 spawns, nothing stored)", summary: summarize(node) },
+        ratio: summarize(pairedRatios(wall, node)),
       },
       {
         name: "looprun breakdown: POST → first iteration starts",
@@ -168,6 +201,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
       "looprun is timed from just before `POST /api/runs` to the run's `finishedAt`; the bash loop from spawning `bash -c` to its exit.",
       'The bash loop runs each command as `sh -c "$CMD"` (the agent with a prompt file on stdin), as looprun does: a Ralph loop, not shell builtins.',
       "The breakdown comes from the stored iterations (whole milliseconds): the commands are the agent's and the test's durations as looprun records them (from spawn until the process group is reaped); \"engine inside the iteration\" is the rest of each iteration's startedAt → finishedAt: the prompt, the DB commits of the iteration (each a synchronous=FULL transaction), the workspace snapshot (git) and the decision; \"between iterations\" is one iteration's finishedAt to the next one's startedAt.",
+      "The node loop (bench/baselines/node-loop.ts) runs the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from its first spawn to its last exit: the floor of any runner written in Node, for context (no goal).",
       "One warm-up run of each, not recorded.",
     ],
   };

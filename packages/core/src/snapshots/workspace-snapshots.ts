@@ -243,8 +243,10 @@ export class WorkspaceSnapshots {
 
   private treesOf(gitDir: string): Set<string> {
     let known = this.knownTrees.get(gitDir);
-    // A bound on what a long-lived worker remembers: forgetting only costs a look at the disk.
+    // A bound on what a long-lived worker remembers (sessions come and go): forgetting only
+    // costs a look at the disk.
     if (known === undefined || known.size > 50_000) {
+      if (known === undefined && this.knownTrees.size >= 256) this.knownTrees.clear();
       known = new Set();
       this.knownTrees.set(gitDir, known);
     }

@@ -12,6 +12,8 @@ export type {
   MetricsReader,
   ToolCallCount,
 } from "./metrics-reader";
+export type { OpenStorageOptions, Storage } from "./open-storage";
+export { isPostgresUrl, openStorage, redactUrl } from "./open-storage";
 export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { MaybePromise, RunRepositoryPort } from "./repository";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";

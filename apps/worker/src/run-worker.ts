@@ -11,7 +11,7 @@ import {
   runStep,
   stopChannel,
 } from "@looprun/core";
-import { openDatabase, RunRepository, SqliteRunStore } from "@looprun/db";
+import { openStorage } from "@looprun/db";
 import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -45,9 +45,15 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     base: { app: "worker", pid: process.pid },
     ...redactingLogOptions(redactor),
   });
-  const database = openDatabase(env.DATABASE_PATH);
-  const store = new SqliteRunStore(database.db);
-  const repo = new RunRepository(database.db);
+  // PostgreSQL when DATABASE_URL is set (workers on several hosts), else the SQLite file.
+  const storage = await openStorage({
+    ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
+    path: env.DATABASE_PATH,
+    applicationName: "looprun-worker",
+    maxConnections: env.DATABASE_POOL_SIZE,
+    onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),
+  });
+  const { store, repo } = storage;
   const resources: EngineResources = {
     store,
     logger,
@@ -190,7 +196,10 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   reconcileNow();
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
   reconcileTimer.unref();
-  logger.info({ concurrency: env.WORKER_CONCURRENCY }, "looprun worker ready");
+  logger.info(
+    { concurrency: env.WORKER_CONCURRENCY, database: storage.location },
+    "looprun worker ready",
+  );
 
   return {
     async close() {
@@ -201,7 +210,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       await queue.close();
       await subscriber.quit().catch(() => subscriber.disconnect());
       await connection.quit().catch(() => connection.disconnect());
-      database.close();
+      await storage.close();
       logger.info("looprun worker closed");
     },
   };

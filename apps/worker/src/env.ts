@@ -39,6 +39,12 @@ export const WorkerEnv = z.object({
   DATABASE_URL: databaseUrl,
   /** PostgreSQL: connections in this process's pool. */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  /**
+   * Unset: this worker's reconciler enqueues again any unfinished run of the database that its
+   * queue lost. Set (to the API's WORKSPACES_ROOT): only the runs whose workspace lies inside
+   * it — one cell per host on a shared PostgreSQL, sessions pinned to their cell.
+   */
+  WORKSPACES_ROOT: z.string().min(1).optional(),
   REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
   LOOPRUN_QUEUE_PREFIX: z
     .string()

@@ -189,9 +189,13 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix });
   let reconciling: Promise<unknown> = Promise.resolve();
   const reconcileNow = () => {
-    reconciling = reconcile({ repo, queue, failRun: failForGood, logger }).catch((err: unknown) =>
-      logger.warn({ err }, "reconcile failed"),
-    );
+    reconciling = reconcile({
+      repo,
+      queue,
+      failRun: failForGood,
+      logger,
+      ...(env.WORKSPACES_ROOT !== undefined ? { workspacesRoot: env.WORKSPACES_ROOT } : {}),
+    }).catch((err: unknown) => logger.warn({ err }, "reconcile failed"));
   };
   reconcileNow();
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);

@@ -301,6 +301,12 @@ describe("a blocked agent waits for a person's reply", () => {
     });
     expect(waiting.metrics.iterations).toBe(1);
     await expectNoJobHeld(run.id);
+    // The clock stopped when the agent asked.
+    const asking = waiting as unknown as { approval: { requestedAt: string } };
+    const askedAt = Date.parse(asking.approval.requestedAt);
+    await waitFor(() => Date.now() > askedAt + 1_000, { message: "a second of waiting" });
+    const stillWaiting = await getRun(stack, run.id);
+    expect(stillWaiting.budget.elapsedMs).toBe(askedAt - Date.parse(stillWaiting.startedAt!));
     const [blocked] = await getIterations(stack, run.id);
     expect(blocked).toMatchObject({ status: "failed", outcome: "blocked" });
     const asked = (await getEvents(stack, run.id)).find((e) => e.type === "approval_requested");
@@ -331,6 +337,11 @@ describe("a blocked agent waits for a person's reply", () => {
     const final = await waitForStatus(stack, run.id);
     expect(final.status).toBe("succeeded");
     expect(final.metrics.iterations).toBe(2);
+    const budget = final.budget as typeof final.budget & { pausedMs: number };
+    expect(budget.pausedMs).toBeGreaterThanOrEqual(1_000);
+    expect(budget.elapsedMs).toBe(
+      Date.parse(final.finishedAt!) - Date.parse(final.startedAt!) - budget.pausedMs,
+    );
     expect((await watch.exited).code, watch.output()).toBe(0);
     expect(watch.stdout()).toContain("answered: hi, in lower case");
     const expected = "A person answered your question:\nhi, in lower case";

@@ -1,8 +1,18 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { FakeMistral } from "./support/fake-mistral";
 import { type Stack, startStack } from "./support/stack";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -23,12 +33,20 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
   let page: Page;
   let profile: string;
   const pageErrors: string[] = [];
+  // The blocked-agent test needs an LLM: the suite's one fake.
+  const fake = new FakeMistral();
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
+    await fake.start();
     stack = await startStack({
       redisUrl: inject("redisUrl"),
-      env: { API_TOKEN: TOKEN, LOOPRUN_SSE_POLL_MS: "100" },
+      env: {
+        API_TOKEN: TOKEN,
+        LOOPRUN_SSE_POLL_MS: "100",
+        MISTRAL_API_KEY: "dashboard-e2e-key-0123456789",
+        MISTRAL_SERVER_URL: fake.url,
+      },
     });
     profile = mkdtempSync(join(tmpdir(), "looprun-chromium-"));
     context = await chromium.launchPersistentContext(profile, {
@@ -58,7 +76,9 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
       const { pathname } = new URL(res.url());
       const expected =
         (res.status() === 404 && /\/iterations\/\d+\/diff$/.test(pathname)) ||
-        (res.status() === 400 && pathname === "/api/runs");
+        (res.status() === 400 && pathname === "/api/runs") ||
+        // The rollback test provokes one refusal while the session is busy.
+        (res.status() === 409 && /\/rollback$/.test(pathname));
       if (res.status() >= 400 && !expected) {
         pageErrors.push(`${res.status()} ${res.request().method()} ${pathname}`);
       }
@@ -69,6 +89,7 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     await context?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
     await stack?.stop();
+    await fake.stop();
   });
 
   const shot = (name: string) =>
@@ -196,6 +217,191 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     await waitText("#run-status", "succeeded", 20_000);
     await waitText("#events", "approval_granted");
     expect(await page.isHidden("#approval")).toBe(true);
+  });
+
+  const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
+  /** Accepts the page's next confirm() (Playwright dismisses dialogs unless told otherwise). */
+  const acceptNextDialog = () => page.once("dialog", (dialog) => void dialog.accept());
+
+  /** Every file under `dir` (relative path → contents). */
+  function tree(dir: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    const walk = (d: string) => {
+      for (const name of readdirSync(d)) {
+        const path = join(d, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else out[relative(dir, path)] = readFileSync(path, "utf8");
+      }
+    };
+    walk(dir);
+    return out;
+  }
+
+  it("rolls a run's workspace back from its page, and shows the refusal while the session is busy", async () => {
+    const ws = join(stack.workspacesRoot, "dash-rollback");
+    mkdirSync(ws);
+    writeFileSync(join(ws, "a.txt"), "A0\n");
+    writeFileSync(join(ws, "b.txt"), "B0\n");
+    const before = tree(ws);
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Roll back from the page",
+        sessionId: "dash-rollback",
+        workspace: "dash-rollback",
+        agent: {
+          type: "command",
+          command:
+            'if [ "$LOOPRUN_ITERATION" = 1 ]; then echo A1 > a.txt; rm b.txt; else touch done; fi',
+        },
+        testCommand: "test -f done",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    const id = created.body.id;
+    await page.goto(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "succeeded");
+    await page.locator("#rollback-run:not([disabled])").waitFor();
+    expect(tree(ws)).toEqual({ "a.txt": "A1\n", done: "" });
+
+    await page.fill("#rollback-iteration", "1");
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#rollback-result", "restored as after iteration 1");
+    expect(await textOf("#rollback-result")).toContain("removed done");
+    expect(tree(ws)).toEqual({ "a.txt": "A1\n" });
+
+    await page.fill("#rollback-iteration", "0");
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#rollback-result", "restored as it was before the run");
+    expect(await textOf("#rollback-result")).toContain("restored b.txt");
+    expect(tree(ws)).toEqual(before);
+    await waitText("#events", "rollback_applied");
+    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
+    // Newest first: the rollback to 0 on top, after run_finished.
+    expect(await page.locator("#events li.event").first().getAttribute("data-type")).toBe(
+      "rollback_applied",
+    );
+    expect(await textOf("#events li.event")).toContain("workspace rolled back to before the run");
+    await shot("run-rolled-back");
+    // A reload shows them too: the event stream ends at run_finished, the page reads the rest.
+    await page.reload();
+    await waitText("#run-status", "succeeded");
+    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
+    expect(await page.locator('#events li.event[data-type="rollback_applied"]').count()).toBe(2);
+
+    // Another run of the session holds it: the page shows the API's refusal.
+    const gate = join(stack.dir, "release-dash-rollback");
+    const busy = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Hold the session",
+        sessionId: "dash-rollback",
+        agent: { type: "command", command: `while [ ! -f ${gate} ]; do sleep 0.05; done` },
+        testCommand: "true",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(busy.status).toBe(202);
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#run-error", "409");
+    expect(await textOf("#run-error")).toContain(`run ${busy.body.id} is active`);
+    expect(tree(ws)).toEqual(before);
+    writeFileSync(gate, "");
+  });
+
+  it("rejects a plan from the run page: the run ends stopped with the reason", async () => {
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Reject from the page",
+        sessionId: "dash-reject",
+        agent: {
+          type: "command",
+          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. rm -rf /"; exit 0; fi; touch done',
+        },
+        testCommand: "test -f done",
+        phases: ["planning"],
+        approval: "plan",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await waitText("#run-status", "awaiting approval");
+    await page.locator("#approval:not([hidden])").waitFor();
+    expect(await textOf("#approval-text")).toContain("1. rm -rf /");
+    await page.fill("#reject-reason", "far too risky");
+    acceptNextDialog();
+    await page.click("#reject-run");
+    await waitText("#run-status", "stopped", 20_000);
+    await waitText("#events", "approval_rejected");
+    expect(await textOf("#run-reason")).toContain("plan rejected: far too risky");
+    expect(await page.isHidden("#approval")).toBe(true);
+  });
+
+  it("answers a blocked agent from the run page, twice: each reply reaches the next prompt", async () => {
+    const QUESTION = "Which greeting should hello.txt hold?";
+    const AGAIN = "Upper or lower case?";
+    const blocked = (summary: string) => ({
+      toolCalls: [{ name: "finish", arguments: { summary, status: "blocked" } }],
+    });
+    fake.reset();
+    fake.replies(
+      blocked(QUESTION),
+      blocked(AGAIN),
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "hello.txt", content: "hi\n" } },
+        ],
+      },
+      { toolCalls: [{ name: "finish", arguments: { summary: "written", status: "done" } }] },
+    );
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Write the greeting into hello.txt",
+        sessionId: "dash-reply",
+        agent: { type: "mistral", model: "mistral-small-latest" },
+        testCommand: "grep -q hi hello.txt",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await waitText("#run-status", "awaiting approval");
+    await page.locator("#reply-form:not([hidden])").waitFor();
+    expect(await textOf("#approval-text")).toBe(QUESTION);
+    expect(await page.isHidden("#approve-run")).toBe(true);
+    await shot("run-blocked");
+    await page.fill("#reply-message", "hi");
+    await page.click("#reply-run");
+    // The agent asks again: the same page (no reload) takes the second answer.
+    await waitText("#approval-text", AGAIN);
+    await page.locator("#reply-run:not([disabled])").waitFor();
+    await page.fill("#reply-message", "lower case");
+    await page.click("#reply-run");
+    await waitText("#run-status", "succeeded", 30_000);
+    await waitText("#events", "reply_received");
+    expect(await page.locator('#events li.event[data-type="reply_received"]').count()).toBe(2);
+    const userText = (i: number) =>
+      fake.requests[i]?.messages
+        .filter((m) => m.role === "user")
+        .map((m) => String(m.content))
+        .join("\n");
+    expect(userText(1)).toContain("A person answered your question:\nhi");
+    expect(userText(2)).toContain("A person answered your question:\nlower case");
   });
 
   it("runs the time-budget and legacy maxAttempts presets", async () => {
@@ -340,6 +546,20 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
       headers: { authorization: `Bearer ${TOKEN}` },
     });
     expect(await page.locator("#patterns-body tr.pattern").count()).toBe(api.body.patterns.length);
+    // The blocked agent's write (a tool, by argument shape) and a check that failed before.
+    const write = await page
+      .locator('#patterns-body tr.pattern[data-subject="workspace.write_file"] td')
+      .allInnerTexts();
+    expect(write.slice(0, 5)).toEqual([
+      "tool",
+      "workspace.write_file {content:string,path:string}",
+      "dash-reply",
+      "1",
+      "0",
+    ]);
+    expect(write[5]).toMatch(/^\d+ ms$/);
+    const failing = await page.locator("#patterns-body tr.pattern.failing td").last().innerText();
+    expect(failing).toMatch(/^exit \d+/);
     expect(await textOf("#convergence")).toContain("Success rate");
     await shot("stats");
   });

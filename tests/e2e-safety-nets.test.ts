@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   getEvents,
+  getIterations,
+  getRun,
   runCli,
   type Stack,
   startStack,
@@ -21,6 +23,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
 });
+
+const cliEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url });
+
+/** The id of the run that `looprun submit --json` created (its first line). */
+const createdId = (stdout: string): string => JSON.parse(stdout.split("\n")[0] ?? "").id;
 
 /** Every file under `dir` (relative path → contents), `.git` aside. */
 function tree(dir: string): Record<string, string> {
@@ -78,13 +85,11 @@ describe("rollback through the API and a worker", () => {
     );
 
     // The CLI does the same (here: back to before the run).
-    const cli = await runCli(["rollback", run.id, "--iteration", "0"], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      LOOPRUN_URL: stack.url,
-    });
+    const cli = await runCli(["rollback", run.id, "--iteration", "0"], cliEnv());
     expect(cli.code, cli.output).toBe(0);
     expect(cli.stdout).toContain("workspace restored as before the run");
+    expect(cli.stdout).toContain("restored b.txt");
+    expect(cli.stdout).toContain("removed  new/c.txt");
     expect(tree(ws)).toEqual(before);
     expect(existsSync(join(ws, "new"))).toBe(false);
 
@@ -118,11 +123,23 @@ describe("rollback through the API and a worker", () => {
       }),
     );
     await waitForStatus(stack, busy.id, ["running"]);
+    const before409 = tree(ws);
     const refused = await stack.api("POST", `/api/runs/${run.id}/rollback`, { iteration: 1 });
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatchObject({ code: "session_busy", activeRunId: busy.id });
+    const cliRefused = await runCli(["rollback", run.id, "--iteration", "1"], cliEnv());
+    expect(cliRefused.code, cliRefused.output).toBe(1);
+    expect(cliRefused.output).toContain("session_busy");
+    expect(tree(ws)).toEqual(before409);
+    expect(
+      (await getEvents(stack, run.id)).filter((e) => e.type === "rollback_applied"),
+    ).toHaveLength(2);
     writeFileSync(gate, "");
     expect((await waitForStatus(stack, busy.id)).status).toBe("succeeded");
+    // The command agent learns too: the first run's failed check is in the second's prompt.
+    const [learned] = await getIterations(stack, busy.id);
+    expect(learned?.prompt).toContain("# Learned from earlier runs");
+    expect(learned?.prompt).toContain("- command `test -f done`: failed 1 of 2 times");
   });
 
   it("rollbackOnFailure leaves the workspace as before the run; the patch stays downloadable", async () => {
@@ -179,5 +196,82 @@ describe("partial success and stall detection through the API", () => {
     const final = await waitForStatus(stack, run.id);
     expect(final).toMatchObject({ status: "failed", reason: "stalled", iteration: 4 });
     await waitFor(async () => (await getEvents(stack, run.id)).at(-1)?.type === "run_finished");
+  });
+
+  it("takes the settings from the CLI: maxStalledIterations, successThreshold, rollbackOnFailure", async () => {
+    const submitCli = (args: string[]) =>
+      runCli(
+        ["submit", "--task", "e2e task", "--cooldown", "0", "--json", "--watch", ...args],
+        cliEnv(),
+      );
+
+    // One iteration without progress is enough with --max-stalled 1: iteration 2 ends it.
+    const stalled = await submitCli([
+      "--agent",
+      "true",
+      "--test",
+      "exit 1",
+      "--max-iterations",
+      "10",
+      "--max-stalled",
+      "1",
+    ]);
+    expect(stalled.code, stalled.output).toBe(1);
+    const stalledRun = await getRun(stack, createdId(stalled.stdout));
+    expect(stalledRun).toMatchObject({
+      status: "failed",
+      reason: "stalled",
+      iteration: 2,
+      maxStalledIterations: 1,
+    });
+    expect(stalledRun.summary).toContain("stalled: 1 iteration in a row changed nothing");
+
+    const partial = await submitCli([
+      "--agent",
+      "true",
+      "--test",
+      "true",
+      "--validate",
+      "exit 4",
+      "--validate",
+      "exit 5",
+      "--validate",
+      "true",
+      "--success-threshold",
+      "0.5",
+    ]);
+    expect(partial.code, partial.output).toBe(0);
+    const partialRun = await getRun(stack, createdId(partial.stdout));
+    expect(partialRun).toMatchObject({
+      status: "succeeded",
+      partial: true,
+      successThreshold: 0.5,
+      gates: { passed: 2, total: 4, failed: ["exit 4", "exit 5"] },
+    });
+    expect(partialRun.summary).toContain("partial: 2 of 4 gates passed (failed: exit 4, exit 5)");
+
+    const ws = seedWorkspace("cli-rollback-on-failure");
+    const before = tree(ws);
+    const failed = await submitCli([
+      "--agent",
+      "echo changed > a.txt; echo new > new.txt",
+      "--test",
+      "false",
+      "--max-iterations",
+      "1",
+      "--workspace",
+      "cli-rollback-on-failure",
+      "--rollback-on-failure",
+    ]);
+    expect(failed.code, failed.output).toBe(1);
+    expect(await getRun(stack, createdId(failed.stdout))).toMatchObject({
+      status: "failed",
+      rollbackOnFailure: true,
+    });
+    expect(tree(ws)).toEqual(before);
+
+    const bad = await submitCli(["--agent", "true", "--test", "true", "--max-stalled", "0"]);
+    expect(bad.code).toBe(1);
+    expect(bad.output).toContain("maxStalledIterations");
   });
 });

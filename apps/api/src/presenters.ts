@@ -33,6 +33,7 @@ export function presentRun(run: RunRecord, now: number) {
     summary: run.summary,
     successThreshold: spec.successThreshold,
     maxStalledIterations: spec.maxStalledIterations,
+    rollbackOnFailure: spec.rollbackOnFailure,
     approvalMode: spec.approval,
     approval: presentApproval(run),
     partial: run.partial !== null,

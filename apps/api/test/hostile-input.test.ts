@@ -56,6 +56,12 @@ const FIELDS = [
   "maxTokens",
   "cooldownMs",
   "mcpServers",
+  "validationTimeoutMs",
+  "phases",
+  "successThreshold",
+  "maxStalledIterations",
+  "rollbackOnFailure",
+  "approval",
 ];
 
 /** Each body is invalid for a known reason; they are built from a valid one. */

@@ -45,10 +45,13 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     base: { app: "worker", pid: process.pid },
     ...redactingLogOptions(redactor),
   });
-  // PostgreSQL when DATABASE_URL is set (workers on several hosts), else the SQLite file.
+  // PostgreSQL when DATABASE_URL is set (workers on several hosts), else the SQLite file. A
+  // worker's SQLite writes are checkpoints it can redo (see OpenDatabaseOptions.synchronous):
+  // not one fsync per write, as for the API's acceptance of a run.
   const storage = await openStorage({
     ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
     path: env.DATABASE_PATH,
+    sqliteSynchronous: "NORMAL",
     applicationName: "looprun-worker",
     maxConnections: env.DATABASE_POOL_SIZE,
     onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),

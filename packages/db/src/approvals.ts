@@ -78,7 +78,7 @@ function answer(
           .returning()
           .get(),
       );
-      appendEvents(tx, runId, answerEvents(plan, updated, now), now);
+      appendEvents(db, runId, answerEvents(plan, updated, now), now);
       return { kind: "done", run: updated } as const;
     },
     { behavior: "immediate" },

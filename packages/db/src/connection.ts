@@ -23,18 +23,27 @@ export const MIGRATIONS_FOLDER = resolve(
 export interface OpenDatabaseOptions {
   /** @defaultValue 5000 — how long a writer waits for the lock before SQLITE_BUSY */
   busyTimeoutMs?: number;
+  /**
+   * When a commit reaches the disk. `FULL`: before it returns (it survives a power loss).
+   * `NORMAL` (in WAL mode): it survives the process's crash at once and a power loss from the
+   * next checkpoint or the next `FULL` commit of any connection — for writes that can be
+   * redone, such as a worker's checkpoints of a run (an iteration lost to a power cut is run
+   * again, as after a crash).
+   * @defaultValue "FULL"
+   */
+  synchronous?: "FULL" | "NORMAL";
 }
 
 /**
- * Opens (creating if needed) the SQLite file with WAL, a busy timeout, synchronous=FULL and
- * foreign keys on, and applies the migrations.
+ * Opens (creating if needed) the SQLite file with WAL, a busy timeout, synchronous=FULL (or
+ * as asked) and foreign keys on, and applies the migrations.
  */
 export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database {
   if (path !== ":memory:") mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = new BetterSqlite3(path);
   sqlite.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   sqlite.pragma("journal_mode = WAL");
-  sqlite.pragma("synchronous = FULL");
+  sqlite.pragma(`synchronous = ${opts.synchronous === "NORMAL" ? "NORMAL" : "FULL"}`);
   sqlite.pragma("foreign_keys = ON");
   const db = drizzle(sqlite, { schema });
   applyMigrations(db);

@@ -1,23 +1,22 @@
 import type { NewEvent } from "@looprun/core";
-import { eq, sql } from "drizzle-orm";
 import type { Db } from "./connection";
-import { events } from "./schema";
+import { preparedOnce, sqliteClient } from "./prepared";
 
-type Tx = Pick<Db, "select" | "insert">;
+/** The next gap-free seq of the run, computed in the insert itself. */
+const statements = (db: Db) => ({
+  append: sqliteClient(db).prepare<[{ runId: string; type: string; at: number; data: string }]>(
+    `insert into events (run_id, seq, type, at, data)
+     values (:runId, (select coalesce(max(seq), 0) + 1 from events where run_id = :runId),
+       :type, :at, :data)`,
+  ),
+});
 
 /**
  * Appends events with the next gap-free sequence numbers. Must run inside a write
- * transaction (`BEGIN IMMEDIATE`), which serialises writers per database.
+ * transaction (`BEGIN IMMEDIATE`) on `db`'s connection, which serialises writers per database.
  */
-export function appendEvents(tx: Tx, runId: string, list: readonly NewEvent[], at: number): void {
+export function appendEvents(db: Db, runId: string, list: readonly NewEvent[], at: number): void {
   if (list.length === 0) return;
-  const last = tx
-    .select({ seq: sql<number>`coalesce(max(${events.seq}), 0)` })
-    .from(events)
-    .where(eq(events.runId, runId))
-    .get();
-  let seq = last?.seq ?? 0;
-  tx.insert(events)
-    .values(list.map((e) => ({ runId, seq: ++seq, type: e.type, at, data: e.data })))
-    .run();
+  const { append } = preparedOnce(db, statements);
+  for (const e of list) append.run({ runId, type: e.type, at, data: JSON.stringify(e.data) });
 }

@@ -1,4 +1,4 @@
-import { type Database, openDatabase } from "./connection";
+import { type Database, type OpenDatabaseOptions, openDatabase } from "./connection";
 import type { PgDatabase, PgRunRepository, PgRunStore } from "./pg";
 import { RunRepository } from "./run-repository";
 import { SqliteRunStore } from "./sqlite-run-store";
@@ -8,6 +8,8 @@ export interface OpenStorageOptions {
   url?: string;
   /** The SQLite file, used when there is no `url`. */
   path: string;
+  /** SQLite: when a commit reaches the disk (see `OpenDatabaseOptions.synchronous`). */
+  sqliteSynchronous?: OpenDatabaseOptions["synchronous"];
   /** @defaultValue "looprun" — PostgreSQL: shown in `pg_stat_activity` */
   applicationName?: string;
   /** @defaultValue 10 — PostgreSQL: connections in the pool */
@@ -99,7 +101,10 @@ export async function openStorage(opts: OpenStorageOptions): Promise<Storage> {
       close: () => database.close(),
     };
   }
-  const database = openDatabase(opts.path);
+  const database = openDatabase(
+    opts.path,
+    opts.sqliteSynchronous !== undefined ? { synchronous: opts.sqliteSynchronous } : {},
+  );
   return {
     engine: "sqlite",
     location: opts.path,

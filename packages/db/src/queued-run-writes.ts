@@ -1,13 +1,15 @@
 import { type BudgetSnapshot, EMPTY_METRICS, type RunSpec } from "@looprun/core";
-import type BetterSqlite3 from "better-sqlite3";
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "./connection";
+import { appendEvents } from "./event-log";
+import { preparedOnce } from "./prepared";
 import { runs, sessions } from "./schema";
 
 /**
  * The writes of a submit (`RunRepository.createRun`) as statements prepared once per
- * connection: building each query with drizzle and compiling it in SQLite took most of a
- * submit's CPU time in the API (profiled at 20 submits in flight). Run inside its transaction.
+ * connection (see prepared.ts): building each query with drizzle and compiling it in SQLite
+ * took most of a submit's CPU time in the API (profiled at 20 submits in flight). Run inside
+ * its transaction.
  */
 function prepare(db: Db) {
   const p = (name: string) => sql.placeholder(name);
@@ -37,29 +39,10 @@ function prepare(db: Db) {
       } as never)
       .returning()
       .prepare(),
-    // The next gap-free seq of the run, as event-log.ts's appendEvents gives it.
-    appendEvent: client(db).prepare<[{ runId: string; type: string; at: number; data: string }]>(
-      `insert into events (run_id, seq, type, at, data)
-       values (:runId, (select coalesce(max(seq), 0) + 1 from events where run_id = :runId),
-         :type, :at, :data)`,
-    ),
   };
 }
 
-// drizzle(client) keeps the better-sqlite3 handle as `$client`; its type leaves it out.
-const client = (db: Db) => (db as unknown as { $client: BetterSqlite3.Database }).$client;
-
-type Statements = ReturnType<typeof prepare>;
-const cache = new WeakMap<Db, Statements>();
-
-function statements(db: Db): Statements {
-  let s = cache.get(db);
-  if (!s) {
-    s = prepare(db);
-    cache.set(db, s);
-  }
-  return s;
-}
+const statements = (db: Db) => preparedOnce(db, prepare);
 
 /** The workspace of a session, or null when there is no such session. */
 export function sessionWorkspace(db: Db, sessionId: string): string | null {
@@ -96,5 +79,5 @@ export function appendRunQueued(
   data: { sessionId: string; budget: BudgetSnapshot },
   at: number,
 ): void {
-  statements(db).appendEvent.run({ runId, type: "run_queued", at, data: JSON.stringify(data) });
+  appendEvents(db, runId, [{ type: "run_queued", data }], at);
 }

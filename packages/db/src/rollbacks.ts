@@ -17,7 +17,7 @@ export function recordRollback(
       const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
       if (!row) return;
       const budget = budgetSnapshot(toRunRecord(row), now);
-      appendEvents(tx, runId, [{ type: "rollback_applied", data: { ...data, budget } }], now);
+      appendEvents(db, runId, [{ type: "rollback_applied", data: { ...data, budget } }], now);
     },
     { behavior: "immediate" },
   );

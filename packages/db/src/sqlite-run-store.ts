@@ -15,44 +15,92 @@ import { writeArtifacts } from "./artifact-writes";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
+import { preparedOnce, ShapedStatements } from "./prepared";
 import { toIterationRecord, toPhaseArtifact, toRunRecord } from "./records";
 import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
+
+const p = (name: string) => sql.placeholder(name);
+
+/** The engine's writes on every iteration, prepared once per connection (see prepared.ts). */
+function storeStatements(db: Db) {
+  return {
+    run: db
+      .select()
+      .from(runs)
+      .where(eq(runs.id, p("id")))
+      .prepare(),
+    bumpEpoch: db
+      .update(runs)
+      .set({ epoch: p("epoch") } as never)
+      .where(eq(runs.id, p("id")))
+      .returning()
+      .prepare(),
+    lastIteration: db
+      .select()
+      .from(iterations)
+      .where(eq(iterations.runId, p("runId")))
+      .orderBy(desc(iterations.n), desc(iterations.attempt))
+      .limit(1)
+      .prepare(),
+    lastDecided: db
+      .select()
+      .from(iterations)
+      .where(
+        and(eq(iterations.runId, p("runId")), inArray(iterations.status, ["passed", "failed"])),
+      )
+      .orderBy(desc(iterations.n), desc(iterations.attempt))
+      .limit(1)
+      .prepare(),
+    updateRun: new ShapedStatements((set) =>
+      db
+        .update(runs)
+        .set(set as never)
+        .where(and(eq(runs.id, p("__id")), eq(runs.epoch, p("__epoch"))))
+        .returning()
+        .prepare(),
+    ),
+    insertIteration: new ShapedStatements((set) =>
+      db
+        .insert(iterations)
+        .values(set as never)
+        .prepare(),
+    ),
+    updateIteration: new ShapedStatements((set) =>
+      db
+        .update(iterations)
+        .set(set as never)
+        .where(
+          and(
+            eq(iterations.runId, p("__runId")),
+            eq(iterations.n, p("__n")),
+            eq(iterations.attempt, p("__attempt")),
+          ),
+        )
+        .prepare(),
+    ),
+  };
+}
 
 /** The engine's RunStore on SQLite: every call is one `BEGIN IMMEDIATE` transaction. */
 export class SqliteRunStore implements RunStore {
   constructor(private readonly db: Db) {}
 
   async claimRun(runId: string): Promise<ClaimedRun | null> {
+    const st = preparedOnce(this.db, storeStatements);
     return this.db.transaction(
-      (tx) => {
-        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+      () => {
+        const row = st.run.get({ id: runId });
         if (!row) return null;
         let run = toRunRecord(row);
         if (!isTerminal(run.status)) {
-          const updated = tx
-            .update(runs)
-            .set({ epoch: run.epoch + 1 })
-            .where(eq(runs.id, runId))
-            .returning()
-            .get();
+          const updated = st.bumpEpoch.get({ id: runId, epoch: run.epoch + 1 });
+          if (!updated) throw new Error(`run ${runId} vanished while being claimed`);
           run = toRunRecord(updated);
         }
-        const last = tx
-          .select()
-          .from(iterations)
-          .where(eq(iterations.runId, runId))
-          .orderBy(desc(iterations.n), desc(iterations.attempt))
-          .limit(1)
-          .get();
-        const decided = tx
-          .select()
-          .from(iterations)
-          .where(and(eq(iterations.runId, runId), inArray(iterations.status, ["passed", "failed"])))
-          .orderBy(desc(iterations.n), desc(iterations.attempt))
-          .limit(1)
-          .get();
+        const last = st.lastIteration.get({ runId });
+        const decided = st.lastDecided.get({ runId });
         return {
           run,
           lastIteration: last ? toIterationRecord(last) : null,
@@ -64,38 +112,28 @@ export class SqliteRunStore implements RunStore {
   }
 
   async commit(runId: string, epoch: number, m: RunMutation, now: number): Promise<RunRecord> {
+    const st = preparedOnce(this.db, storeStatements);
     return this.db.transaction(
       (tx) => {
-        const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
+        const row = st.run.get({ id: runId });
         if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
         let result = row;
         if (m.run && Object.keys(m.run).length > 0) {
           const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
-          result = tx
-            .update(runs)
-            .set({ ...m.run, status })
-            .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
-            .returning()
-            .get();
+          const { statement, params } = st.updateRun.for({ ...m.run, status });
+          const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
+          if (!updated) throw new LeaseLostError(runId, epoch);
+          result = updated;
         }
         if (m.insertIteration) {
           const { runId: _ignored, ...it } = m.insertIteration;
-          tx.insert(iterations)
-            .values({ ...it, runId })
-            .run();
+          const { statement, params } = st.insertIteration.for({ ...it, runId });
+          statement.run(params);
         }
         if (m.updateIteration) {
           const { n, attempt, patch } = m.updateIteration;
-          tx.update(iterations)
-            .set(patch)
-            .where(
-              and(
-                eq(iterations.runId, runId),
-                eq(iterations.n, n),
-                eq(iterations.attempt, attempt),
-              ),
-            )
-            .run();
+          const { statement, params } = st.updateIteration.for(patch);
+          statement.run({ ...params, __runId: runId, __n: n, __attempt: attempt });
         }
         if (m.toolCalls && m.toolCalls.length > 0) {
           const last = tx
@@ -118,7 +156,7 @@ export class SqliteRunStore implements RunStore {
         }
         writeArtifacts(tx, runId, m);
         recordPatterns(tx, row.workspace, runId, m, now);
-        appendEvents(tx, runId, m.events ?? [], now);
+        appendEvents(this.db, runId, m.events ?? [], now);
         return toRunRecord(result);
       },
       { behavior: "immediate" },

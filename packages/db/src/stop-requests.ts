@@ -30,7 +30,7 @@ export function requestStop(db: Db, runId: string, now: number): StopRequest {
           .get(),
       );
       appendEvents(
-        tx,
+        db,
         runId,
         [{ type: "stop_requested", data: { budget: budgetSnapshot(updated, now) } }],
         now,
@@ -73,7 +73,7 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
           .get(),
       );
       appendEvents(
-        tx,
+        db,
         runId,
         [
           {

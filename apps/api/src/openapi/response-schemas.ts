@@ -53,6 +53,8 @@ export const RunView = z.object({
   summary: z.string().nullable(),
   successThreshold: z.number().optional(),
   maxStalledIterations: z.number().int().optional(),
+  /** Whether the workspace is put back as before the run when the run ends `failed`. */
+  rollbackOnFailure: z.boolean().optional(),
   /** The run's `approval` setting. */
   approvalMode: z.enum(APPROVAL_MODES).optional(),
   /** What the run waits for a person to approve or answer (`awaiting_approval`); null otherwise. */

@@ -78,8 +78,8 @@ export async function planApprovalStep(
     if (!res.llm)
       return failPlanning(ctx, "no LLM is configured: set MISTRAL_API_KEY for the workers");
     const [history, toolFailures, phaseArtifacts, learned] = await Promise.all([
-      res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
-      res.store.toolFailures(ctx.run.id, 20),
+      ctx.sessionHistory(),
+      ctx.toolFailures(),
       spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
       res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
     ]);

@@ -14,6 +14,7 @@ import { type Interruption, watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
+import type { MutationExtras } from "./run-store";
 import { snapshotIteration } from "./snapshot-step";
 
 export type IterationResult =
@@ -30,6 +31,8 @@ export type IterationResult =
       gates: GateReport;
       /** The iteration changed the workspace (its snapshot differs from the previous one). */
       changed: boolean;
+      /** Rows the decision's write must carry (the snapshot's, when not stored yet). */
+      writes: MutationExtras;
     }
   | {
       kind: "phase_failed";
@@ -62,8 +65,8 @@ export async function runIteration(
 ): Promise<IterationResult> {
   const { spec } = ctx.run;
   const [history, failures, phaseArtifacts, learned] = await Promise.all([
-    res.store.sessionHistory(ctx.run.sessionId, ctx.run.id, 10),
-    res.store.toolFailures(ctx.run.id, 20),
+    ctx.sessionHistory(),
+    ctx.toolFailures(),
     spec.phases.length > 0 ? res.store.phaseArtifacts(ctx.run.id) : [],
     res.store.failurePatterns(ctx.run.workspace, PATTERNS_FOR_PROMPT),
   ]);
@@ -152,13 +155,17 @@ export async function runIteration(
     }
 
     const total = spec.validationCommands.length;
+    const validating = (index: number, command: string) =>
+      `iteration ${n}/${spec.maxIterations}: running validation ${index + 1}/${total}: ${command}`;
+    const first = spec.validationCommands[0];
     await ctx.commit(
       {
         activePgid: null,
+        // The first validation command starts right after this write: its progress goes in it.
         progress:
-          total > 0
-            ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}, validating`
-            : `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}`,
+          first === undefined
+            ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}`
+            : validating(0, first),
       },
       [
         [
@@ -179,9 +186,7 @@ export async function runIteration(
       signal: watch.signal,
       onSpawn,
       onCommandStart: async (index, command) => {
-        await ctx.commit({
-          progress: `iteration ${n}/${spec.maxIterations}: running validation ${index + 1}/${total}: ${command}`,
-        });
+        if (index > 0) await ctx.commit({ progress: validating(index, command) });
       },
     });
     const afterValidation = watch.interruption(left());
@@ -199,7 +204,7 @@ export async function runIteration(
     });
     const hasReviewer = spec.review.type !== "none";
 
-    const snapshot = await snapshotIteration(res, ctx, n, attempt, watch.signal);
+    const snapshot = await snapshotIteration(res, ctx, n, attempt, watch.signal, !hasReviewer);
     const afterSnapshot = watch.interruption(left());
     if (afterSnapshot) return interrupted(afterSnapshot);
     if (!snapshot.ok) {
@@ -268,6 +273,7 @@ export async function runIteration(
       change: snapshot.change,
       gates,
       changed: snapshot.snapshot.diffBytes > 0,
+      writes: snapshot.writes,
     };
   } finally {
     watch.dispose();

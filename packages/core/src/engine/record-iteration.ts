@@ -125,6 +125,8 @@ export async function recordIteration(
     ...(review ? { reviewId: review.artifact.id } : {}),
   };
   const reviewed = reviewWrites(n, review);
+  // The review's rows and, when not stored yet, the snapshot's: written with the decision.
+  const writes = { ...result.writes, ...reviewed.writes };
   const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.change.headSnapshot };
   metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
   const gateEvents = [...validationEvents, ...reviewed.events];
@@ -143,7 +145,7 @@ export async function recordIteration(
         },
         events: [...gateEvents, ...packaged.events],
         iteration: iterationPatch,
-        writes: { ...reviewed.writes, ...packaged.writes },
+        writes: { ...writes, ...packaged.writes },
       });
       return finished(ctx);
     }
@@ -161,7 +163,7 @@ export async function recordIteration(
           },
           events: gateEvents,
           iteration: iterationPatch,
-          writes: reviewed.writes,
+          writes,
         },
       );
       return finished(ctx);
@@ -177,7 +179,7 @@ export async function recordIteration(
           },
           events: gateEvents,
           iteration: iterationPatch,
-          writes: reviewed.writes,
+          writes,
         });
         return finished(ctx);
       }
@@ -193,11 +195,11 @@ export async function recordIteration(
           },
           events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
           iteration: iterationPatch,
-          writes: reviewed.writes,
+          writes,
         });
         return finished(ctx);
       }
-      const iteration = { ...reviewed.writes, ...ctx.updateIteration(iterationPatch) };
+      const iteration = { ...writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
         await ctx.commit(
@@ -234,7 +236,7 @@ export async function recordIteration(
         patch: { consecutiveFailures: decision.consecutiveFailures, ...decided },
         events: gateEvents,
         iteration: iterationPatch,
-        writes: reviewed.writes,
+        writes,
       });
     default:
       return assertNever(decision);

@@ -1,3 +1,4 @@
+import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
@@ -6,6 +7,9 @@ import { rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
 
 export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
+
+/** How many of the session's earlier runs a prompt recalls. */
+const HISTORY_RUNS = 10;
 
 /** The engine's view of one claimed run: its latest state and the epoch it writes with. */
 export class RunContext {
@@ -17,8 +21,26 @@ export class RunContext {
     public lastDecided: IterationRecord | null,
   ) {}
 
+  private history: Promise<SessionRunSummary[]> | null = null;
+
   now(): number {
     return (this.res.now ?? Date.now)();
+  }
+
+  /**
+   * The session's runs before this one, for the prompt: read once per step, as they cannot
+   * change while this run is active (one active run per session: they have all ended).
+   */
+  sessionHistory(): Promise<SessionRunSummary[]> {
+    this.history ??= this.res.store.sessionHistory(this.run.sessionId, this.run.id, HISTORY_RUNS);
+    return this.history;
+  }
+
+  /** The run's failed tool calls so far (only the mistral agent calls tools). */
+  toolFailures(): Promise<ToolFailure[]> {
+    return this.run.spec.agent.type === "mistral"
+      ? this.res.store.toolFailures(this.run.id, 20)
+      : Promise.resolve([]);
   }
 
   /** Applies a run patch, iteration changes and events in one fenced write. */

@@ -1,7 +1,13 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
-import { type CappedText, WorkspaceSnapshots } from "../snapshots/workspace-snapshots";
+import { iterationDiffs } from "../snapshots/iteration-diffs";
+import {
+  type CappedText,
+  type SnapshotChange,
+  WorkspaceSnapshots,
+} from "../snapshots/workspace-snapshots";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
+import type { MutationExtras } from "./run-store";
 
 export const SNAPSHOT_DEFAULTS = {
   dir: ".looprun/snapshots",
@@ -10,12 +16,20 @@ export const SNAPSHOT_DEFAULTS = {
   patchCapBytes: 8 * 1024 * 1024,
 } as const;
 
+const snapshotsByResources = new WeakMap<EngineResources, WorkspaceSnapshots>();
+
+/** The worker's snapshot store (one per resources bag: it remembers what it wrote). */
 export function snapshotsOf(res: EngineResources): WorkspaceSnapshots {
-  return new WorkspaceSnapshots({
-    root: res.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
-    path: res.commandEnv.PATH,
-    timeoutMs: res.snapshotTimeoutMs ?? SNAPSHOT_DEFAULTS.timeoutMs,
-  });
+  let snapshots = snapshotsByResources.get(res);
+  if (snapshots === undefined) {
+    snapshots = new WorkspaceSnapshots({
+      root: res.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
+      path: res.commandEnv.PATH,
+      timeoutMs: res.snapshotTimeoutMs ?? SNAPSHOT_DEFAULTS.timeoutMs,
+    });
+    snapshotsByResources.set(res, snapshots);
+  }
+  return snapshots;
 }
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
@@ -51,12 +65,16 @@ export type IterationSnapshotResult =
       change: RunChange;
       /** The run's change so far (baseline → this snapshot), for the reviewer. */
       reviewDiff: string;
+      /** The snapshot's rows, when the caller writes them with the iteration's decision. */
+      writes: Pick<MutationExtras, "insertSnapshot" | "change">;
     }
   | { ok: false; error: string };
 
 /**
  * Snapshots the workspace after iteration `n` and stores the snapshot, its diff against the
- * previous one (capped) and the run's whole change (baseline → now).
+ * previous one (capped) and the run's whole change (baseline → now) — at once, or with the
+ * iteration's decision when `deferWrites` (one write less per iteration; a snapshot is
+ * stored now only when a review follows, so that the diff is there while it runs).
  */
 export async function snapshotIteration(
   res: EngineResources,
@@ -64,6 +82,7 @@ export async function snapshotIteration(
   n: number,
   attempt: number,
   signal: AbortSignal,
+  deferWrites = false,
 ): Promise<IterationSnapshotResult> {
   const { run } = ctx;
   const baseline = run.baselineSnapshot;
@@ -73,8 +92,7 @@ export async function snapshotIteration(
   const snapshots = snapshotsOf(res);
   let id: string;
   let diff: CappedText;
-  let whole: CappedText;
-  let summary: { files: string[]; stat: string };
+  let whole: SnapshotChange;
   try {
     id = await snapshots.take(
       { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
@@ -82,25 +100,17 @@ export async function snapshotIteration(
       parent,
       signal,
     );
-    // Read-only git commands on the new snapshot: side by side, not one after the other (each
-    // is a process spawn of a few ms, most of an iteration's own time with quick commands).
-    [diff, whole, summary] = await Promise.all([
-      snapshots.diff(
-        run.sessionId,
-        parent,
-        id,
-        res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
-        signal,
-      ),
-      snapshots.diff(
-        run.sessionId,
-        baseline,
-        id,
-        res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
-        signal,
-      ),
-      snapshots.summary(run.sessionId, baseline, id, signal),
-    ]);
+    // This iteration's diff and the run's change so far (files, stat, patch): one git
+    // process for both (see iteration-diffs.ts).
+    ({ diff, change: whole } = await iterationDiffs(snapshots, {
+      sessionId: run.sessionId,
+      baseline,
+      parent,
+      head: id,
+      diffCapBytes: res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
+      patchCapBytes: res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
+      signal,
+    }));
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
@@ -121,14 +131,16 @@ export async function snapshotIteration(
     baselineSnapshot: baseline,
     headSnapshot: id,
     iteration: n,
-    files: summary.files,
-    stat: summary.stat,
-    patch: whole.truncated ? null : whole.text,
-    patchBytes: whole.bytes,
+    files: whole.files,
+    stat: whole.stat,
+    patch: whole.patch.truncated ? null : whole.patch.text,
+    patchBytes: whole.patch.bytes,
     updatedAt: now,
   };
   // The run's `latestSnapshot` moves on when the iteration is decided: an attempt that is
   // interrupted now leaves the next attempt comparing with the same parent.
-  await ctx.commit({}, [], { insertSnapshot: snapshot, change });
-  return { ok: true, snapshot, change, reviewDiff: whole.text };
+  const writes = { insertSnapshot: snapshot, change };
+  if (deferWrites) return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes };
+  await ctx.commit({}, [], writes);
+  return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes: {} };
 }

@@ -128,8 +128,9 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     child.stdin.on("error", () => {
       // The command did not read its stdin (EPIPE): not an error of ours.
     });
-    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
     child.stdin.end(opts.stdin ?? "");
+    // After its stdin is handed over: the command runs while the caller records its group.
+    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
 
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error) => {
       if (settled) return;

@@ -9,12 +9,16 @@ export interface GitOptions {
   /** @defaultValue 16 MiB — stdout kept (the head); the rest is counted, not kept */
   maxStdoutBytes?: number;
   signal?: AbortSignal;
+  /** Written to git's stdin (else it is empty). */
+  stdin?: string;
 }
 
 export interface GitResult {
   /** `null` when git was killed (timeout, abort) or could not start. */
   exitCode: number | null;
   stdout: string;
+  /** The kept stdout as bytes (offsets into git's output, e.g. of NUL separators). */
+  stdoutRaw: Buffer;
   /** Bytes git wrote to stdout, kept or not. */
   stdoutBytes: number;
   truncated: boolean;
@@ -70,8 +74,12 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
     const child = spawn("git", [...args], {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    child.stdin.on("error", () => {
+      // git exited without reading it all: its exit status tells what went wrong.
+    });
+    child.stdin.end(opts.stdin ?? "");
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let stdoutBytes = 0;
@@ -108,9 +116,11 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
       settled = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
+      const raw = Buffer.concat(kept);
       resolve({
         exitCode,
-        stdout: Buffer.concat(kept).toString("utf8"),
+        stdout: raw.toString("utf8"),
+        stdoutRaw: raw,
         stdoutBytes,
         truncated: stdoutBytes > keptBytes,
         stderr: spawnError ? `${stderr}\ncould not run git: ${spawnError.message}` : stderr,

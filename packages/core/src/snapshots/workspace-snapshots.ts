@@ -1,7 +1,10 @@
 import { existsSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
+import { isSha1, readCommitTree, writeCommit, writeRef } from "./git-objects";
+import { writeTreeFromIndex } from "./index-tree";
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -27,6 +30,13 @@ export interface CappedText {
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The run's change between two snapshots: its files, git's `--stat` and the patch. */
+export interface SnapshotChange {
+  files: string[];
+  stat: string;
+  patch: CappedText;
+}
+
 /** Cuts a diff at its last complete line when it was truncated. */
 function capped(result: GitResult): CappedText {
   if (!result.truncated)
@@ -40,6 +50,18 @@ function capped(result: GitResult): CappedText {
 }
 
 /**
+ * A diff of `bytes` bytes whose first bytes are `head`, kept up to `capBytes` and cut at its
+ * last complete line — what `git diff` with that cap gives (see `capped`).
+ */
+export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedText {
+  if (bytes <= capBytes && head.length >= bytes)
+    return { text: head.toString("utf8"), bytes, truncated: false };
+  const kept = head.subarray(0, Math.min(capBytes, head.length));
+  const cut = kept.lastIndexOf(0x0a);
+  return { text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1), bytes, truncated: true };
+}
+
+/**
  * Snapshots of run workspaces in git, without touching the workspace's own repository: a
  * separate bare git dir per session outside the workspace, used with
  * `--git-dir=<dir> --work-tree=<workspace>`. A snapshot is `add -A` (honouring the
@@ -50,6 +72,10 @@ export class WorkspaceSnapshots {
   private readonly root: string;
   private readonly env: Record<string, string>;
   private readonly timeoutMs: number;
+  /** Per git dir: tree ids known to be stored (see writeTreeFromIndex). */
+  private readonly knownTrees = new Map<string, Set<string>>();
+  /** The trees of the snapshots this process took (commit id → tree id). */
+  private readonly commitTrees = new Map<string, string>();
 
   constructor(opts: WorkspaceSnapshotsOptions) {
     this.root = resolve(opts.root);
@@ -87,13 +113,71 @@ export class WorkspaceSnapshots {
       },
     );
     if (add.exitCode === null) throw new GitError(["add"], add);
-    const tree = (await git(["write-tree"])).stdout.trim();
+    const tree =
+      (await writeTreeFromIndex(gitDir, this.treesOf(gitDir))) ??
+      (await git(["write-tree"])).stdout.trim();
     const message = `looprun ${target.runId} ${label}`;
+    if (isSha1(tree) && (parent === null || isSha1(parent))) {
+      // The commit and the ref without two more git processes (see git-objects.ts).
+      const commit = await writeCommit(gitDir, { tree, parent, message });
+      await writeRef(gitDir, ref, commit);
+      if (this.commitTrees.size >= 10_000) this.commitTrees.clear();
+      this.commitTrees.set(commit, tree);
+      return commit;
+    }
     const commit = (
       await git(["commit-tree", tree, ...(parent ? ["-p", parent] : []), "-m", message])
     ).stdout.trim();
     await git(["update-ref", ref, commit]);
     return commit;
+  }
+
+  /**
+   * The change from one snapshot to another: the paths it touches, git's `--stat` and the
+   * patch (`git diff --binary`, capped) — from one git process (see change-output.ts).
+   */
+  async change(
+    sessionId: string,
+    from: string,
+    to: string,
+    patchCapBytes: number,
+    signal?: AbortSignal,
+  ): Promise<SnapshotChange> {
+    const gitDir = this.gitDir(sessionId);
+    // Room for the file list and the stat ahead of the patch.
+    const headroom = 1024 * 1024;
+    const result = await this.git(
+      gitDir,
+      null,
+      [
+        "diff",
+        "--numstat",
+        "-z",
+        "--stat=200",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "-p",
+        from,
+        to,
+      ],
+      signal,
+      patchCapBytes + headroom,
+    );
+    const parsed = parseChangeOutput(result.stdoutRaw, result.truncated);
+    if (parsed === null) {
+      const [patch, summary] = await Promise.all([
+        this.diff(sessionId, from, to, patchCapBytes, signal),
+        this.summary(sessionId, from, to, signal),
+      ]);
+      return { ...summary, patch };
+    }
+    const patchBytes = result.stdoutBytes - parsed.patchOffset;
+    return {
+      files: parsed.files,
+      stat: parsed.stat,
+      patch: capDiff(result.stdoutRaw.subarray(parsed.patchOffset), patchBytes, patchCapBytes),
+    };
   }
 
   /** `git diff --binary from to`: a patch `git apply` applies to `from`'s files. */
@@ -140,8 +224,31 @@ export class WorkspaceSnapshots {
     workTree: string | null,
     args: string[],
     signal?: AbortSignal,
+    opts: { stdin?: string; maxStdoutBytes?: number } = {},
   ): Promise<GitResult> {
-    return this.git(this.gitDir(sessionId), workTree, args, signal);
+    return this.git(
+      this.gitDir(sessionId),
+      workTree,
+      args,
+      signal,
+      opts.maxStdoutBytes,
+      opts.stdin,
+    );
+  }
+
+  /** The tree of a snapshot: remembered when this process wrote it, else read from its object. */
+  async treeOf(sessionId: string, commit: string): Promise<string | null> {
+    return this.commitTrees.get(commit) ?? readCommitTree(this.gitDir(sessionId), commit);
+  }
+
+  private treesOf(gitDir: string): Set<string> {
+    let known = this.knownTrees.get(gitDir);
+    // A bound on what a long-lived worker remembers: forgetting only costs a look at the disk.
+    if (known === undefined || known.size > 50_000) {
+      known = new Set();
+      this.knownTrees.set(gitDir, known);
+    }
+    return known;
   }
 
   private base(gitDir: string, workTree: string | null, args: string[]): string[] {
@@ -163,6 +270,7 @@ export class WorkspaceSnapshots {
     args: string[],
     signal?: AbortSignal,
     maxStdoutBytes?: number,
+    stdin?: string,
   ): Promise<GitResult> {
     const full = this.base(gitDir, workTree, args);
     const result = await runGit(full, {
@@ -170,6 +278,7 @@ export class WorkspaceSnapshots {
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
       ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
+      ...(stdin !== undefined ? { stdin } : {}),
     });
     if (result.exitCode !== 0) throw new GitError(args, result);
     return result;
@@ -178,15 +287,19 @@ export class WorkspaceSnapshots {
   private async ensureRepository(sessionId: string, signal?: AbortSignal): Promise<string> {
     const gitDir = this.gitDir(sessionId);
     if (existsSync(join(gitDir, "HEAD"))) return gitDir;
+    // A new (or removed and made again) git dir holds none of the trees seen before.
+    this.knownTrees.delete(gitDir);
     await mkdir(this.root, { recursive: true });
-    const init = await runGit(["init", "--quiet", "--bare", gitDir], {
+    // No template: sample hooks and the like have no use in a snapshot store.
+    const init = await runGit(["init", "--quiet", "--bare", "--template=", gitDir], {
       env: this.env,
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
     });
     if (init.exitCode !== 0) throw new GitError(["init"], init);
     // Snapshots are only reachable through refs/looprun/*: never let a gc near them.
-    await this.git(gitDir, null, ["config", "gc.auto", "0"], signal);
+    // (`git config gc.auto 0`, without one more git process.)
+    await appendFile(join(gitDir, "config"), "[gc]\n\tauto = 0\n");
     return gitDir;
   }
 }

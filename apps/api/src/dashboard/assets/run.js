@@ -243,6 +243,30 @@ function scheduleEvents() {
   });
 }
 
+/** Adds an event once, in `seq` order (the stream and the list may both deliver it). */
+function addEvent(event) {
+  if (state.events.some((e) => e.seq === event.seq)) return false;
+  const last = state.events.at(-1);
+  state.events.push(event);
+  if (last && last.seq > event.seq) state.events.sort((a, b) => a.seq - b.seq);
+  scheduleEvents();
+  return true;
+}
+
+/**
+ * Events written after `run_finished` (rollbacks of the finished run): the stream ends at
+ * `run_finished`, the list has them.
+ */
+async function readLateEvents() {
+  const after = state.events.reduce((max, e) => Math.max(max, e.seq), 0);
+  try {
+    const page = await api("GET", `/api/runs/${id}/events?after=${after}`);
+    for (const event of page.items) addEvent(event);
+  } catch {
+    // The next rollback (or a reload) reads them again.
+  }
+}
+
 for (const chip of document.querySelectorAll("[data-role]")) {
   chip.addEventListener("click", () => {
     state.role = chip.dataset.role;
@@ -295,6 +319,7 @@ $("rollback-form").addEventListener("submit", async (event) => {
   }
   $("rollback-run").disabled = false;
   markStale(["run"]);
+  await readLateEvents();
 });
 
 setInterval(() => {
@@ -311,12 +336,11 @@ const runs = follow(`/api/runs/stream?runId=${encodeURIComponent(id)}`, {
 });
 follow(`/api/runs/${id}/events/stream`, {
   onEvent(type, event) {
-    if (state.events.some((e) => e.seq === event.seq)) return;
-    state.events.push(event);
-    scheduleEvents();
+    if (!addEvent(event)) return;
     markStale(staleAfter(type));
     if (type === "run_finished") {
       runs.close();
+      readLateEvents();
       return "stop";
     }
   },

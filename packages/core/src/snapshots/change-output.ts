@@ -1,0 +1,88 @@
+/**
+ * One `git diff --numstat -z --stat=200 --binary A B` prints, in this order: a numstat record
+ * per file (`ADDED\tDELETED\tPATH\0`, or `ADDED\tDELETED\t\0OLD\0NEW\0` for a rename), the
+ * `--stat` block, a NUL, then the patch — the same bytes `git diff --stat=200` and
+ * `git diff --binary` print on their own. Reading the three from one process saves two git
+ * spawns per snapshot.
+ */
+export interface ChangeOutput {
+  /** Paths the change touches (both sides of a rename), in git's byte order. */
+  files: string[];
+  stat: string;
+  /** Where the patch starts in git's output. */
+  patchOffset: number;
+}
+
+const TAB = 0x09;
+const NUL = 0x00;
+
+/** The end of `ADDED\tDELETED\t` at `at` (digits or `-` each), or -1 when there is none. */
+function numstatHead(b: Buffer, at: number): number {
+  let i = at;
+  for (let field = 0; field < 2; field++) {
+    const start = i;
+    if (b[i] === 0x2d) i++;
+    else while (i < b.length && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
+    if (i === start || b[i] !== TAB) return -1;
+    i++;
+  }
+  return i;
+}
+
+/**
+ * Splits the kept output. Returns null when it is cut before the patch begins (the output was
+ * capped inside the file list or the stat): the caller then asks git for each part alone.
+ */
+export function parseChangeOutput(out: Buffer, truncated: boolean): ChangeOutput | null {
+  const names = new Set<string>();
+  let i = 0;
+  for (;;) {
+    const head = numstatHead(out, i);
+    if (head === -1) break;
+    if (out[head] === NUL) {
+      const oldEnd = out.indexOf(NUL, head + 1);
+      const newEnd = oldEnd === -1 ? -1 : out.indexOf(NUL, oldEnd + 1);
+      if (newEnd === -1) return null;
+      names.add(out.toString("utf8", head + 1, oldEnd));
+      names.add(out.toString("utf8", oldEnd + 1, newEnd));
+      i = newEnd + 1;
+    } else {
+      const end = out.indexOf(NUL, head);
+      if (end === -1) return null;
+      names.add(out.toString("utf8", head, end));
+      i = end + 1;
+    }
+  }
+  const separator = out.indexOf(NUL, i);
+  if (separator === -1 && truncated) return null;
+  const statEnd = separator === -1 ? out.length : separator;
+  const files = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return {
+    files,
+    stat: out.toString("utf8", i, statEnd),
+    patchOffset: separator === -1 ? out.length : separator + 1,
+  };
+}
+
+/**
+ * `git diff-tree --stdin` prints each input line (`TREE_A TREE_B`) before that pair's diff.
+ * Splits its output of two pairs at the second pair's line. Such a line cannot occur inside a
+ * diff (no patch, stat or binary line is two object ids and a space), so the split is exact.
+ * Returns null when the second pair's line is not in the kept output (it was capped before).
+ */
+export function splitTwoPairs(
+  out: Buffer,
+  first: string,
+  second: string,
+): { first: Buffer; second: Buffer; secondOffset: number } | null {
+  const head = Buffer.from(`${first}\n`);
+  if (!out.subarray(0, head.length).equals(head)) return null;
+  const marker = out.indexOf(`\n${second}\n`, head.length - 1);
+  if (marker === -1) return null;
+  const secondOffset = marker + second.length + 2;
+  return {
+    first: out.subarray(head.length, marker + 1),
+    second: out.subarray(secondOffset),
+    secondOffset,
+  };
+}

@@ -1,0 +1,111 @@
+import { createHash, randomBytes } from "node:crypto";
+import { access, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { deflateSync, inflateSync } from "node:zlib";
+
+/**
+ * The two git writes of a snapshot that need no git process: its commit object and the ref
+ * that keeps it reachable. Each `git` spawned from a worker costs a few milliseconds of
+ * blocked event loop (fork + exec + git's start-up), more than the write itself; a snapshot
+ * is taken after every iteration, so these two spawns were a fair share of an iteration with
+ * quick commands. The formats are git's documented on-disk ones (gitformat-loose, the
+ * "files" ref backend), written the way git writes them: a temporary file renamed into place.
+ */
+
+const SHA1_HEX = /^[0-9a-f]{40}$/;
+
+/** Whether `id` is a SHA-1 object id (the snapshot git dirs are SHA-1 repositories). */
+export function isSha1(id: string): boolean {
+  return SHA1_HEX.test(id);
+}
+
+/**
+ * Writes a loose object (unless it exists) and returns its id. `known` holds ids known to be
+ * stored (objects are never deleted here: gc is off): those are not looked for again.
+ */
+export async function writeLooseObject(
+  gitDir: string,
+  type: "commit" | "tree" | "blob",
+  content: Buffer,
+  known?: Set<string>,
+): Promise<string> {
+  const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
+  const id = createHash("sha1").update(raw).digest("hex");
+  if (known?.has(id)) return id;
+  const dir = join(gitDir, "objects", id.slice(0, 2));
+  const file = join(dir, id.slice(2));
+  if (!(await exists(file))) {
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
+    await writeFile(tmp, deflateSync(raw), { mode: 0o444 });
+    await rename(tmp, file);
+  }
+  known?.add(id);
+  return id;
+}
+
+export interface CommitFields {
+  tree: string;
+  parent: string | null;
+  /** One line; stored with git's trailing newline. */
+  message: string;
+  /** @defaultValue now — seconds since the epoch */
+  timeSeconds?: number;
+}
+
+/** The identity every snapshot carries (as `gitEnv` gives the git commands). */
+const IDENTITY = "looprun <looprun@localhost>";
+
+/** Writes a commit object as `git commit-tree TREE [-p PARENT] -m MESSAGE` would. */
+export async function writeCommit(gitDir: string, fields: CommitFields): Promise<string> {
+  if (!isSha1(fields.tree) || (fields.parent !== null && !isSha1(fields.parent)))
+    throw new Error(`not SHA-1 object ids: ${fields.tree} ${fields.parent ?? ""}`);
+  const when = `${fields.timeSeconds ?? Math.floor(Date.now() / 1000)} +0000`;
+  const lines = [
+    `tree ${fields.tree}`,
+    ...(fields.parent ? [`parent ${fields.parent}`] : []),
+    `author ${IDENTITY} ${when}`,
+    `committer ${IDENTITY} ${when}`,
+    "",
+    fields.message.replaceAll("\n", " "),
+  ];
+  return writeLooseObject(gitDir, "commit", Buffer.from(`${lines.join("\n")}\n`, "utf8"));
+}
+
+/** The tree of a commit stored as a loose object, or null (not loose, or not a commit). */
+export async function readCommitTree(gitDir: string, id: string): Promise<string | null> {
+  if (!isSha1(id)) return null;
+  let raw: Buffer;
+  try {
+    raw = inflateSync(await readFile(join(gitDir, "objects", id.slice(0, 2), id.slice(2))));
+  } catch {
+    return null;
+  }
+  const body = raw.indexOf(0);
+  if (body === -1 || !raw.subarray(0, body).toString("latin1").startsWith("commit ")) return null;
+  const match = /^tree ([0-9a-f]{40})\n/.exec(raw.toString("latin1", body + 1, body + 47));
+  return match?.[1] ?? null;
+}
+
+const REF_NAME = /^refs\/[A-Za-z0-9_/-]+$/;
+
+/** Points a loose ref at `id` (`git update-ref REF ID` without a reflog, as in a bare repository). */
+export async function writeRef(gitDir: string, ref: string, id: string): Promise<void> {
+  if (!REF_NAME.test(ref) || ref.includes("//") || ref.endsWith("/"))
+    throw new Error(`not a ref name looprun writes: ${ref}`);
+  if (!isSha1(id)) throw new Error(`not a SHA-1 object id: ${id}`);
+  const file = join(gitDir, ref);
+  await mkdir(dirname(file), { recursive: true });
+  const lock = `${file}.lock`;
+  await writeFile(lock, `${id}\n`);
+  await rename(lock, file);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -44,6 +44,11 @@ const ENV = {
   DATABASE_POOL_SIZE: "4",
 };
 const RECOVERY = { timeoutMs: 90_000 };
+/**
+ * The test cluster trusts local connections, so a password in DATABASE_URL is never asked
+ * for: it only has to stay out of everything the processes write.
+ */
+const PASSWORD = "pg-Secret-9f3k2m";
 const HOLD_UNTIL_RELEASED = "while [ ! -f release ]; do sleep 0.1; done";
 
 let database: Awaited<ReturnType<typeof freshPostgresDatabase>>;
@@ -52,11 +57,14 @@ let api2: ApiProcess;
 
 beforeAll(async () => {
   database = await freshPostgresDatabase("looprun_e2e");
+  const withPassword = new URL(database.url);
+  withPassword.password = PASSWORD;
   stack = await startStack({
     redisUrl: inject("redisUrl"),
-    databaseUrl: database.url,
+    databaseUrl: withPassword.toString(),
     workers: 3,
-    env: ENV,
+    // Info: the start-up lines name the database (its URL without the password).
+    env: { ...ENV, LOG_LEVEL: "info" },
   });
   api2 = await startApiProcess(stack);
 }, 120_000);
@@ -225,6 +233,43 @@ describe("API and workers on PostgreSQL", () => {
       killGroup(agentPid);
     }
   }, 120_000);
+
+  it("keeps the database password out of commands, stored runs and logs", async () => {
+    const { id } = await submit(
+      stack,
+      commandRun('env > env.txt; echo "url: $DATABASE_URL"', {
+        task: `the database password is ${PASSWORD}`,
+        testCommand: "true",
+      }),
+    );
+    const run = await waitForStatus(stack, id, ["succeeded"]);
+    expect(run.task).toBe("the database password is [REDACTED]");
+    const env = readFileSync(join(run.workspace, "env.txt"), "utf8");
+    expect(env).not.toContain("DATABASE_URL");
+    expect(env).not.toContain(PASSWORD);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        `select ((select count(*) from runs where spec::text like $1 or task like $1)
+           + (select count(*) from events where data::text like $1)
+           + (select count(*) from iterations where prompt like $1 or agent::text like $1))::int as n`,
+        [`%${PASSWORD}%`],
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await client.end();
+    }
+    // Every process's whole output (stdout and stderr): their start-up lines name the database.
+    const output = [stack.apiProcess, api2.proc, ...stack.workers]
+      .map((p) => p.output())
+      .join("\n");
+    expect(output).toMatch(
+      /"database":"postgres:\/\/postgres:\[REDACTED\]@127\.0\.0\.1:\d+\/looprun_e2e/,
+    );
+    expect(output).toContain("looprun worker ready");
+    expect(output).not.toContain(PASSWORD);
+  });
 
   it("answers history queries alike through both API processes", async () => {
     for (const path of [

@@ -71,6 +71,8 @@ export async function apiHarness(
     workspacesRoot,
     request,
     untilReady,
+    /** PostgreSQL: removes the database under the API (its connections are terminated). */
+    dropDatabase: () => dropDatabase(),
     async close() {
       if (inspectConnection.status === "ready") {
         await inspect.obliterate({ force: true });

@@ -213,6 +213,26 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
   });
 });
 
+describe("readiness on PostgreSQL", () => {
+  it("reports db down with 503 once the database is gone", async () => {
+    const h = await apiHarness(inject("redisUrl"), "postgres");
+    try {
+      await h.untilReady();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 200,
+        body: { redis: "up", db: "up" },
+      });
+      await h.dropDatabase();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 503,
+        body: { redis: "up", db: "down" },
+      });
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => {
   it("answers 503 unavailable at once and stores nothing", async () => {
     // Port 1 on loopback: nothing listens there.

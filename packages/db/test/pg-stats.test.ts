@@ -77,6 +77,15 @@ describe("PostgreSQL statistics", () => {
     expect(read.newToolCalls.length).toBeGreaterThan(0);
   });
 
+  it("reads live runs for any number of watched ids (one array parameter, not 65535+)", async () => {
+    const ids = Array.from({ length: 70_000 }, (_, i) => `run-${String(i).padStart(4, "0")}`);
+    const live = await repo.liveRuns(ids, "ZZZZZZZZZZZZZZZZZZZZZZZZZZ");
+    const expected = lite.liveRuns(ids.slice(0, 1000), "ZZZZZZZZZZZZZZZZZZZZZZZZZZ");
+    const sorted = (runs: { id: string }[]) => runs.map((r) => r.id).sort();
+    expect(sorted(live)).toEqual(sorted(expected));
+    expect(live.length).toBeGreaterThan(100);
+  });
+
   it("holds the finished runs in the hourly sums, and only them", async () => {
     const { rows } = await pg.database.pool.query<{ summed: number; finished: number }>(
       `select (select sum(runs) from run_stats_hourly)::int as summed,

@@ -1,5 +1,5 @@
 import { ACTIVE_STATUSES, type RunRecord } from "@looprun/core";
-import { gte, inArray, or } from "drizzle-orm";
+import { gte, inArray, or, sql } from "drizzle-orm";
 import { toRunRecord } from "../records";
 import type { PgDb } from "./connection";
 import { runs } from "./schema";
@@ -16,7 +16,8 @@ export async function liveRuns(
   sinceId: string,
 ): Promise<RunRecord[]> {
   const conditions = [inArray(runs.status, [...ACTIVE_STATUSES]), gte(runs.id, sinceId)];
-  if (ids.length > 0) conditions.push(inArray(runs.id, [...ids]));
+  // One array parameter, however many ids (a statement takes at most 65535 parameters).
+  if (ids.length > 0) conditions.push(sql`${runs.id} = any(${sql.param([...ids])}::text[])`);
   const rows = await db
     .select()
     .from(runs)

@@ -1,5 +1,5 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
-import { and, asc, inArray, isNotNull, type SQL, sql } from "drizzle-orm";
+import { and, asc, inArray, isNotNull, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type {
   FinishedIteration,
   MetricsRead,
@@ -34,6 +34,10 @@ interface Watched {
   /** The highest seq of its tool calls already counted. */
   toolSeq: number;
 }
+
+/** `column = any($1)`: one array parameter, however many runs are watched. */
+const anyOf = (column: SQLWrapper, ids: readonly string[]) =>
+  sql`${column} = any(${sql.param([...ids])}::text[])`;
 
 const isActive = (status: string) => (ACTIVE_STATUSES as readonly string[]).includes(status);
 const key = (n: number, attempt: number) => `${n}:${attempt}`;
@@ -131,7 +135,7 @@ export class PgMetricsReader implements MetricsReader {
       const seqs = await tx
         .select({ runId: toolCalls.runId, seq: sql<number>`max(${toolCalls.seq})` })
         .from(toolCalls)
-        .where(inArray(toolCalls.runId, [...watched.keys()]))
+        .where(anyOf(toolCalls.runId, [...watched.keys()]))
         .groupBy(toolCalls.runId);
       for (const s of seqs) {
         const w = watched.get(s.runId);
@@ -152,7 +156,7 @@ export class PgMetricsReader implements MetricsReader {
     const rows = await tx
       .select(finishedColumns)
       .from(iterations)
-      .where(and(inArray(iterations.runId, ids), isNotNull(iterations.finishedAt)));
+      .where(and(anyOf(iterations.runId, ids), isNotNull(iterations.finishedAt)));
     for (const row of rows) {
       const w = watched.get(row.runId);
       const k = key(row.n, row.attempt);
@@ -161,12 +165,9 @@ export class PgMetricsReader implements MetricsReader {
       out.push(toFinished(row));
     }
     // Per run: its calls above the seq already counted.
-    const cursors = sql.join(
-      ids.map((id) => sql`(${id}::text, ${watched.get(id)?.toolSeq ?? 0}::int)`),
-      sql`, `,
-    );
-    const newer = sql`join (values ${cursors}) as c(run_id, after)
-      on c.run_id = tool_calls.run_id and tool_calls.seq > c.after`;
+    const seqs = ids.map((id) => watched.get(id)?.toolSeq ?? 0);
+    const newer = sql`join unnest(${sql.param(ids)}::text[], ${sql.param(seqs)}::int[])
+      as c(run_id, after) on c.run_id = tool_calls.run_id and tool_calls.seq > c.after`;
     const last = await tx.execute<{ run_id: string; last: number }>(
       sql`select tool_calls.run_id, max(tool_calls.seq) as last from tool_calls ${newer}
           group by tool_calls.run_id`,

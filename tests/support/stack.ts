@@ -261,13 +261,19 @@ export async function request<T = any>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The stack: an API process and worker processes on one database, one Redis, one queue prefix
+// The stack: an API process and worker processes on one database (a SQLite file, or
+// PostgreSQL), one Redis, one queue prefix
 
 export interface StackOptions {
   /** @defaultValue inject("redisUrl") — pass it in from the test file */
   redisUrl: string;
   /** Worker processes started with the API. @defaultValue 1 */
   workers?: number;
+  /**
+   * A PostgreSQL database for every process (DATABASE_URL); unset: a SQLite file in the
+   * stack's directory. The caller creates and drops it.
+   */
+  databaseUrl?: string;
   /** Extra environment for every process. */
   env?: Record<string, string>;
 }
@@ -276,7 +282,10 @@ export interface Stack {
   url: string;
   dir: string;
   workspacesRoot: string;
+  /** The SQLite file (unused, and never created, when `databaseUrl` is set). */
   databasePath: string;
+  /** The PostgreSQL database of every process, if any. */
+  databaseUrl: string | undefined;
   prefix: string;
   /** The environment the API and the workers were started with. */
   env: Record<string, string | undefined>;
@@ -319,6 +328,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     PORT: String(port),
     HOST: "127.0.0.1",
     DATABASE_PATH: databasePath,
+    ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : {}),
     WORKSPACES_ROOT: workspacesRoot,
     REDIS_URL: opts.redisUrl,
     LOOPRUN_QUEUE_PREFIX: prefix,
@@ -356,6 +366,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     dir,
     workspacesRoot,
     databasePath,
+    databaseUrl: opts.databaseUrl,
     prefix,
     env,
     apiProcess,

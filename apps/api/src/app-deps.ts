@@ -1,12 +1,13 @@
 import type { Redactor } from "@looprun/core";
-import type { RunRepository } from "@looprun/db";
+import type { RunRepositoryPort } from "@looprun/db";
 import type { Context } from "hono";
 import type { LiveOptions } from "./live/sse-session";
 import type { RunQueue } from "./run-queue";
 import type { WriteBatcher } from "./write-batcher";
 
 export interface AppDeps {
-  repo: RunRepository;
+  /** The database (SQLite or PostgreSQL) behind the API. */
+  repo: RunRepositoryPort;
   queue: RunQueue;
   workspacesRoot: string;
   /** Where the workers keep the workspace snapshots (for rollbacks). @defaultValue .looprun/snapshots */
@@ -31,8 +32,11 @@ export interface AppDeps {
   live?: Partial<LiveOptions>;
   /** Aborted when the server shuts down: open event streams end so that it can close. */
   shutdown?: AbortSignal;
-  /** Group commit of submits (one transaction for those that arrive together); unset: one each. */
+  /**
+   * SQLite only: group commit of submits (one transaction for those that arrive together);
+   * unset: one each. It runs `repo.createRun` synchronously inside its transaction.
+   */
   writeBatcher?: WriteBatcher;
   /** Checks the database for /readyz. */
-  dbHealthy: () => boolean;
+  dbHealthy: () => boolean | Promise<boolean>;
 }

@@ -40,7 +40,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     const redis = await deps.queue.ping();
-    const db = deps.dbHealthy();
+    const db = await deps.dbHealthy();
     const body = { redis: redis ? "up" : "down", db: db ? "up" : "down" };
     return c.json(body, redis && db ? 200 : 503);
   });

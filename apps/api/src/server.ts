@@ -2,7 +2,7 @@ import { dirname, join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { collectSecrets, Redactor, redactingLogOptions } from "@looprun/core";
-import { openDatabase, RunRepository } from "@looprun/db";
+import { openStorage } from "@looprun/db";
 import { pino } from "pino";
 import { createApp } from "./app";
 import type { ApiEnv } from "./env";
@@ -11,10 +11,15 @@ import { WriteBatcher } from "./write-batcher";
 
 export interface ApiServer {
   url: string;
+  /** Where the data is: the SQLite file, or the PostgreSQL URL without its password. */
+  database: string;
   close(): Promise<void>;
 }
 
-/** Starts the HTTP API: opens the database (migrating it) and connects to the queue. */
+/**
+ * Starts the HTTP API: opens the database — PostgreSQL when DATABASE_URL is set, else the
+ * SQLite file — (migrating it) and connects to the queue.
+ */
 export async function startApi(env: ApiEnv): Promise<ApiServer> {
   const redactor = new Redactor(collectSecrets(process.env, env.LOOPRUN_SECRET_ENV));
   const logger = pino({
@@ -22,12 +27,18 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     base: { app: "api" },
     ...redactingLogOptions(redactor),
   });
-  const database = openDatabase(env.DATABASE_PATH);
+  const storage = await openStorage({
+    ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
+    path: env.DATABASE_PATH,
+    applicationName: "looprun-api",
+    maxConnections: env.DATABASE_POOL_SIZE,
+    onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),
+  });
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
   const shutdown = new AbortController();
   const app = createApp(
     {
-      repo: new RunRepository(database.db),
+      repo: storage.repo,
       queue,
       workspacesRoot: resolve(env.WORKSPACES_ROOT),
       // The same default as the workers': `snapshots` next to the database file.
@@ -41,18 +52,17 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       clientKey: (c) => getConnInfo(c).remote.address ?? "unknown",
       live: { pollMs: env.LOOPRUN_SSE_POLL_MS, heartbeatMs: env.LOOPRUN_SSE_HEARTBEAT_MS },
       shutdown: shutdown.signal,
-      writeBatcher: new WriteBatcher({
-        transaction: (fn) => database.sqlite.transaction(fn).immediate(),
-        inTransaction: () => database.sqlite.inTransaction,
-      }),
-      dbHealthy: () => {
-        try {
-          database.sqlite.prepare("select 1").get();
-          return true;
-        } catch {
-          return false;
-        }
-      },
+      // SQLite's submits share transactions (one fsync for those that arrive together);
+      // PostgreSQL's run each in one statement, in parallel on the pool.
+      ...(storage.engine === "sqlite"
+        ? {
+            writeBatcher: new WriteBatcher({
+              transaction: (fn) => storage.database.sqlite.transaction(fn).immediate(),
+              inTransaction: () => storage.database.sqlite.inTransaction,
+            }),
+          }
+        : {}),
+      dbHealthy: () => storage.ping(),
     },
     logger,
   );
@@ -65,14 +75,15 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   const port = typeof address === "object" && address ? address.port : env.PORT;
   const host = env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
   const url = `http://${host}:${port}`;
-  logger.info({ url }, "looprun API listening");
+  logger.info({ url, database: storage.location }, "looprun API listening");
   return {
     url,
+    database: storage.location,
     async close() {
       shutdown.abort();
       await new Promise<void>((done) => server.close(() => done()));
       await queue.close();
-      database.close();
+      await storage.close();
     },
   };
 }

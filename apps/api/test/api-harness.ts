@@ -1,25 +1,49 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RUN_QUEUE } from "@looprun/core";
-import { openDatabase, RunRepository } from "@looprun/db";
+import { RUN_QUEUE, type RunStore } from "@looprun/core";
+import { openStorage, type RunRepositoryPort, type Storage } from "@looprun/db";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
 import { createApp } from "../src/app";
+import type { AppDeps } from "../src/app-deps";
 import { createRunQueue } from "../src/run-queue";
 
-/** The API over `app.request()`, with a real SQLite file and a real Redis queue. */
-export function apiHarness(redisUrl: string) {
+/** The engines behind the API: every test parameterised over them runs on both. */
+export const ENGINES = ["sqlite", "postgres"] as const;
+export type Engine = (typeof ENGINES)[number];
+
+/**
+ * The API over `app.request()`, with a real database — a SQLite file, or a new database on
+ * the test run's PostgreSQL — and a real Redis queue. `store` is the engine's RunStore on the
+ * same database (what a worker writes with).
+ */
+export async function apiHarness(
+  redisUrl: string,
+  engine: Engine = "sqlite",
+  extra: Partial<AppDeps> = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), "looprun-api-test-"));
-  const database = openDatabase(join(dir, "looprun.db"));
-  const repo = new RunRepository(database.db);
+  let storage: Storage;
+  let dropDatabase = async () => {};
+  if (engine === "postgres") {
+    const created = await freshPostgresDatabase("looprun_api");
+    storage = await openStorage({ url: created.url, path: "", maxConnections: 5 });
+    dropDatabase = created.drop;
+  } else {
+    storage = await openStorage({ path: join(dir, "looprun.db") });
+  }
+  const repo: RunRepositoryPort = storage.repo;
+  const store: RunStore = storage.store;
   const prefix = `api-test-${Math.random().toString(36).slice(2)}`;
   const queue = createRunQueue({ redisUrl, prefix });
   const workspacesRoot = join(dir, "workspaces");
-  const app = createApp({ repo, queue, workspacesRoot, dbHealthy: () => true });
+  const app = createApp({ repo, queue, workspacesRoot, dbHealthy: () => storage.ping(), ...extra });
   const inspectConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
   inspectConnection.on("error", () => {});
   const inspect = new Queue(RUN_QUEUE, { connection: inspectConnection, prefix });
+  inspect.on("error", () => {});
 
   const request = async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
@@ -37,14 +61,18 @@ export function apiHarness(redisUrl: string) {
   };
 
   return {
+    engine,
     app,
     repo,
-    database,
+    store,
+    storage,
     queue,
     inspect,
     workspacesRoot,
     request,
     untilReady,
+    /** PostgreSQL: removes the database under the API (its connections are terminated). */
+    dropDatabase: () => dropDatabase(),
     async close() {
       if (inspectConnection.status === "ready") {
         await inspect.obliterate({ force: true });
@@ -52,8 +80,11 @@ export function apiHarness(redisUrl: string) {
       }
       inspectConnection.disconnect();
       await queue.close();
-      database.close();
+      await storage.close();
+      await dropDatabase();
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
+
+export type ApiHarness = Awaited<ReturnType<typeof apiHarness>>;

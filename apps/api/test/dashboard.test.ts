@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/app";
 import { PRESETS } from "../src/dashboard/presets";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness } from "./api-harness";
 
 describe("dashboard pages and assets", () => {
-  let h: ReturnType<typeof apiHarness>;
+  let h: ApiHarness;
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"));
     await h.untilReady();
   });
   afterAll(async () => {

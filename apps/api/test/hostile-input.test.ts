@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { RunSubmission } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseApiEnv } from "../src/env";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness } from "./api-harness";
 
 /** A small seeded PRNG (mulberry32), so a failing case can be replayed. */
 function rng(seed: number) {
@@ -127,9 +127,9 @@ function invalidQueries(count: number, random: () => number): string[] {
 }
 
 describe("hostile input", () => {
-  let h: ReturnType<typeof apiHarness>;
+  let h: ApiHarness;
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"));
     await h.untilReady();
   });
   afterAll(() => h.close());
@@ -144,7 +144,7 @@ describe("hostile input", () => {
       expect(Array.isArray(res.body.error.issues)).toBe(true);
       expect(typeof res.body.error.message).toBe("string");
     }
-    expect(h.repo.listRuns({ limit: 100 }).items).toHaveLength(0);
+    expect((await h.repo.listRuns({ limit: 100 })).items).toHaveLength(0);
     expect((await h.inspect.getJobCounts()).waiting ?? 0).toBe(0);
   });
 

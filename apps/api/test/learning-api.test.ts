@@ -1,12 +1,11 @@
-import { SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import * as R from "../src/openapi/response-schemas";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 
-describe("GET /api/stats/tools: learned patterns", () => {
-  let h: ReturnType<typeof apiHarness>;
+describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) => {
+  let h: ApiHarness;
   beforeEach(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
   });
   afterEach(() => h.close());
@@ -22,7 +21,7 @@ describe("GET /api/stats/tools: learned patterns", () => {
     });
     expect(submitted.status).toBe(202);
     const id: string = submitted.body.id;
-    const store = new SqliteRunStore(h.database.db);
+    const store = h.store;
     const { run } = (await store.claimRun(id))!;
     const call = (isError: boolean, result: string) => ({
       iteration: 1,

@@ -1,8 +1,7 @@
 import type { NewEvent } from "@looprun/core";
-import { SqliteRunStore } from "@looprun/db";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/app";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 import { payload, type SseMessage, SseReader } from "./sse-client";
 
 const body = { task: "live", agent: { type: "command", command: "true" }, testCommand: "true" };
@@ -12,13 +11,13 @@ const event = (type: NewEvent["type"], data: Record<string, unknown> = {}): NewE
   data: { ...data, budget },
 });
 
-describe("live streams over app.request()", () => {
-  let h: ReturnType<typeof apiHarness>;
+describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
+  let h: ApiHarness;
   let app: ReturnType<typeof createApp>;
-  let store: SqliteRunStore;
+  let store: ApiHarness["store"];
 
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
     // Short poll and heartbeat intervals, so that tests wait on little.
     app = createApp({
@@ -28,7 +27,7 @@ describe("live streams over app.request()", () => {
       dbHealthy: () => true,
       live: { pollMs: 20, heartbeatMs: 100 },
     });
-    store = new SqliteRunStore(h.database.db);
+    store = h.store;
   });
   afterAll(async () => {
     await h.close();

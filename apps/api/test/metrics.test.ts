@@ -1,19 +1,18 @@
 import type { IterationRecord } from "@looprun/core";
-import { SqliteRunStore } from "@looprun/db";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/app";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 import { parsePrometheusText, sampleValue } from "./prometheus-text";
 
 const budget = { elapsedMs: 0, remainingIterations: 6 };
 
-describe("GET /metrics", () => {
-  let h: ReturnType<typeof apiHarness>;
-  let store: SqliteRunStore;
+describe.each(ENGINES)("GET /metrics on %s", (engine) => {
+  let h: ApiHarness;
+  let store: ApiHarness["store"];
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
-    store = new SqliteRunStore(h.database.db);
+    store = h.store;
   });
   afterAll(async () => {
     await h.close();

@@ -1,10 +1,9 @@
-import { SqliteRunStore } from "@looprun/db";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
 import { openApiPath } from "../src/openapi/document";
 import * as R from "../src/openapi/response-schemas";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness } from "./api-harness";
 
 type Doc = {
   openapi: string;
@@ -19,10 +18,10 @@ type Doc = {
 };
 
 describe("GET /api/openapi.json", () => {
-  let h: ReturnType<typeof apiHarness>;
+  let h: ApiHarness;
   let doc: Doc;
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"));
     await h.untilReady();
     const res = await h.request("GET", "/api/openapi.json");
     expect(res.status).toBe(200);
@@ -91,7 +90,7 @@ describe("GET /api/openapi.json", () => {
     });
     strictParse(R.RunAccepted, created.body, "POST /api/runs");
     const id = created.body.id as string;
-    const store = new SqliteRunStore(h.database.db);
+    const store = h.store;
     const claimed = await store.claimRun(id);
     const now = Date.now();
     await store.commit(

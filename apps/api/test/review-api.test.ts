@@ -1,9 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, type RunStatus, RunSubmission, runStep } from "@looprun/core";
-import { SqliteRunStore } from "@looprun/db";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 
 const silent = { info() {}, warn() {}, error() {} };
 
@@ -12,11 +11,11 @@ const REVIEWER =
   'if grep -q 2 count.txt; then echo \'{"blockingIssues":[],"nonBlockingIssues":["fine"],"score":90,"fixPlan":[]}\'; ' +
   'else echo \'{"blockingIssues":["count must reach 2"],"nonBlockingIssues":[],"score":10,"fixPlan":["increment count.txt"]}\'; fi';
 
-describe("review, snapshot and stats routes over app.request()", () => {
-  let h: ReturnType<typeof apiHarness>;
+describe.each(ENGINES)("review, snapshot and stats routes over app.request() on %s", (engine) => {
+  let h: ApiHarness;
   let snapshotsDir: string;
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
     snapshotsDir = join(h.workspacesRoot, "..", "snapshots");
   });
@@ -36,7 +35,7 @@ describe("review, snapshot and stats routes over app.request()", () => {
 
   /** Drives a submitted run to its end in this process, as a worker would. */
   const drive = async (runId: string) => {
-    const store = new SqliteRunStore(h.database.db);
+    const store = h.store;
     const res = {
       store,
       logger: silent,
@@ -185,7 +184,7 @@ describe("review, snapshot and stats routes over app.request()", () => {
 
   it("GET /api/stats: convergence across runs in a time window", async () => {
     const day = Date.UTC(2001, 0, 1);
-    const store = new SqliteRunStore(h.database.db);
+    const store = h.store;
     const make = async (
       hour: number,
       status: RunStatus,
@@ -201,7 +200,7 @@ describe("review, snapshot and stats routes over app.request()", () => {
           testCommand: "true",
         }),
       );
-      const run = h.repo.createRun({
+      const run = await h.repo.createRun({
         id: `01STATS${String(hour).padStart(19, "0")}`,
         sessionId: `stats-${hour}`,
         sessionWorkspace: "/tmp/x",

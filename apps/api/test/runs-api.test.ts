@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 
 const valid = {
   task: "make the tests pass",
@@ -9,10 +9,10 @@ const valid = {
   testCommand: "true",
 };
 
-describe("runs API over app.request()", () => {
-  let h: ReturnType<typeof apiHarness>;
+describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
+  let h: ApiHarness;
   beforeAll(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
   });
   afterAll(async () => {
@@ -213,15 +213,35 @@ describe("runs API over app.request()", () => {
   });
 });
 
-describe("runs API while Redis is unreachable", () => {
+describe("readiness on PostgreSQL", () => {
+  it("reports db down with 503 once the database is gone", async () => {
+    const h = await apiHarness(inject("redisUrl"), "postgres");
+    try {
+      await h.untilReady();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 200,
+        body: { redis: "up", db: "up" },
+      });
+      await h.dropDatabase();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 503,
+        body: { redis: "up", db: "down" },
+      });
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => {
   it("answers 503 unavailable at once and stores nothing", async () => {
     // Port 1 on loopback: nothing listens there.
-    const h = apiHarness("redis://127.0.0.1:1");
+    const h = await apiHarness("redis://127.0.0.1:1", engine);
     try {
       const res = await h.request("POST", "/api/runs", valid);
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe("unavailable");
-      expect(h.repo.listRuns({ limit: 10 }).items).toHaveLength(0);
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
       const ready = await h.request("GET", "/readyz");
       expect(ready).toEqual({ status: 503, body: { redis: "down", db: "up" } });
     } finally {
@@ -233,7 +253,7 @@ describe("runs API while Redis is unreachable", () => {
 describe("runs API with API_TOKEN", () => {
   it("answers 401 unauthorized without the bearer token and serves the API with it", async () => {
     const { createApp } = await import("../src/app");
-    const h = apiHarness(inject("redisUrl"));
+    const h = await apiHarness(inject("redisUrl"));
     try {
       const token = "a-token-of-some-length";
       const app = createApp({
@@ -261,7 +281,7 @@ describe("runs API with API_TOKEN", () => {
 
 describe("runs API limits", () => {
   it("answers 413 payload_too_large for a 3 MB body and stores nothing", async () => {
-    const h = apiHarness(inject("redisUrl"));
+    const h = await apiHarness(inject("redisUrl"));
     try {
       await h.untilReady();
       const res = await h.request("POST", "/api/runs", {
@@ -270,7 +290,7 @@ describe("runs API limits", () => {
       });
       expect(res.status).toBe(413);
       expect(res.body.error.code).toBe("payload_too_large");
-      expect(h.repo.listRuns({ limit: 10 }).items).toHaveLength(0);
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
     } finally {
       await h.close();
     }
@@ -278,7 +298,7 @@ describe("runs API limits", () => {
 
   it("answers 429 rate_limited with Retry-After past the per-client limit", async () => {
     const { createApp } = await import("../src/app");
-    const h = apiHarness(inject("redisUrl"));
+    const h = await apiHarness(inject("redisUrl"));
     try {
       const app = createApp({
         repo: h.repo,
@@ -308,7 +328,7 @@ describe("runs API limits", () => {
 
   it("sends no CORS headers unless origins are configured", async () => {
     const { createApp } = await import("../src/app");
-    const h = apiHarness(inject("redisUrl"));
+    const h = await apiHarness(inject("redisUrl"));
     try {
       const plain = await h.app.request("/api/runs", {
         headers: { origin: "https://evil.example" },
@@ -329,9 +349,9 @@ describe("runs API limits", () => {
   });
 });
 
-describe("idempotent submit", () => {
+describe.each(ENGINES)("idempotent submit on %s", (engine) => {
   it("returns the same run for the same key and body, 422 for the same key with another body", async () => {
-    const h = apiHarness(inject("redisUrl"));
+    const h = await apiHarness(inject("redisUrl"), engine);
     try {
       await h.untilReady();
       const post = async (body: unknown, key: string) => {
@@ -354,7 +374,7 @@ describe("idempotent submit", () => {
       expect(first.status).toBe(202);
       expect(again.status).toBe(202);
       expect(again.body.id).toBe(first.body.id);
-      expect(h.repo.listRuns({ sessionId: "idem-1", limit: 10 }).items).toHaveLength(1);
+      expect((await h.repo.listRuns({ sessionId: "idem-1", limit: 10 })).items).toHaveLength(1);
       const other = await post({ ...valid, sessionId: "idem-1", task: "something else" }, "key-1");
       expect(other.status).toBe(422);
       expect(other.body.error?.code).toBe("idempotency_conflict");

@@ -1,7 +1,6 @@
 import type { ApprovalRequest } from "@looprun/core";
-import { SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 
 const valid = {
   task: "fix the cart",
@@ -9,11 +8,11 @@ const valid = {
   testCommand: "true",
 };
 
-/** Issue 9's bodies and answers, over `app.request()` with real SQLite and a real Redis queue. */
-describe("safety-net settings and answers: validation", () => {
-  let h: ReturnType<typeof apiHarness>;
+/** Issue 9's bodies and answers, over `app.request()` with a real database and a real Redis queue. */
+describe.each(ENGINES)("safety-net settings and answers: validation on %s", (engine) => {
+  let h: ApiHarness;
   beforeEach(async () => {
-    h = apiHarness(inject("redisUrl"));
+    h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
   });
   afterEach(() => h.close());
@@ -26,8 +25,8 @@ describe("safety-net settings and answers: validation", () => {
 
   /** Everything a bad request must leave as it was: the run, its events, the queue. */
   const stateOf = async (id: string) => ({
-    run: h.repo.getRun(id),
-    events: h.repo.listEvents(id, 0, 1000).length,
+    run: await h.repo.getRun(id),
+    events: (await h.repo.listEvents(id, 0, 1000)).length,
     jobs: await h.inspect.getJobCounts("waiting", "active", "delayed", "prioritized"),
   });
 
@@ -60,7 +59,7 @@ describe("safety-net settings and answers: validation", () => {
       ).toContain(path);
       expect(res.body.error.message, what).toContain(path);
     }
-    expect(h.repo.listRuns({ limit: 100 }).items).toHaveLength(0);
+    expect((await h.repo.listRuns({ limit: 100 })).items).toHaveLength(0);
     expect(await h.inspect.getJobCounts("waiting", "delayed", "prioritized")).toEqual({
       waiting: 0,
       delayed: 0,
@@ -133,7 +132,7 @@ describe("safety-net settings and answers: validation", () => {
   /** A submitted run that a worker paused for a person (as the engine does). */
   async function waitingRun(approval: Omit<ApprovalRequest, "requestedAt" | "resolvedAt">) {
     const id = await submit({ ...valid, phases: ["planning"], approval: "plan" });
-    const store = new SqliteRunStore(h.database.db);
+    const store = h.store;
     const { run } = (await store.claimRun(id))!;
     await store.commit(
       id,
@@ -201,7 +200,7 @@ describe("safety-net settings and answers: validation", () => {
       summary: "question declined: out of scope",
       approval: null,
     });
-    const events = h.repo.listEvents(id, 0, 1000);
+    const events = await h.repo.listEvents(id, 0, 1000);
     expect(events.slice(-2).map((e) => [e.type, e.data])).toEqual([
       ["approval_rejected", expect.objectContaining({ kind: "question", reason: "out of scope" })],
       ["run_finished", expect.objectContaining({ status: "stopped", reason: "stopped" })],

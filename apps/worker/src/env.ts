@@ -18,8 +18,33 @@ const list = z
     ),
   );
 
+/** `DATABASE_URL`: empty counts as unset; the message never repeats the value (a password). */
+const databaseUrl = z.preprocess(
+  (v) => (typeof v === "string" && v.trim() === "" ? undefined : v),
+  z
+    .string()
+    .refine((v) => /^postgres(ql)?:\/\/\S+$/i.test(v) && URL.canParse(v), {
+      message: "must be a postgres:// or postgresql:// URL (unset it to use DATABASE_PATH)",
+    })
+    .optional(),
+);
+
 export const WorkerEnv = z.object({
+  /** The SQLite file (when DATABASE_URL is unset). */
   DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
+  /**
+   * A PostgreSQL database (`postgres://` or `postgresql://`): the store that API and worker
+   * processes on several hosts share. Wins over DATABASE_PATH. Its password never reaches logs.
+   */
+  DATABASE_URL: databaseUrl,
+  /** PostgreSQL: connections in this process's pool. */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  /**
+   * Unset: this worker's reconciler enqueues again any unfinished run of the database that its
+   * queue lost. Set (to the API's WORKSPACES_ROOT): only the runs whose workspace lies inside
+   * it — one cell per host on a shared PostgreSQL, sessions pinned to their cell.
+   */
+  WORKSPACES_ROOT: z.string().min(1).optional(),
   REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
   LOOPRUN_QUEUE_PREFIX: z
     .string()

@@ -1,15 +1,21 @@
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
-import type { RunRepository } from "@looprun/db";
+import type { RunRepositoryPort } from "@looprun/db";
 import type { Queue } from "bullmq";
 
 export interface ReconcilerOptions {
-  repo: RunRepository;
+  repo: Pick<RunRepositoryPort, "listUnfinishedRuns" | "getRun" | "finalizeStop">;
   queue: Queue<RunJob>;
   /** Ends a run whose job failed for good. */
   failRun: (runId: string, message: string) => Promise<void>;
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void };
   /** @defaultValue 5000 — runs younger than this may not be enqueued yet by the API */
   graceMs?: number;
+  /**
+   * Only the runs whose workspace lies inside this directory are this queue's (a cell of its
+   * own on a shared database: README, "Scaling beyond one machine"). @defaultValue every run
+   */
+  workspacesRoot?: string;
   now?: () => number;
 }
 
@@ -24,17 +30,19 @@ export async function reconcile(
 ): Promise<{ enqueued: string[]; stopped: string[]; failed: string[] }> {
   const now = opts.now ?? Date.now;
   const result = { enqueued: [] as string[], stopped: [] as string[], failed: [] as string[] };
-  for (const run of opts.repo.listUnfinishedRuns(now() - (opts.graceMs ?? 5000))) {
+  const ours = opts.workspacesRoot === undefined ? () => true : inside(opts.workspacesRoot);
+  for (const run of await opts.repo.listUnfinishedRuns(now() - (opts.graceMs ?? 5000))) {
+    if (!ours(run.workspace)) continue;
     const job = await opts.queue.getJob(run.id);
     const state = job ? await job.getState() : "missing";
     // The list was read before the job's state: the run may have finished since (its job then
     // completes) or been stopped. Act on the run as it is now, not re-enqueue a finished one.
-    const current = opts.repo.getRun(run.id);
+    const current = await opts.repo.getRun(run.id);
     if (current === null || !["queued", "running", "stopping"].includes(current.status)) continue;
     if (state === "missing" || state === "unknown" || state === "completed") {
       if (current.status === "stopping") {
         if (job) await job.remove().catch(() => {});
-        opts.repo.finalizeStop(run.id, now());
+        await opts.repo.finalizeStop(run.id, now());
         result.stopped.push(run.id);
         continue;
       }
@@ -51,4 +59,13 @@ export async function reconcile(
     opts.logger.warn(result, "reconciled runs with the queue");
   }
   return result;
+}
+
+/** Whether a path lies inside `root` (or is it). */
+function inside(root: string): (path: string) => boolean {
+  const base = resolve(root);
+  return (path) => {
+    const rel = relative(base, resolve(path));
+    return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+  };
 }

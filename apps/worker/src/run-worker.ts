@@ -11,7 +11,7 @@ import {
   runStep,
   stopChannel,
 } from "@looprun/core";
-import { openDatabase, RunRepository, SqliteRunStore } from "@looprun/db";
+import { openStorage } from "@looprun/db";
 import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
@@ -45,11 +45,18 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     base: { app: "worker", pid: process.pid },
     ...redactingLogOptions(redactor),
   });
-  // A worker's writes are checkpoints it can redo (see OpenDatabaseOptions.synchronous): not
-  // one fsync per write, as for the API's acceptance of a run.
-  const database = openDatabase(env.DATABASE_PATH, { synchronous: "NORMAL" });
-  const store = new SqliteRunStore(database.db);
-  const repo = new RunRepository(database.db);
+  // PostgreSQL when DATABASE_URL is set (workers on several hosts), else the SQLite file. A
+  // worker's SQLite writes are checkpoints it can redo (see OpenDatabaseOptions.synchronous):
+  // not one fsync per write, as for the API's acceptance of a run.
+  const storage = await openStorage({
+    ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
+    path: env.DATABASE_PATH,
+    sqliteSynchronous: "NORMAL",
+    applicationName: "looprun-worker",
+    maxConnections: env.DATABASE_POOL_SIZE,
+    onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),
+  });
+  const { store, repo } = storage;
   const resources: EngineResources = {
     store,
     logger,
@@ -185,14 +192,21 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix });
   let reconciling: Promise<unknown> = Promise.resolve();
   const reconcileNow = () => {
-    reconciling = reconcile({ repo, queue, failRun: failForGood, logger }).catch((err: unknown) =>
-      logger.warn({ err }, "reconcile failed"),
-    );
+    reconciling = reconcile({
+      repo,
+      queue,
+      failRun: failForGood,
+      logger,
+      ...(env.WORKSPACES_ROOT !== undefined ? { workspacesRoot: env.WORKSPACES_ROOT } : {}),
+    }).catch((err: unknown) => logger.warn({ err }, "reconcile failed"));
   };
   reconcileNow();
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
   reconcileTimer.unref();
-  logger.info({ concurrency: env.WORKER_CONCURRENCY }, "looprun worker ready");
+  logger.info(
+    { concurrency: env.WORKER_CONCURRENCY, database: storage.location },
+    "looprun worker ready",
+  );
 
   return {
     async close() {
@@ -203,7 +217,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       await queue.close();
       await subscriber.quit().catch(() => subscriber.disconnect());
       await connection.quit().catch(() => connection.disconnect());
-      database.close();
+      await storage.close();
       logger.info("looprun worker closed");
     },
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, Redactor } from "../src/util/redactor";
+import { collectSecrets, REDACTED, Redactor } from "../src/util/redactor";
 
 describe("Redactor", () => {
   const r = new Redactor(["the-api-token-value", "mistral-key-abcdef", undefined, "abc"]);
@@ -54,5 +54,32 @@ describe("Redactor on commands", () => {
       ),
     ).toBe(`echo OPENAI_API_KEY=${REDACTED}; head -c 10 /dev/zero | tr x y`);
     expect(r.text("GH_TOKEN=abcdefgh12345678 gh pr list")).toBe(`GH_TOKEN=${REDACTED} gh pr list`);
+  });
+});
+
+describe("secrets in URLs", () => {
+  it("redacts the password of any URL with credentials, however short", () => {
+    const r = new Redactor();
+    expect(r.text("connect postgres://looprun:pw@db.internal:5432/looprun failed")).toBe(
+      `connect postgres://looprun:${REDACTED}@db.internal:5432/looprun failed`,
+    );
+    expect(r.text("redis://:s3cr3t-pass@cache:6379/0")).toBe(`redis://:${REDACTED}@cache:6379/0`);
+    expect(r.text("see https://example.com/a:b@c")).toBe("see https://example.com/a:b@c");
+  });
+
+  it("collects the passwords of DATABASE_URL and REDIS_URL, as written and decoded", () => {
+    const secrets = collectSecrets({
+      DATABASE_URL: "postgresql://app:p%40ss%2Fword-1@db:5432/looprun?sslmode=require",
+      REDIS_URL: "redis://127.0.0.1:6379",
+    });
+    expect(secrets).toContain("p%40ss%2Fword-1");
+    expect(secrets).toContain("p@ss/word-1");
+    const r = new Redactor(secrets);
+    // A driver's error message may carry the decoded password on its own.
+    expect(r.text('password "p@ss/word-1" was refused')).toBe(`password "${REDACTED}" was refused`);
+    expect(collectSecrets({ DATABASE_URL: "postgres://app@db/looprun" })).toEqual([]);
+    expect(
+      collectSecrets({ DATABASE_URL: "postgres://db/looprun?user=app&password=from-a-param" }),
+    ).toContain("from-a-param");
   });
 });

@@ -1,6 +1,12 @@
 import { RUN_STATUSES, type RunStatus } from "@looprun/core";
 import type { Db } from "./connection";
-import { hourWindow, iterationsByOutcome, runsByStatus } from "./stats-hourly";
+import {
+  hourWindow,
+  type IterationsByOutcomeRow,
+  iterationsByOutcome,
+  type RunsByStatusRow,
+  runsByStatus,
+} from "./stats-hourly";
 
 export interface ConvergenceStatsFilter {
   /** Epoch ms, inclusive: runs created at or after it. */
@@ -40,6 +46,14 @@ const round = (x: number | null, digits = 0) => {
  */
 export function convergenceStats(db: Db, filter: ConvergenceStatsFilter): ConvergenceStats {
   const window = hourWindow(filter.since, filter.until);
+  return foldConvergence(runsByStatus(db, window), iterationsByOutcome(db, window));
+}
+
+/** The answer of `GET /api/stats` from the window's sums (either engine's). */
+export function foldConvergence(
+  runRows: readonly RunsByStatusRow[],
+  iterationRows: readonly IterationsByOutcomeRow[],
+): ConvergenceStats {
   const byStatus = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
   let total = 0;
   let iterationsSum = 0;
@@ -47,7 +61,7 @@ export function convergenceStats(db: Db, filter: ConvergenceStatsFilter): Conver
   let reviewBlockings = 0;
   const converged = { iterations: 0, iterationsRuns: 0, durationMs: 0, durationRuns: 0 };
   const reasons = new Map<string, number>();
-  for (const row of runsByStatus(db, window)) {
+  for (const row of runRows) {
     byStatus[row.status as RunStatus] = (byStatus[row.status as RunStatus] ?? 0) + row.runs;
     total += row.runs;
     iterationsSum += row.iterations;
@@ -67,7 +81,7 @@ export function convergenceStats(db: Db, filter: ConvergenceStatsFilter): Conver
   let iterationMs = 0;
   let timed = 0;
   const outcomes = new Map<string, number>();
-  for (const row of iterationsByOutcome(db, window)) {
+  for (const row of iterationRows) {
     iterationMs += row.durationMs;
     timed += row.timed;
     const outcome = row.outcome === "" ? "unknown" : row.outcome;

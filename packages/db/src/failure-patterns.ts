@@ -93,14 +93,24 @@ export function patternConditions(filter: PatternFilter) {
 
 /** Patterns across workspaces (or of one), most failures first, then the most recent. */
 export function listPatterns(db: Db, filter: PatternFilter): FailurePattern[] {
-  return db
-    .select()
-    .from(failurePatterns)
-    .where(patternConditions(filter))
-    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
-    .limit(filter.limit)
-    .all()
-    .map(toFailurePattern);
+  return (
+    db
+      .select()
+      .from(failurePatterns)
+      .where(patternConditions(filter))
+      // Ties (patterns of one commit share their time) in key order: the same on every engine.
+      .orderBy(
+        desc(failurePatterns.failures),
+        desc(failurePatterns.lastSeenAt),
+        failurePatterns.scope,
+        failurePatterns.workspace,
+        failurePatterns.subject,
+        failurePatterns.shape,
+      )
+      .limit(filter.limit)
+      .all()
+      .map(toFailurePattern)
+  );
 }
 
 /** A workspace's patterns, most failures first, then the most recent. */

@@ -6,7 +6,16 @@ export type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-sta
 export { convergenceStats } from "./convergence-stats";
 export type { PatternFilter } from "./failure-patterns";
 export type { IterationSample } from "./live-queries";
+export type {
+  FinishedIteration,
+  MetricsRead,
+  MetricsReader,
+  ToolCallCount,
+} from "./metrics-reader";
+export type { OpenStorageOptions, Storage } from "./open-storage";
+export { isPostgresUrl, openStorage, redactUrl } from "./open-storage";
 export type { ReviewArtifactRow, ToolCallRow } from "./records";
+export type { MaybePromise, RunRepositoryPort } from "./repository";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";
 export { IdempotencyConflictError, RunRepository } from "./run-repository";
 export { SqliteRunStore } from "./sqlite-run-store";

@@ -26,13 +26,8 @@ import {
   convergenceStats,
 } from "./convergence-stats";
 import { listPatterns, type PatternFilter } from "./failure-patterns";
-import {
-  iterationsAfter,
-  liveRuns,
-  runCountsByStatus,
-  tokenTotal,
-  toolCallsAfter,
-} from "./live-queries";
+import { liveRuns } from "./live-queries";
+import { type MetricsReader, SqliteMetricsReader } from "./metrics-reader";
 import {
   appendRunQueued,
   ensureSession,
@@ -47,6 +42,7 @@ import {
   toRunRecord,
   toSessionRecord,
 } from "./records";
+import type { RunRepositoryPort } from "./repository";
 import { recordRollback } from "./rollbacks";
 import {
   events,
@@ -104,8 +100,11 @@ function isUniqueViolation(error: unknown): boolean {
   );
 }
 
-/** What the API reads and writes: runs as a client sees them. */
-export class RunRepository {
+/**
+ * What the API reads and writes on SQLite: runs as a client sees them. Synchronous (the API's
+ * write batcher runs `createRun` inside its group-commit transaction).
+ */
+export class RunRepository implements RunRepositoryPort {
   constructor(private readonly db: Db) {}
 
   /**
@@ -290,14 +289,10 @@ export class RunRepository {
     return liveRuns(this.db, ids, sinceId);
   }
 
-  /** Reads for the Prometheus metrics (see live-queries.ts). */
-  readonly metrics = {
-    runCountsByStatus: () => runCountsByStatus(this.db),
-    tokenTotal: () => tokenTotal(this.db),
-    iterationsAfter: (afterRowid: number, limit: number) =>
-      iterationsAfter(this.db, afterRowid, limit),
-    toolCallsAfter: (afterRowid: number) => toolCallsAfter(this.db, afterRowid),
-  };
+  /** A reader for the Prometheus metrics (see metrics-reader.ts). */
+  metricsReader(): MetricsReader {
+    return new SqliteMetricsReader(this.db);
+  }
 
   /** Convergence across the runs created in a time window (`GET /api/stats`). */
   convergenceStats(filter: ConvergenceStatsFilter): ConvergenceStats {

@@ -29,7 +29,7 @@ export interface ToolStats {
   commonErrors: { server: string; tool: string; error: string; count: number }[];
 }
 
-type ToolRows = {
+export type ToolRows = {
   rows: { server: string; tool: string; calls: number; failures: number; mean: number }[];
   errors: ToolStats["commonErrors"];
 };
@@ -56,7 +56,8 @@ function ofRun(db: Db, filter: ToolStatsFilter): ToolRows {
     .from(toolCalls)
     .where(cond)
     .groupBy(toolCalls.server, toolCalls.tool)
-    .orderBy(desc(count()))
+    // Ties in a fixed (byte) order, the same on every engine.
+    .orderBy(desc(count()), toolCalls.server, toolCalls.tool)
     .all();
   const errorText = sql<string>`substr(${toolCalls.result}, 1, 200)`;
   const errors = db
@@ -64,7 +65,7 @@ function ofRun(db: Db, filter: ToolStatsFilter): ToolRows {
     .from(toolCalls)
     .where(and(cond, eq(toolCalls.isError, true)))
     .groupBy(toolCalls.server, toolCalls.tool, errorText)
-    .orderBy(desc(count()))
+    .orderBy(desc(count()), toolCalls.server, toolCalls.tool, errorText)
     .limit(10)
     .all();
   return { rows, errors };
@@ -72,8 +73,11 @@ function ofRun(db: Db, filter: ToolStatsFilter): ToolRows {
 
 /** Tool success rates, mean durations and the most common errors, for one run or all. */
 export function toolStats(db: Db, filter: ToolStatsFilter): ToolStats {
-  const { rows, errors } =
-    filter.runId === undefined ? inWindow(db, filter.since) : ofRun(db, filter);
+  return foldToolStats(filter.runId === undefined ? inWindow(db, filter.since) : ofRun(db, filter));
+}
+
+/** The answer of `GET /api/stats/tools` (without the patterns) from per-tool rows. */
+export function foldToolStats({ rows, errors }: ToolRows): ToolStats {
   const calls = rows.reduce((n, r) => n + r.calls, 0);
   const failed = rows.reduce((n, r) => n + Number(r.failures), 0);
   const totalMs = rows.reduce((n, r) => n + Number(r.mean) * r.calls, 0);

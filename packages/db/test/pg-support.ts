@@ -1,18 +1,8 @@
 import { openPgDatabase, type PgDatabase } from "@looprun/db/pg";
 import { sql } from "drizzle-orm";
-import { inject } from "vitest";
-import { createDatabase } from "../../../tests/support/postgres";
+import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
 
-/**
- * The superuser URL of the test run's PostgreSQL (global-setup.ts). Without one the
- * PostgreSQL suites fail with the reason — they are never skipped in silence.
- */
-export function postgresAdminUrl(): string {
-  const url = inject("postgresUrl");
-  if (!url)
-    throw new Error(`PostgreSQL is not available for the tests: ${inject("postgresError")}`);
-  return url;
-}
+export { postgresAdminUrl } from "../../../tests/support/pg-test-database";
 
 /** A new database on the test cluster, migrated; `drop` closes and removes it. */
 export async function freshPgDatabase(): Promise<{
@@ -20,7 +10,7 @@ export async function freshPgDatabase(): Promise<{
   database: PgDatabase;
   drop(): Promise<void>;
 }> {
-  const created = await createDatabase(postgresAdminUrl());
+  const created = await freshPostgresDatabase();
   const database = await openPgDatabase(created.url, { applicationName: "looprun-test" });
   return {
     url: created.url,

@@ -1,12 +1,12 @@
 import { ACTIVE_STATUSES, type RunRecord } from "@looprun/core";
-import type { RunRepository } from "@looprun/db";
+import type { RunRepositoryPort } from "@looprun/db";
 import { encodeTime } from "ulid";
 
 /** How far back the feed looks for runs created between two polls (covers clock skew between API instances). */
 const CREATED_WINDOW_MS = 5 * 60_000;
 
 export interface RunFeedOptions {
-  repo: Pick<RunRepository, "liveRuns">;
+  repo: Pick<RunRepositoryPort, "liveRuns">;
   /** @defaultValue 250 */
   pollMs?: number;
   /** @defaultValue Date.now */
@@ -33,15 +33,20 @@ function fingerprint(run: RunRecord): string {
 }
 
 /**
- * Changes of runs, for list views. Workers write runs into the SQLite file from other
- * processes, so one poller per API process compares what it reads with what it saw last, and
- * fans the changed runs out to every subscriber. It runs only while someone listens.
+ * Changes of runs, for list views. Workers write runs into the database from other processes
+ * (and hosts), so one poller per API process compares what it reads with what it saw last, and
+ * fans the changed runs out to every subscriber. It runs only while someone listens; a poll
+ * that is still reading when the next is due lets that one pass.
  */
 export class RunFeed {
   private readonly listeners = new Set<Listener>();
   /** id → fingerprint of every run returned by the last poll; active ones are re-read next time. */
   private seen = new Map<string, { fingerprint: string; active: boolean }>();
   private timer: NodeJS.Timeout | null = null;
+  /** The poll under way, if any. */
+  private polling: Promise<void> | null = null;
+  /** Bumped by `stop()`: a poll that was under way then does not touch the new state. */
+  private generation = 0;
   private readonly pollMs: number;
   private readonly now: () => number;
 
@@ -54,8 +59,10 @@ export class RunFeed {
   subscribe(listener: Listener): () => void {
     if (this.listeners.size === 0) {
       // A silent first poll: subscribers get changes, the current state comes from GET /api/runs.
-      this.poll(false);
-      this.timer = setInterval(() => this.poll(true), this.pollMs);
+      // A poll of an earlier subscription may still be reading: it is ignored (generation).
+      this.polling = null;
+      this.tick(false);
+      this.timer = setInterval(() => this.tick(true), this.pollMs);
       this.timer.unref();
     }
     this.listeners.add(listener);
@@ -68,18 +75,29 @@ export class RunFeed {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    this.seen.clear();
+    this.seen = new Map();
+    this.generation += 1;
   }
 
-  private poll(emit: boolean): void {
+  private tick(emit: boolean): void {
+    if (this.polling) return;
+    const polling = this.poll(emit).finally(() => {
+      if (this.polling === polling) this.polling = null;
+    });
+    this.polling = polling;
+  }
+
+  private async poll(emit: boolean): Promise<void> {
+    const generation = this.generation;
     const watched = [...this.seen].filter(([, s]) => s.active).map(([id]) => id);
     const sinceId = `${encodeTime(Math.max(0, this.now() - CREATED_WINDOW_MS), 10)}${"0".repeat(16)}`;
     let runs: RunRecord[];
     try {
-      runs = this.opts.repo.liveRuns(watched, sinceId);
+      runs = await this.opts.repo.liveRuns(watched, sinceId);
     } catch {
       return; // A busy or closed database: try again at the next tick.
     }
+    if (generation !== this.generation) return;
     const next = new Map<string, { fingerprint: string; active: boolean }>();
     const changed: RunRecord[] = [];
     for (const run of runs) {

@@ -1,20 +1,32 @@
-import { isTerminal, RUN_STATUSES, type RunStatus } from "@looprun/core";
-import type { IterationSample, RunRepository } from "@looprun/db";
+import { RUN_STATUSES } from "@looprun/core";
+import type { FinishedIteration, MetricsReader, RunRepositoryPort } from "@looprun/db";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RunQueue } from "../run-queue";
 
 const SECONDS = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
-const PAGE = 2000;
+
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A total order on what the metrics see of an iteration. */
+function byContent(a: FinishedIteration, b: FinishedIteration): number {
+  return (
+    a.finishedAt - b.finishedAt ||
+    a.startedAt - b.startedAt ||
+    byteOrder(a.outcome ?? a.status, b.outcome ?? b.status) ||
+    (a.agentMs ?? -1) - (b.agentMs ?? -1) ||
+    (a.validationMs ?? -1) - (b.validationMs ?? -1)
+  );
+}
 
 export interface MetricsSources {
-  repo: Pick<RunRepository, "metrics">;
+  repo: Pick<RunRepositoryPort, "metricsReader">;
   queue: Pick<RunQueue, "jobCounts">;
 }
 
 /**
  * Prometheus metrics derived from the database (workers write it; the API runs no iteration).
  * Gauges are read on each scrape with cheap aggregate queries; iterations and tool calls are
- * appended rows, read incrementally by rowid, so a scrape only reads what is new since the last.
+ * read incrementally (see `MetricsReader`), so a scrape only reads what is new since the last.
  */
 export class MetricsCollector {
   readonly registry = new Registry();
@@ -72,79 +84,60 @@ export class MetricsCollector {
     registers: [this.registry],
   });
 
-  /** Every iteration at or below it is settled (counted, or never to finish). */
-  private iterationCursor = 0;
-  /** Iterations above the cursor already counted. */
-  private readonly counted = new Set<number>();
-  private toolCallCursor = 0;
+  private readonly reader: MetricsReader;
+  private last: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly sources: MetricsSources) {}
+  constructor(private readonly sources: MetricsSources) {
+    this.reader = sources.repo.metricsReader();
+  }
 
   get contentType(): string {
     return this.registry.contentType;
   }
 
   /** The metrics in Prometheus' text format, brought up to date first. */
-  async scrape(): Promise<string> {
-    this.refreshFromDb();
-    await this.refreshQueue();
-    return this.registry.metrics();
+  scrape(): Promise<string> {
+    // One at a time: the reader's cursors move with each read (concurrent scrapes would race).
+    const next = this.last
+      .catch(() => {})
+      .then(async () => {
+        await this.refreshFromDb();
+        await this.refreshQueue();
+        return this.registry.metrics();
+      });
+    this.last = next;
+    return next;
   }
 
-  private refreshFromDb(): void {
-    const { metrics } = this.sources.repo;
+  private async refreshFromDb(): Promise<void> {
+    const finished: FinishedIteration[] = [];
+    const read = await this.reader.read((it) => finished.push(it));
+    // In one canonical order, whatever order the engine read them in: a label's series is
+    // created by its first observation, and the text lists series in that order.
+    for (const it of finished.sort(byContent)) this.observe(it);
     this.runs.reset();
     for (const status of RUN_STATUSES) this.runs.set({ status }, 0);
-    for (const row of metrics.runCountsByStatus()) this.runs.set({ status: row.status }, row.count);
+    for (const row of read.runCountsByStatus) this.runs.set({ status: row.status }, row.count);
 
     this.tokens.reset();
-    this.tokens.inc(metrics.tokenTotal());
+    this.tokens.inc(read.tokenTotal);
 
-    const calls = metrics.toolCallsAfter(this.toolCallCursor);
-    for (const c of calls.counts) {
+    const calls = [...read.newToolCalls].sort((a, b) =>
+      byteOrder(`${a.server}\0${a.tool}`, `${b.server}\0${b.tool}`),
+    );
+    for (const c of calls) {
       this.toolCalls.inc({ server: c.server, tool: c.tool }, c.calls);
       // Created at 0 too, so every tool has both series.
       this.toolFailures.inc({ server: c.server, tool: c.tool }, c.failures);
     }
-    this.toolCallCursor = calls.lastRowid;
-
-    this.readIterations();
   }
 
-  private readIterations(): void {
-    let after = this.iterationCursor;
-    let frontierOpen = true;
-    for (;;) {
-      const rows = this.sources.repo.metrics.iterationsAfter(after, PAGE);
-      for (const row of rows) {
-        after = row.rowid;
-        const finished = row.finishedAt !== null;
-        if (finished && !this.counted.has(row.rowid)) {
-          this.observe(row);
-          this.counted.add(row.rowid);
-        }
-        // An unfinished iteration of a finished run never finishes: it no longer holds the cursor.
-        const settled = finished || isTerminal(row.runStatus as RunStatus);
-        if (frontierOpen && settled) {
-          this.iterationCursor = row.rowid;
-          this.counted.delete(row.rowid);
-        } else {
-          frontierOpen = false;
-        }
-      }
-      if (rows.length < PAGE) return;
-    }
-  }
-
-  private observe(row: IterationSample): void {
-    this.iterations.inc({ outcome: row.outcome ?? row.status });
-    if (row.finishedAt !== null) {
-      this.iterationSeconds.observe(Math.max(0, row.finishedAt - row.startedAt) / 1000);
-    }
-    if (row.agent) this.phaseSeconds.observe({ phase: "agent" }, row.agent.durationMs / 1000);
-    if (row.validation.length > 0) {
-      const ms = row.validation.reduce((sum, v) => sum + v.durationMs, 0);
-      this.phaseSeconds.observe({ phase: "validation" }, ms / 1000);
+  private observe(it: FinishedIteration): void {
+    this.iterations.inc({ outcome: it.outcome ?? it.status });
+    this.iterationSeconds.observe(Math.max(0, it.finishedAt - it.startedAt) / 1000);
+    if (it.agentMs !== null) this.phaseSeconds.observe({ phase: "agent" }, it.agentMs / 1000);
+    if (it.validationMs !== null) {
+      this.phaseSeconds.observe({ phase: "validation" }, it.validationMs / 1000);
     }
   }
 

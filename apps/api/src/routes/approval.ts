@@ -60,8 +60,8 @@ export function approvalRoutes(deps: AppDeps): Hono {
   const approveBody = async (c: Context): Promise<ApproveBody> =>
     (await c.req.text()).trim() === "" ? {} : parseBody(c, ApproveBody);
 
-  const loadRun = (id: string) => {
-    if (!deps.repo.getRun(id)) throw notFound(`run ${id}`);
+  const loadRun = async (id: string) => {
+    if (!(await deps.repo.getRun(id))) throw notFound(`run ${id}`);
   };
 
   const queueAgain = async (id: string) => {
@@ -75,33 +75,37 @@ export function approvalRoutes(deps: AppDeps): Hono {
 
   app.post("/:id/approve", async (c) => {
     const id = c.req.param("id");
-    loadRun(id);
+    await loadRun(id);
     const body = await approveBody(c);
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const edited = body.plan === undefined ? null : redact(body.plan);
-    const result = settled(id, "an approval", deps.repo.approvals.approve(id, now(), edited));
+    const result = settled(id, "an approval", await deps.repo.approvals.approve(id, now(), edited));
     await queueAgain(id);
     return c.json({ id, status: result.run.status }, 202);
   });
 
   app.post("/:id/reply", async (c) => {
     const id = c.req.param("id");
-    loadRun(id);
+    await loadRun(id);
     const { message } = await parseBody(c, ReplyBody);
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
-    const result = settled(id, "a reply", deps.repo.approvals.reply(id, now(), redact(message)));
+    const result = settled(
+      id,
+      "a reply",
+      await deps.repo.approvals.reply(id, now(), redact(message)),
+    );
     await queueAgain(id);
     return c.json({ id, status: result.run.status }, 202);
   });
 
   app.post("/:id/reject", async (c) => {
     const id = c.req.param("id");
-    loadRun(id);
+    await loadRun(id);
     const { reason } = await parseBody(c, RejectBody);
     const result = settled(
       id,
       "a rejection",
-      deps.repo.approvals.reject(id, now(), redact(reason)),
+      await deps.repo.approvals.reject(id, now(), redact(reason)),
     );
     return c.json({ id, status: result.run.status }, 200);
   });

@@ -66,10 +66,10 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     });
   });
 
-  app.get("/:id/events/stream", (c) => {
+  app.get("/:id/events/stream", async (c) => {
     const q = parseQuery(c, EventsStreamQuery);
     const id = c.req.param("id");
-    if (!deps.repo.getRun(id)) throw notFound(`run ${id}`);
+    if (!(await deps.repo.getRun(id))) throw notFound(`run ${id}`);
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
     return streamSSE(c, async (stream) => {
       const session = new SseSession(stream, live, deps.shutdown);
@@ -77,8 +77,8 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
       while (session.open) {
         // The run is read before its events: when it is already finished, its run_finished
         // event (written in the same transaction) is in the page read next.
-        const run = deps.repo.getRun(id);
-        const page = deps.repo.listEvents(id, last, PAGE);
+        const run = await deps.repo.getRun(id);
+        const page = await deps.repo.listEvents(id, last, PAGE);
         for (const event of page) {
           await session.send(event.type, presentEvent(event), event.seq);
           last = event.seq;

@@ -26,10 +26,10 @@ export function rollbackRoutes(deps: AppDeps): Hono {
 
   app.post("/:id/rollback", async (c) => {
     const id = c.req.param("id");
-    const run = deps.repo.getRun(id);
+    const run = await deps.repo.getRun(id);
     if (!run) throw notFound(`run ${id}`);
     const { iteration } = await parseBody(c, RollbackBody);
-    const activeRunId = deps.repo.activeRunOf(run.sessionId);
+    const activeRunId = await deps.repo.activeRunOf(run.sessionId);
     if (activeRunId !== null || inFlight.has(run.sessionId)) {
       throw new ApiError(
         409,
@@ -41,7 +41,7 @@ export function rollbackRoutes(deps: AppDeps): Hono {
     const snapshot =
       iteration === 0
         ? run.baselineSnapshot
-        : (deps.repo.artifacts.iterationSnapshot(run.id, iteration)?.snapshotId ?? null);
+        : ((await deps.repo.artifacts.iterationSnapshot(run.id, iteration))?.snapshotId ?? null);
     if (snapshot === null) {
       throw notFound(
         iteration === 0
@@ -62,7 +62,7 @@ export function rollbackRoutes(deps: AppDeps): Hono {
       inFlight.delete(run.sessionId);
     }
     const data = { iteration, snapshot, before: restored.before, files: restored.files };
-    deps.repo.recordRollback(run.id, data, now());
+    await deps.repo.recordRollback(run.id, data, now());
     return c.json({ id: run.id, ...data });
   });
 

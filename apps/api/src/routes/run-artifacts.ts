@@ -14,8 +14,8 @@ export const TRUNCATED_HEADER = "X-Looprun-Diff-Truncated";
 export function runArtifactRoutes(deps: AppDeps): Hono {
   const app = new Hono();
 
-  const loadRun = (id: string) => {
-    const run = deps.repo.getRun(id);
+  const loadRun = async (id: string) => {
+    const run = await deps.repo.getRun(id);
     if (!run) throw notFound(`run ${id}`);
     return run;
   };
@@ -23,12 +23,12 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
   // The diff of iteration n against the snapshot before it (the previous iteration's, or the
   // baseline), as text/plain. An iteration without a snapshot (still running, interrupted)
   // has none yet: 404.
-  app.get("/:id/iterations/:n/diff", (c) => {
+  app.get("/:id/iterations/:n/diff", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
+    const run = await loadRun(c.req.param("id"));
     const raw = c.req.param("n");
     const n = /^[1-9][0-9]{0,8}$/.test(raw) ? Number(raw) : null;
-    const snapshot = n === null ? null : deps.repo.artifacts.iterationSnapshot(run.id, n);
+    const snapshot = n === null ? null : await deps.repo.artifacts.iterationSnapshot(run.id, n);
     if (snapshot === null) throw notFound(`a snapshot of iteration ${raw} of run ${run.id}`);
     c.header("X-Looprun-Snapshot", snapshot.snapshotId);
     if (snapshot.diffTruncated) c.header(TRUNCATED_HEADER, `${snapshot.diffBytes} bytes in total`);
@@ -37,10 +37,10 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
 
   // The run's whole change, baseline → latest snapshot: `git apply` applies it to the
   // workspace as it was before the run. 404 before the first iteration's snapshot.
-  app.get("/:id/patch", (c) => {
+  app.get("/:id/patch", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    const change = deps.repo.artifacts.change(run.id);
+    const run = await loadRun(c.req.param("id"));
+    const change = await deps.repo.artifacts.change(run.id);
     if (change === null)
       throw notFound(`a patch of run ${run.id} (no iteration has been snapshotted yet)`);
     if (change.patch === null) {
@@ -53,12 +53,15 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
     return c.text(change.patch);
   });
 
-  app.get("/:id/artifacts", (c) => {
+  app.get("/:id/artifacts", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    const change = deps.repo.artifacts.change(run.id);
+    const run = await loadRun(c.req.param("id"));
+    const [change, phases] = await Promise.all([
+      deps.repo.artifacts.change(run.id),
+      deps.repo.artifacts.phases(run.id),
+    ]);
     return c.json({
-      items: deps.repo.artifacts.phases(run.id).map(presentPhaseArtifact),
+      items: phases.map(presentPhaseArtifact),
       change:
         change === null
           ? null

@@ -72,8 +72,8 @@ export function runRoutes(deps: AppDeps): Hono {
   // Monotonic within a millisecond, so ids (and pages) keep the order of creation.
   const newId = deps.newId ?? monotonicFactory(pooledRandom);
 
-  const loadRun = (id: string) => {
-    const run = deps.repo.getRun(id);
+  const loadRun = async (id: string) => {
+    const run = await deps.repo.getRun(id);
     if (!run) throw notFound(`run ${id}`);
     return run;
   };
@@ -87,14 +87,16 @@ export function runRoutes(deps: AppDeps): Hono {
     // Before the workspace is created: a refused submission leaves nothing behind.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const sessionId = body.sessionId ?? newId();
-    const sessionWorkspace = body.sessionId ? deps.repo.sessionWorkspace(body.sessionId) : null;
+    const sessionWorkspace = body.sessionId
+      ? await deps.repo.sessionWorkspace(body.sessionId)
+      : null;
     // A session keeps its workspace unless a run names another one.
     const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
       workspaceName === null
         ? (sessionWorkspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
         : prepareWorkspace(deps.workspacesRoot, workspaceName);
-    let run: ReturnType<typeof deps.repo.createRun>;
+    let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
     try {
       const input = {
         id: newId(),
@@ -106,9 +108,9 @@ export function runRoutes(deps: AppDeps): Hono {
         ...(idempotency ? { idempotency } : {}),
       };
       // Submits that arrive together share one transaction, hence one fsync (group commit).
-      run = deps.writeBatcher
-        ? await deps.writeBatcher.run(() => deps.repo.createRun(input))
-        : deps.repo.createRun(input);
+      run = await (deps.writeBatcher
+        ? deps.writeBatcher.run(() => deps.repo.createRun(input))
+        : deps.repo.createRun(input));
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         throw new ApiError(422, "idempotency_conflict", error.message);
@@ -131,60 +133,65 @@ export function runRoutes(deps: AppDeps): Hono {
     try {
       await deps.queue.enqueue(run.id);
     } catch {
-      deps.repo.deleteRun(run.id);
+      await deps.repo.deleteRun(run.id);
       throw unavailable("the queue (Redis)");
     }
     return c.json({ ...accepted, status: "queued" }, 202);
   });
 
-  app.get("/", (c) => {
+  app.get("/", async (c) => {
     const q = parseQuery(c, ListRunsQuery);
-    const page = deps.repo.listRuns(q);
+    const page = await deps.repo.listRuns(q);
     const t = now();
     return c.json({ items: page.items.map((r) => presentRun(r, t)), nextCursor: page.nextCursor });
   });
 
-  app.get("/:id", (c) => {
+  app.get("/:id", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    const stats = deps.repo.toolStats({ runId: run.id });
+    const run = await loadRun(c.req.param("id"));
+    const [stats, reviews] = await Promise.all([
+      deps.repo.toolStats({ runId: run.id }),
+      deps.repo.listReviews(run.id),
+    ]);
     const t = now();
     return c.json({
       ...presentRun(run, t),
       toolStats: { ...stats.totals, commonErrors: stats.commonErrors },
-      convergence: computeConvergence(run, deps.repo.listReviews(run.id), t),
+      convergence: computeConvergence(run, reviews, t),
     });
   });
 
-  app.get("/:id/iterations", (c) => {
+  app.get("/:id/iterations", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    const snapshots = deps.repo.artifacts.snapshots(run.id);
+    const run = await loadRun(c.req.param("id"));
+    const [snapshots, iterations] = await Promise.all([
+      deps.repo.artifacts.snapshots(run.id),
+      deps.repo.listIterations(run.id),
+    ]);
     const snapshotOf = (n: number, attempt: number) =>
       snapshots.find((s) => s.n === n && s.attempt === attempt);
     return c.json({
-      items: deps.repo
-        .listIterations(run.id)
-        .map((it) => presentIteration(it, snapshotOf(it.n, it.attempt))),
+      items: iterations.map((it) => presentIteration(it, snapshotOf(it.n, it.attempt))),
     });
   });
 
-  app.get("/:id/tool-calls", (c) => {
+  app.get("/:id/tool-calls", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    return c.json({ items: deps.repo.listToolCalls(run.id).map(presentToolCall) });
+    const run = await loadRun(c.req.param("id"));
+    return c.json({ items: (await deps.repo.listToolCalls(run.id)).map(presentToolCall) });
   });
 
-  app.get("/:id/reviews", (c) => {
+  app.get("/:id/reviews", async (c) => {
     parseQuery(c, NoQuery);
-    const run = loadRun(c.req.param("id"));
-    return c.json({ items: deps.repo.listReviews(run.id).map(presentReview) });
+    const run = await loadRun(c.req.param("id"));
+    return c.json({ items: (await deps.repo.listReviews(run.id)).map(presentReview) });
   });
 
-  app.get("/:id/events", (c) => {
+  app.get("/:id/events", async (c) => {
     const q = parseQuery(c, ListEventsQuery);
-    const run = loadRun(c.req.param("id"));
-    return c.json({ items: deps.repo.listEvents(run.id, q.after, q.limit).map(presentEvent) });
+    const run = await loadRun(c.req.param("id"));
+    const events = await deps.repo.listEvents(run.id, q.after, q.limit);
+    return c.json({ items: events.map(presentEvent) });
   });
 
   app.route("/", runArtifactRoutes(deps));
@@ -193,7 +200,7 @@ export function runRoutes(deps: AppDeps): Hono {
 
   app.post("/:id/stop", async (c) => {
     const id = c.req.param("id");
-    const request = deps.repo.requestStop(id, now());
+    const request = await deps.repo.requestStop(id, now());
     switch (request.kind) {
       case "not_found":
         throw notFound(`run ${id}`);
@@ -218,7 +225,7 @@ export function runRoutes(deps: AppDeps): Hono {
         // A job no worker holds may be a crashed worker's: its processes die before `stopped`
         // (the API shares the host with the workers, as SQLite requires).
         if (free && request.run.startedAt !== null) killOrphanedGroup(request.run.activePgid, id);
-        const run = free ? (deps.repo.finalizeStop(id, now()) ?? request.run) : request.run;
+        const run = free ? ((await deps.repo.finalizeStop(id, now())) ?? request.run) : request.run;
         if (run.status === "stopping") await deps.queue.publishStop(id);
         return c.json({ id, status: run.status }, 202);
       }

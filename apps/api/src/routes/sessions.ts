@@ -8,10 +8,10 @@ import { parseQuery } from "../request-parsing";
 export function sessionRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
-  app.get("/:id", (c) => {
+  app.get("/:id", async (c) => {
     parseQuery(c, z.strictObject({}));
     const id = c.req.param("id");
-    const found = deps.repo.getSession(id);
+    const found = await deps.repo.getSession(id);
     if (!found) throw notFound(`session ${id}`);
     const t = now();
     const active = found.runs.find((r) =>

@@ -31,29 +31,31 @@ export const ConvergenceStatsQuery = z.strictObject({
 
 export function statsRoutes(deps: AppDeps): Hono {
   const app = new Hono();
-  app.get("/", (c) => {
+  app.get("/", async (c) => {
     const q = parseQuery(c, ConvergenceStatsQuery);
     const since = q.since === undefined ? undefined : Date.parse(q.since);
     const until = q.until === undefined ? undefined : Date.parse(q.until);
     if (since !== undefined && until !== undefined && until <= since) {
       throw invalidRequest([{ path: "until", message: "must be later than since" }]);
     }
-    const stats = deps.repo.convergenceStats({
+    const stats = await deps.repo.convergenceStats({
       ...(since !== undefined ? { since } : {}),
       ...(until !== undefined ? { until } : {}),
     });
     const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
     return c.json({ window: { since: iso(since), until: iso(until) }, ...stats });
   });
-  app.get("/tools", (c) => {
+  app.get("/tools", async (c) => {
     const q = parseQuery(c, ToolStatsQuery);
-    if (q.runId !== undefined && !deps.repo.getRun(q.runId)) throw notFound(`run ${q.runId}`);
-    const stats = deps.repo.toolStats({
+    if (q.runId !== undefined && !(await deps.repo.getRun(q.runId))) {
+      throw notFound(`run ${q.runId}`);
+    }
+    const stats = await deps.repo.toolStats({
       ...(q.runId !== undefined ? { runId: q.runId } : {}),
       ...(q.since !== undefined ? { since: Date.parse(q.since) } : {}),
     });
     // What runs learned (all time; `runId` and `since` window the call statistics only).
-    const patterns = deps.repo.failurePatterns({
+    const patterns = await deps.repo.failurePatterns({
       ...(q.workspace !== undefined
         ? { workspace: resolve(deps.workspacesRoot, q.workspace) }
         : {}),

@@ -45,7 +45,7 @@ export async function devCommand(): Promise<void> {
       `  Dashboard  ${api.url}/`,
       `  API        ${api.url}/api  (OpenAPI: ${api.url}/api/openapi.json, metrics: ${api.url}/metrics)`,
       `  Redis      ${env.REDIS_URL} ${redisNote}`,
-      `  Database   ${apiEnv.DATABASE_PATH}`,
+      `  Database   ${api.database}`,
       `  Workspaces ${apiEnv.WORKSPACES_ROOT}`,
       `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,
       "",

@@ -9,6 +9,8 @@ const PATTERNS: RegExp[] = [
   /\bAIza[0-9A-Za-z_-]{35}\b/g,
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g,
   /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
+  // The password of a URL (`postgres://user:PASSWORD@host/db`), whatever its length.
+  /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+(?=@)/gi,
   // The value stops at shell punctuation, so a redacted command keeps its structure.
   /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&;|<>()`]{8,}/gi,
 ];
@@ -62,9 +64,34 @@ export class Redactor {
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
 
+/** Variables holding URLs whose password (in the authority, or a `password` parameter) is secret. */
+const URL_VARIABLES = ["DATABASE_URL", "REDIS_URL"];
+
+/** A URL's password as written and decoded, and the URL itself when it has one. */
+function urlSecrets(url: string | undefined): string[] {
+  if (!url) return [];
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const passwords = [parsed.password, parsed.searchParams.get("password") ?? ""].filter(Boolean);
+  if (passwords.length === 0) return [];
+  const decoded = passwords.map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
+  return [url, ...passwords, ...decoded];
+}
+
 /**
- * The secret values an app knows of: `API_TOKEN`, `MISTRAL_API_KEY`, the variables named in
- * `names` (e.g. `LOOPRUN_SECRET_ENV`), and allowlisted variables whose names look secret.
+ * The secret values an app knows of: `API_TOKEN`, `MISTRAL_API_KEY`, the passwords in
+ * `DATABASE_URL` and `REDIS_URL`, the variables named in `names` (e.g. `LOOPRUN_SECRET_ENV`),
+ * and allowlisted variables whose names look secret.
  */
 export function collectSecrets(
   source: Record<string, string | undefined>,
@@ -77,9 +104,10 @@ export function collectSecrets(
     ...names,
     ...allowlist.filter((n) => SECRET_NAME.test(n)),
   ]);
-  return [...wanted]
-    .map((n) => source[n])
-    .filter((v): v is string => typeof v === "string" && v.length > 0);
+  return [
+    ...[...wanted].map((n) => source[n]),
+    ...URL_VARIABLES.flatMap((n) => urlSecrets(source[n])),
+  ].filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
 /**

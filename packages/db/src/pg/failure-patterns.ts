@@ -94,7 +94,15 @@ export async function listPatterns(db: PgDb, filter: PatternFilter): Promise<Fai
         filter.scope !== undefined ? eq(failurePatterns.scope, filter.scope) : undefined,
       ),
     )
-    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+    // Ties in byte order of the key, as SQLite orders them (../failure-patterns.ts).
+    .orderBy(
+      desc(failurePatterns.failures),
+      desc(failurePatterns.lastSeenAt),
+      sql`${failurePatterns.scope} collate "C"`,
+      sql`${failurePatterns.workspace} collate "C"`,
+      sql`${failurePatterns.subject} collate "C"`,
+      sql`${failurePatterns.shape} collate "C"`,
+    )
     .limit(filter.limit);
   return rows.map(toFailurePattern);
 }

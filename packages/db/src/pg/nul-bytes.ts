@@ -1,6 +1,7 @@
 /**
- * PostgreSQL's `text` and `jsonb` cannot hold U+0000 (SQLite can): a command that prints a NUL
- * byte would make the whole write fail. Strings are stored with U+FFFD in its place.
+ * PostgreSQL's `text` cannot hold U+0000, nor can `json` values read with its operators (SQLite
+ * can): a command that prints a NUL byte would make the whole write fail. Strings are stored
+ * with U+FFFD in its place.
  */
 export function withoutNul<T>(value: T): T {
   if (typeof value === "string") {

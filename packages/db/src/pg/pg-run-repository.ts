@@ -1,16 +1,17 @@
 import {
   ACTIVE_STATUSES,
   budgetSnapshot,
-  EMPTY_METRICS,
+  type EditedPlan,
   type EventRecord,
   type FailurePattern,
   type IterationRecord,
-  RunAlreadyActiveError,
   type RunRecord,
   type SessionRecord,
 } from "@looprun/core";
-import { and, asc, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
+import type { ConvergenceStats, ConvergenceStatsFilter } from "../convergence-stats";
 import type { PatternFilter } from "../failure-patterns";
+import type { MetricsReader } from "../metrics-reader";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
@@ -19,125 +20,44 @@ import {
   toRunRecord,
   toSessionRecord,
 } from "../records";
-import { IdempotencyConflictError, type NewRun, type RunFilter } from "../run-repository";
+import type { RunRepositoryPort } from "../repository";
+import type { NewRun, RunFilter } from "../run-repository";
 import type { StopRequest } from "../stop-requests";
+import type { ToolStats, ToolStatsFilter } from "../tool-stats";
+import { approvePlan, rejectApproval, replyToQuestion } from "./approvals";
+import {
+  iterationSnapshot,
+  listPhaseArtifacts,
+  listSnapshotRefs,
+  runChange,
+} from "./artifact-queries";
 import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
 import { listPatterns } from "./failure-patterns";
+import { liveRuns } from "./live-queries";
+import { PgMetricsReader } from "./metrics-reader";
 import { withoutNul } from "./nul-bytes";
-import { isPgUniqueViolation } from "./pg-errors";
-import {
-  events,
-  idempotencyKeys,
-  iterations,
-  reviewArtifacts,
-  runs,
-  sessions,
-  toolCalls,
-} from "./schema";
+import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
-
-/** Keys are remembered this long (as in ../run-repository.ts). */
-const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+import { createRun } from "./submit";
 
 const active = [...ACTIVE_STATUSES];
 
 /**
- * The API's reads and writes of ../run-repository.ts on PostgreSQL, asynchronous: the first
- * part of the async repository port (submit, stop, lists, history). Same results, same errors.
+ * The API's reads and writes (the `RunRepositoryPort`) on PostgreSQL, asynchronous: the same
+ * answers as ../run-repository.ts on SQLite — ordering, paging cursors, statistics, errors.
  */
-export class PgRunRepository {
+export class PgRunRepository implements RunRepositoryPort {
   constructor(private readonly db: PgDb) {}
 
   /**
    * Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is
    * busy — the partial unique index decides, also between API processes — and
-   * `IdempotencyConflictError` when the key came with another body.
+   * `IdempotencyConflictError` when the key came with another body (see submit.ts).
    */
-  async createRun(newRun: NewRun): Promise<RunRecord & { replayed?: boolean }> {
-    const input = withoutNul(newRun);
-    try {
-      return await this.db.transaction(async (tx) => {
-        if (input.idempotency) {
-          // Two submits with one key: the second waits for the first and replays its run.
-          await tx.execute(
-            sql`select pg_advisory_xact_lock(hashtext(${`idempotency:${input.idempotency.key}`}))`,
-          );
-          await tx
-            .delete(idempotencyKeys)
-            .where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS));
-          const [seen] = await tx
-            .select()
-            .from(idempotencyKeys)
-            .where(eq(idempotencyKeys.key, input.idempotency.key));
-          if (seen) {
-            if (seen.requestHash !== input.idempotency.requestHash)
-              throw new IdempotencyConflictError(seen.key);
-            const [first] = await tx.select().from(runs).where(eq(runs.id, seen.runId));
-            if (first) return { ...toRunRecord(first), replayed: true };
-          }
-        }
-        await tx
-          .insert(sessions)
-          .values({
-            id: input.sessionId,
-            workspace: input.sessionWorkspace,
-            createdAt: input.createdAt,
-          })
-          .onConflictDoNothing({ target: sessions.id });
-        const [row] = await tx
-          .insert(runs)
-          .values({
-            id: input.id,
-            sessionId: input.sessionId,
-            task: input.spec.task,
-            spec: input.spec,
-            workspace: input.workspace,
-            status: "queued",
-            metrics: EMPTY_METRICS,
-            progress: "queued",
-            createdAt: input.createdAt,
-          })
-          .returning();
-        if (!row) throw new Error(`run ${input.id} was not stored`);
-        const run = toRunRecord(row);
-        if (input.idempotency) {
-          await tx
-            .insert(idempotencyKeys)
-            .values({
-              key: input.idempotency.key,
-              requestHash: input.idempotency.requestHash,
-              runId: run.id,
-              createdAt: input.createdAt,
-            })
-            .onConflictDoUpdate({
-              target: idempotencyKeys.key,
-              set: {
-                runId: run.id,
-                requestHash: input.idempotency.requestHash,
-                createdAt: input.createdAt,
-              },
-            });
-        }
-        await appendEvents(
-          tx,
-          run.id,
-          [
-            {
-              type: "run_queued",
-              data: { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
-            },
-          ],
-          input.createdAt,
-        );
-        return run;
-      });
-    } catch (error) {
-      if (!isPgUniqueViolation(error, "runs_one_active_per_session")) throw error;
-      const activeRun = await this.activeRunOf(input.sessionId);
-      if (!activeRun) throw error;
-      throw new RunAlreadyActiveError(input.sessionId, activeRun);
-    }
+  createRun(input: NewRun): Promise<RunRecord & { replayed?: boolean }> {
+    return createRun(this.db, input);
   }
 
   /** Undoes `createRun` when the run could not be enqueued (the client got an error). */
@@ -251,6 +171,67 @@ export class PgRunRepository {
       .orderBy(desc(runs.id));
     return { session: toSessionRecord(row), runs: list.map(toRunRecord) };
   }
+
+  toolStats(filter: ToolStatsFilter): Promise<ToolStats> {
+    return toolStats(this.db, filter);
+  }
+
+  /** See ../live-queries.ts: what the API's live run list polls. */
+  liveRuns(ids: readonly string[], sinceId: string): Promise<RunRecord[]> {
+    return liveRuns(this.db, ids, sinceId);
+  }
+
+  /** A reader for the Prometheus metrics (see metrics-reader.ts). */
+  metricsReader(): MetricsReader {
+    return new PgMetricsReader(this.db);
+  }
+
+  /** Convergence across the runs created in a time window (`GET /api/stats`). */
+  convergenceStats(filter: ConvergenceStatsFilter): Promise<ConvergenceStats> {
+    return convergenceStats(this.db, filter);
+  }
+
+  /** A run's snapshots, its change and its pipeline phase artifacts. */
+  readonly artifacts = {
+    phases: (runId: string) => listPhaseArtifacts(this.db, runId),
+    snapshots: (runId: string) => listSnapshotRefs(this.db, runId),
+    iterationSnapshot: (runId: string, n: number) => iterationSnapshot(this.db, runId, n),
+    change: (runId: string) => runChange(this.db, runId),
+  };
+
+  /** The workspace of a session (null when there is none), without reading its runs. */
+  async sessionWorkspace(sessionId: string): Promise<string | null> {
+    const [row] = await this.db
+      .select({ workspace: sessions.workspace })
+      .from(sessions)
+      .where(eq(sessions.id, sessionId));
+    return row?.workspace ?? null;
+  }
+
+  /** Records a rollback of the run's workspace (`rollback_applied`). */
+  async recordRollback(runId: string, data: Record<string, unknown>, now: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
+      if (!row) return;
+      const budget = budgetSnapshot(toRunRecord(row), now);
+      await appendEvents(
+        tx,
+        runId,
+        [{ type: "rollback_applied", data: withoutNul({ ...data, budget }) }],
+        now,
+      );
+    });
+  }
+
+  /** A person's answers to a run that waits in `awaiting_approval` (see approvals.ts). */
+  readonly approvals = {
+    approve: (runId: string, now: number, edited: EditedPlan | null) =>
+      approvePlan(this.db, runId, now, edited),
+    reply: (runId: string, now: number, message: string) =>
+      replyToQuestion(this.db, runId, now, message),
+    reject: (runId: string, now: number, reason: string) =>
+      rejectApproval(this.db, runId, now, reason),
+  };
 
   /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
   requestStop(runId: string, now: number): Promise<StopRequest> {

@@ -73,17 +73,6 @@ export class PgRunStore implements RunStore {
     return this.db.transaction(async (tx) => {
       const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
       if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-      let result = row;
-      if (m.run && Object.keys(m.run).length > 0) {
-        const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
-        const [updated] = await tx
-          .update(runs)
-          .set({ ...m.run, status })
-          .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
-          .returning();
-        if (!updated) throw new LeaseLostError(runId, epoch);
-        result = updated;
-      }
       if (m.insertIteration) {
         const { runId: _ignored, ...it } = m.insertIteration;
         await tx.insert(iterations).values({ ...it, runId });
@@ -116,7 +105,18 @@ export class PgRunStore implements RunStore {
       await writeArtifacts(tx, runId, m);
       await recordPatterns(tx, row.workspace, runId, m, now);
       await appendEvents(tx, runId, m.events ?? [], now);
-      return toRunRecord(result);
+      // The run's own row last: when this commit finishes the run, the statistics trigger
+      // (drizzle-pg/0002) then folds the run with everything written above in one go, and
+      // holds its summary rows only for the moment before the commit.
+      if (!m.run || Object.keys(m.run).length === 0) return toRunRecord(row);
+      const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+      const [updated] = await tx
+        .update(runs)
+        .set({ ...m.run, status })
+        .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
+        .returning();
+      if (!updated) throw new LeaseLostError(runId, epoch);
+      return toRunRecord(updated);
     });
   }
 

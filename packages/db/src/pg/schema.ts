@@ -4,8 +4,10 @@
  * code reads the same on both engines. schema-parity.test.ts compares the two.
  *
  * Type mapping: epoch-ms times, durations and sums are `bigint` read as numbers (exact up to
- * 2^53); counters are `integer`; SQLite's JSON text is `jsonb`; its 0/1 booleans are `boolean`;
- * `real` is `double precision`.
+ * 2^53); counters are `integer`; SQLite's JSON text is `json` — stored as written, so objects
+ * come back with their keys in the order they were written, as on SQLite (`jsonb` sorts them,
+ * and the API's answers would differ between engines); its 0/1 booleans are `boolean`; `real`
+ * is `double precision`.
  */
 import type {
   AgentResult,
@@ -24,7 +26,7 @@ import {
   doublePrecision,
   index,
   integer,
-  jsonb,
+  json,
   pgTable,
   primaryKey,
   text,
@@ -56,25 +58,25 @@ export const runs = pgTable(
       .notNull()
       .references(() => sessions.id),
     task: text("task").notNull(),
-    spec: jsonb("spec").$type<RunSpec>().notNull(),
+    spec: json("spec").$type<RunSpec>().notNull(),
     workspace: text("workspace").notNull(),
     status: text("status").notNull(),
     reason: text("reason"),
     summary: text("summary"),
     iteration: integer("iteration").notNull().default(0),
     progress: text("progress"),
-    metrics: jsonb("metrics").$type<RunMetrics>().notNull(),
+    metrics: json("metrics").$type<RunMetrics>().notNull(),
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     stalledIterations: integer("stalled_iterations").notNull().default(0),
-    partial: jsonb("partial").$type<PartialSuccess>(),
+    partial: json("partial").$type<PartialSuccess>(),
     epoch: integer("epoch").notNull().default(0),
     latestReviewId: text("latest_review_id"),
     baselineSnapshot: text("baseline_snapshot"),
     latestSnapshot: text("latest_snapshot"),
-    plan: jsonb("plan").$type<Plan>(),
+    plan: json("plan").$type<Plan>(),
     activePgid: integer("active_pgid"),
     /** Set while the run is `awaiting_approval`: what a person must approve or answer. */
-    approval: jsonb("approval").$type<ApprovalRequest>(),
+    approval: json("approval").$type<ApprovalRequest>(),
     /** Time spent awaiting approval: the budget clock does not count it. */
     pausedMs: int8("paused_ms").notNull().default(0),
     createdAt: int8("created_at").notNull(),
@@ -105,8 +107,8 @@ export const iterations = pgTable(
     status: text("status").notNull(),
     outcome: text("outcome"),
     prompt: text("prompt").notNull(),
-    agent: jsonb("agent").$type<AgentResult>(),
-    validation: jsonb("validation").$type<ValidationResult[]>().notNull(),
+    agent: json("agent").$type<AgentResult>(),
+    validation: json("validation").$type<ValidationResult[]>().notNull(),
     reviewId: text("review_id"),
     feedback: text("feedback"),
     startedAt: int8("started_at").notNull(),
@@ -124,7 +126,7 @@ export const events = pgTable(
     seq: integer("seq").notNull(),
     type: text("type").notNull(),
     at: int8("at").notNull(),
-    data: jsonb("data").$type<Record<string, unknown>>().notNull(),
+    data: json("data").$type<Record<string, unknown>>().notNull(),
   },
   (t) => [primaryKey({ columns: [t.runId, t.seq] })],
 );
@@ -139,7 +141,7 @@ export const toolCalls = pgTable(
     iteration: integer("iteration").notNull(),
     server: text("server").notNull(),
     tool: text("tool").notNull(),
-    args: jsonb("args").$type<unknown>().notNull(),
+    args: json("args").$type<unknown>().notNull(),
     isError: boolean("is_error").notNull(),
     result: text("result").notNull(),
     durationMs: int8("duration_ms").notNull(),
@@ -162,10 +164,10 @@ export const reviewArtifacts = pgTable(
     sessionId: text("session_id").notNull(),
     phase: text("phase").notNull().default("review"),
     iteration: integer("iteration").notNull(),
-    blockingIssues: jsonb("blocking_issues").$type<string[]>().notNull(),
-    nonBlockingIssues: jsonb("non_blocking_issues").$type<string[]>().notNull(),
+    blockingIssues: json("blocking_issues").$type<string[]>().notNull(),
+    nonBlockingIssues: json("non_blocking_issues").$type<string[]>().notNull(),
     score: doublePrecision("score").notNull(),
-    fixPlan: jsonb("fix_plan").$type<string[]>().notNull(),
+    fixPlan: json("fix_plan").$type<string[]>().notNull(),
     createdAt: int8("created_at").notNull(),
   },
   (t) => [index("review_artifacts_run_idx").on(t.runId, t.iteration)],
@@ -198,7 +200,7 @@ export const runChanges = pgTable("run_changes", {
   baselineSnapshot: text("baseline_snapshot").notNull(),
   headSnapshot: text("head_snapshot").notNull(),
   iteration: integer("iteration").notNull(),
-  files: jsonb("files").$type<string[]>().notNull(),
+  files: json("files").$type<string[]>().notNull(),
   stat: text("stat").notNull(),
   /** Null when the patch is larger than the worker stores. */
   patch: text("patch"),
@@ -241,7 +243,7 @@ export const failurePatterns = pgTable(
     successes: integer("successes").notNull().default(0),
     failures: integer("failures").notNull().default(0),
     totalDurationMs: int8("total_duration_ms").notNull().default(0),
-    lastErrors: jsonb("last_errors").$type<string[]>().notNull(),
+    lastErrors: json("last_errors").$type<string[]>().notNull(),
     lastRunId: text("last_run_id"),
     lastSeenAt: int8("last_seen_at").notNull(),
   },

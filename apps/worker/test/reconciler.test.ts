@@ -1,0 +1,88 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { normalizeSubmission, RUN_QUEUE, type RunJob, RunSubmission } from "@looprun/core";
+import { openStorage, type Storage } from "@looprun/db";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
+import { reconcile } from "../src/reconciler";
+
+const silent = { info() {}, warn() {} };
+const spec = normalizeSubmission(
+  RunSubmission.parse({
+    task: "t",
+    agent: { type: "command", command: "true" },
+    testCommand: "true",
+  }),
+);
+
+describe.each(["sqlite", "postgres"] as const)("the reconciler on %s", (engine) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function setup() {
+    const dir = mkdtempSync(join(tmpdir(), "looprun-reconcile-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    let storage: Storage;
+    if (engine === "postgres") {
+      const db = await freshPostgresDatabase("looprun_reconcile");
+      cleanups.push(() => db.drop());
+      storage = await openStorage({ url: db.url, path: "", maxConnections: 2 });
+    } else {
+      storage = await openStorage({ path: join(dir, "looprun.db") });
+    }
+    cleanups.push(() => storage.close());
+    const connection = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const queue = new Queue<RunJob>(RUN_QUEUE, {
+      connection,
+      prefix: `reconcile-${Math.random().toString(36).slice(2)}`,
+    });
+    cleanups.push(async () => {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+    });
+    const submit = async (id: string, workspace: string) => {
+      await storage.repo.createRun({
+        id,
+        sessionId: id,
+        sessionWorkspace: workspace,
+        workspace,
+        spec,
+        createdAt: Date.now() - 60_000,
+      });
+    };
+    return { dir, storage, queue, submit };
+  }
+
+  it("enqueues again the unfinished runs that have no job, once", async () => {
+    const { dir, storage, queue, submit } = await setup();
+    await submit("run-a", join(dir, "a/workspaces/s1"));
+    await submit("run-b", join(dir, "b/workspaces/s2"));
+    const opts = { repo: storage.repo, queue, failRun: async () => {}, logger: silent };
+    expect((await reconcile(opts)).enqueued.sort()).toEqual(["run-a", "run-b"]);
+    expect((await reconcile(opts)).enqueued).toEqual([]);
+    expect((await queue.getJob("run-a"))?.data).toEqual({ runId: "run-a" });
+  });
+
+  it("keeps to the runs of its cell when it has a workspaces root", async () => {
+    const { dir, storage, queue, submit } = await setup();
+    await submit("run-a", join(dir, "a/workspaces/s1"));
+    await submit("run-b", join(dir, "b/workspaces/s2"));
+    await submit("run-c", join(dir, "a/workspaces-other/s3"));
+    const result = await reconcile({
+      repo: storage.repo,
+      queue,
+      failRun: async () => {},
+      logger: silent,
+      workspacesRoot: join(dir, "a/workspaces"),
+    });
+    expect(result.enqueued).toEqual(["run-a"]);
+    expect(await queue.getJob("run-b")).toBeUndefined();
+    expect(await queue.getJob("run-c")).toBeUndefined();
+  });
+});

@@ -1,0 +1,138 @@
+import {
+  ACTIVE_STATUSES,
+  budgetSnapshot,
+  EMPTY_METRICS,
+  RunAlreadyActiveError,
+  type RunRecord,
+} from "@looprun/core";
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
+import { toRunRecord } from "../records";
+import { IdempotencyConflictError, type NewRun } from "../run-repository";
+import type { PgDb } from "./connection";
+import { withoutNul } from "./nul-bytes";
+import { isPgUniqueViolation } from "./pg-errors";
+import { idempotencyKeys, runs } from "./schema";
+
+/** Keys are remembered this long (as in ../run-repository.ts). */
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+type Writer = Pick<PgDb, "execute">;
+
+/** The row a queued run is stored as: the insert below writes it, the columns' defaults aside. */
+function queuedRow(input: NewRun): typeof runs.$inferSelect {
+  return {
+    id: input.id,
+    sessionId: input.sessionId,
+    task: input.spec.task,
+    spec: input.spec,
+    workspace: input.workspace,
+    status: "queued",
+    reason: null,
+    summary: null,
+    iteration: 0,
+    progress: "queued",
+    metrics: EMPTY_METRICS,
+    consecutiveFailures: 0,
+    stalledIterations: 0,
+    partial: null,
+    epoch: 0,
+    latestReviewId: null,
+    baselineSnapshot: null,
+    latestSnapshot: null,
+    plan: null,
+    activePgid: null,
+    approval: null,
+    pausedMs: 0,
+    createdAt: input.createdAt,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    stopRequestedAt: null,
+  };
+}
+
+/**
+ * The session (unless it exists), the run and its `run_queued` event, in one statement: one
+ * round trip, atomic by itself. The session's row and the run's are checked by the foreign
+ * keys at the end of the statement, when both are there.
+ */
+async function insertQueued(db: Writer, input: NewRun): Promise<RunRecord> {
+  const run = toRunRecord(queuedRow(input));
+  const queued = { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) };
+  await db.execute(sql`
+    with s as (
+      insert into sessions (id, workspace, created_at)
+      values (${input.sessionId}, ${input.sessionWorkspace}, ${input.createdAt})
+      on conflict (id) do nothing
+    ), r as (
+      insert into runs (id, session_id, task, spec, workspace, status, metrics, progress, created_at)
+      values (${run.id}, ${run.sessionId}, ${run.spec.task}, ${JSON.stringify(run.spec)}::json,
+        ${run.workspace}, 'queued', ${JSON.stringify(run.metrics)}::json, 'queued', ${input.createdAt})
+      returning id
+    )
+    insert into events (run_id, seq, type, at, data)
+    select r.id, 1, 'run_queued', ${input.createdAt}::int8, ${JSON.stringify(queued)}::json from r`);
+  return run;
+}
+
+async function activeRunOf(db: PgDb, sessionId: string): Promise<string | null> {
+  const [row] = await db
+    .select({ id: runs.id })
+    .from(runs)
+    .where(and(eq(runs.sessionId, sessionId), inArray(runs.status, [...ACTIVE_STATUSES])));
+  return row?.id ?? null;
+}
+
+/**
+ * `RunRepository.createRun` on PostgreSQL. The partial unique index decides between
+ * concurrent submits to one session, also across API processes: the losers get
+ * `RunAlreadyActiveError`. With an idempotency key, submits of one key are serialised by an
+ * advisory lock and a repeated one replays the first run (`replayed`).
+ */
+export async function createRun(
+  db: PgDb,
+  newRun: NewRun,
+): Promise<RunRecord & { replayed?: boolean }> {
+  const input = withoutNul(newRun);
+  try {
+    const idempotency = input.idempotency;
+    if (!idempotency) return await insertQueued(db, input);
+    return await db.transaction(async (tx) => {
+      await tx.execute(
+        sql`select pg_advisory_xact_lock(hashtext(${`idempotency:${idempotency.key}`}))`,
+      );
+      await tx
+        .delete(idempotencyKeys)
+        .where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS));
+      const [seen] = await tx
+        .select()
+        .from(idempotencyKeys)
+        .where(eq(idempotencyKeys.key, idempotency.key));
+      if (seen) {
+        if (seen.requestHash !== idempotency.requestHash)
+          throw new IdempotencyConflictError(seen.key);
+        const [first] = await tx.select().from(runs).where(eq(runs.id, seen.runId));
+        if (first) return { ...toRunRecord(first), replayed: true };
+      }
+      const run = await insertQueued(tx, input);
+      await tx
+        .insert(idempotencyKeys)
+        .values({
+          key: idempotency.key,
+          requestHash: idempotency.requestHash,
+          runId: run.id,
+          createdAt: input.createdAt,
+        })
+        .onConflictDoUpdate({
+          target: idempotencyKeys.key,
+          set: { runId: run.id, requestHash: idempotency.requestHash, createdAt: input.createdAt },
+        });
+      return run;
+    });
+  } catch (error) {
+    if (!isPgUniqueViolation(error, "runs_one_active_per_session")) throw error;
+    const active = await activeRunOf(db, input.sessionId);
+    if (!active) throw error;
+    throw new RunAlreadyActiveError(input.sessionId, active);
+  }
+}

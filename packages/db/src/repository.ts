@@ -1,0 +1,68 @@
+import type {
+  EditedPlan,
+  EventRecord,
+  FailurePattern,
+  IterationRecord,
+  IterationSnapshot,
+  PhaseArtifact,
+  RunChange,
+  RunRecord,
+  SessionRecord,
+} from "@looprun/core";
+import type { ApprovalAnswer } from "./approvals";
+import type { SnapshotRef } from "./artifact-queries";
+import type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-stats";
+import type { PatternFilter } from "./failure-patterns";
+import type { MetricsReader } from "./metrics-reader";
+import type { ReviewArtifactRow, ToolCallRow } from "./records";
+import type { NewRun, RunFilter } from "./run-repository";
+import type { StopRequest } from "./stop-requests";
+import type { ToolStats, ToolStatsFilter } from "./tool-stats";
+
+/**
+ * A value now (SQLite: better-sqlite3 answers synchronously, and the API's submit path stays
+ * free of promise overhead) or later (PostgreSQL). Callers `await` either.
+ */
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * What the API reads and writes — runs as a client sees them —, whatever the engine:
+ * `RunRepository` (SQLite) and `PgRunRepository` (PostgreSQL) give the same answers (ordering,
+ * paging cursors, statistics, errors) to the same calls. Workers use the same port for their
+ * reconciler. Errors: `createRun` throws `RunAlreadyActiveError` and `IdempotencyConflictError`.
+ */
+export interface RunRepositoryPort {
+  createRun(input: NewRun): MaybePromise<RunRecord & { replayed?: boolean }>;
+  deleteRun(runId: string): MaybePromise<void>;
+  activeRunOf(sessionId: string): MaybePromise<string | null>;
+  listUnfinishedRuns(createdBefore: number): MaybePromise<RunRecord[]>;
+  getRun(runId: string): MaybePromise<RunRecord | null>;
+  listRuns(filter: RunFilter): MaybePromise<{ items: RunRecord[]; nextCursor: string | null }>;
+  listIterations(runId: string): MaybePromise<IterationRecord[]>;
+  listEvents(runId: string, after: number, limit: number): MaybePromise<EventRecord[]>;
+  listToolCalls(runId: string): MaybePromise<ToolCallRow[]>;
+  listReviews(runId: string): MaybePromise<ReviewArtifactRow[]>;
+  toolStats(filter: ToolStatsFilter): MaybePromise<ToolStats>;
+  failurePatterns(filter: PatternFilter): MaybePromise<FailurePattern[]>;
+  /** Every active run, the runs in `ids` and the runs created since `sinceId` (a ULID floor). */
+  liveRuns(ids: readonly string[], sinceId: string): MaybePromise<RunRecord[]>;
+  /** A new reader for the Prometheus metrics (it remembers what it has counted). */
+  metricsReader(): MetricsReader;
+  convergenceStats(filter: ConvergenceStatsFilter): MaybePromise<ConvergenceStats>;
+  readonly artifacts: {
+    phases(runId: string): MaybePromise<PhaseArtifact[]>;
+    snapshots(runId: string): MaybePromise<SnapshotRef[]>;
+    iterationSnapshot(runId: string, n: number): MaybePromise<IterationSnapshot | null>;
+    change(runId: string): MaybePromise<RunChange | null>;
+  };
+  sessionWorkspace(sessionId: string): MaybePromise<string | null>;
+  getSession(sessionId: string): MaybePromise<{ session: SessionRecord; runs: RunRecord[] } | null>;
+  recordRollback(runId: string, data: Record<string, unknown>, now: number): MaybePromise<void>;
+  readonly approvals: {
+    approve(runId: string, now: number, edited: EditedPlan | null): MaybePromise<ApprovalAnswer>;
+    reply(runId: string, now: number, message: string): MaybePromise<ApprovalAnswer>;
+    reject(runId: string, now: number, reason: string): MaybePromise<ApprovalAnswer>;
+  };
+  requestStop(runId: string, now: number): MaybePromise<StopRequest>;
+  finalizeStop(runId: string, now: number): MaybePromise<RunRecord | null>;
+}

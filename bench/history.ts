@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import type { BenchContext } from "./support/context";
-import { type HistoryData, loadHistory } from "./support/history-data";
+import { type HistoryData, loadHistory, loadHistoryPostgres } from "./support/history-data";
 import { sequentialLatencies } from "./support/load";
 import { api, startStack } from "./support/looprun";
+import { benchPostgresDatabase, POSTGRES_NOTE } from "./support/postgres";
 import { tempDir } from "./support/processes";
 import type { Figure, ScenarioResult } from "./support/report";
 import { percentile, summarize } from "./support/stats";
@@ -78,7 +79,19 @@ function endpoints(data: HistoryData, hasStats: boolean): Endpoint[] {
 }
 
 /** 5. Reads of a large history: p99 per request of the list, events and stats endpoints. */
-export async function historyAtScale(ctx: BenchContext): Promise<ScenarioResult> {
+export function historyAtScale(ctx: BenchContext): Promise<ScenarioResult> {
+  return historyOn(ctx, "sqlite");
+}
+
+/** 5b. The same reads with the same history in PostgreSQL (issue 10: beside SQLite). */
+export function historyAtScalePostgres(ctx: BenchContext): Promise<ScenarioResult> {
+  return historyOn(ctx, "postgres");
+}
+
+async function historyOn(
+  ctx: BenchContext,
+  engine: "sqlite" | "postgres",
+): Promise<ScenarioResult> {
   const shape = ctx.quick
     ? {
         runs: 10_000,
@@ -102,10 +115,17 @@ export async function historyAtScale(ctx: BenchContext): Promise<ScenarioResult>
   const maxMs = ctx.quick ? QUICK_ENDPOINT_MAX_MS : ENDPOINT_MAX_MS;
   const dir = tempDir("looprun-bench-history-");
   const databasePath = join(dir, "history.db");
-  ctx.log(`  loading ${shape.runs} runs and ~${shape.events} events…`);
-  const data = loadHistory(databasePath, shape);
+  ctx.log(`  loading ${shape.runs} runs and ~${shape.events} events into ${engine}…`);
+  const pgDatabase = engine === "postgres" ? await benchPostgresDatabase("history") : null;
+  const data = pgDatabase
+    ? await loadHistoryPostgres(pgDatabase.url, shape)
+    : loadHistory(databasePath, shape);
   ctx.log(`  loaded in ${(data.loadMs / 1000).toFixed(1)} s: ${JSON.stringify(data.counts)}`);
-  const stack = await startStack({ redisUrl: ctx.redis.url, databasePath });
+  const stack = await startStack({
+    redisUrl: ctx.redis.url,
+    databasePath,
+    ...(pgDatabase ? { env: { DATABASE_URL: pgDatabase.url } } : {}),
+  });
   const p99: Record<string, number[]> = {};
   const p50: Record<string, number[]> = {};
   const samples: Record<string, number> = {};
@@ -142,6 +162,7 @@ export async function historyAtScale(ctx: BenchContext): Promise<ScenarioResult>
     }
   } finally {
     await stack.stop();
+    await pgDatabase?.drop();
   }
   const figures: Figure[] = Object.keys(p99).map((name) => {
     const s = summarize(p99[name] ?? []);
@@ -157,19 +178,26 @@ export async function historyAtScale(ctx: BenchContext): Promise<ScenarioResult>
   });
   const c = data.counts;
   const few = Object.entries(samples).filter(([, n]) => n < requests);
+  const loaded =
+    engine === "postgres"
+      ? "bulk-loaded into a PostgreSQL database migrated by `openPgDatabase` — the statistics triggers running as for any insert — then `VACUUM ANALYZE`d, as autovacuum would"
+      : "bulk-loaded into a file created by `openDatabase` with the real migrations";
   return {
-    id: "history",
-    title: "5. History at scale",
+    id: engine === "postgres" ? "history-postgres" : "history",
+    title: engine === "postgres" ? "5b. History at scale, PostgreSQL" : "5. History at scale",
     figures,
     notes: [
-      `${ctx.quick ? "**--quick: a smaller history.** " : ""}The database held ${c.runs.toLocaleString("en")} runs, ${c.events.toLocaleString("en")} events, ${c.iterations.toLocaleString("en")} iterations, ${c.toolCalls.toLocaleString("en")} tool calls and ${c.sessions.toLocaleString("en")} sessions (bulk-loaded into a file created by \`openDatabase\` with the real migrations, in ${(data.loadMs / 1000).toFixed(1)} s); ${shape.longRuns} runs have ${shape.longRunEvents} events each, the others about ${Math.round((c.events - shape.longRuns * shape.longRunEvents) / (c.runs - shape.longRuns))}.`,
+      `${ctx.quick ? "**--quick: a smaller history.** " : ""}The database held ${c.runs.toLocaleString("en")} runs, ${c.events.toLocaleString("en")} events, ${c.iterations.toLocaleString("en")} iterations, ${c.toolCalls.toLocaleString("en")} tool calls and ${c.sessions.toLocaleString("en")} sessions (${loaded}, in ${(data.loadMs / 1000).toFixed(1)} s); ${shape.longRuns} runs have ${shape.longRunEvents} events each, the others about ${Math.round((c.events - shape.longRuns * shape.longRunEvents) / (c.runs - shape.longRuns))}.`,
+      ...(engine === "postgres" ? [POSTGRES_NOTE] : []),
       `${reps} repetitions; ${requests} requests per endpoint and repetition, one at a time over a keep-alive connection, with varying ids and cursors; 20 warm-up requests per endpoint first. The \`(p50)\` column is the median request of the same samples, for scale.`,
       ...(few.length > 0
         ? [
             `Slow endpoints got fewer samples (at most ${maxMs / 1000} s each per repetition, at least ${MIN_SAMPLES}): ${few.map(([name, n]) => `${name}: ${n}`).join("; ")}. With few samples the p99 is the slowest request.`,
           ]
         : []),
-      "No ANALYZE was run (a deployment's database would not have statistics either).",
+      engine === "postgres"
+        ? "PostgreSQL has its statistics (VACUUM ANALYZE above); SQLite's run had none: no ANALYZE was run there (a deployment's SQLite file would not have statistics either)."
+        : "No ANALYZE was run (a deployment's database would not have statistics either).",
       hasStats
         ? "`GET /api/stats` exists at this commit and was measured."
         : "`GET /api/stats` did not exist at this commit (404): not measured.",

@@ -1,13 +1,14 @@
 import { join, resolve } from "node:path";
-import { historyAtScale } from "./history";
+import { historyAtScale, historyAtScalePostgres } from "./history";
 import { iterationOverhead } from "./iteration-overhead";
 import { memory } from "./memory";
 import { pickupLatency } from "./pickup-latency";
 import { scaleOut } from "./scale-out";
-import { submitPath } from "./submit-path";
+import { submitPath, submitPathPostgres } from "./submit-path";
 import type { BenchContext } from "./support/context";
 import { setLooprunRoot, setProfileDir } from "./support/looprun";
 import { load1, machineInfo } from "./support/machine";
+import { stopBenchPostgres } from "./support/postgres";
 import { killEverything, REPO_ROOT, recentOutputs, stopEverything } from "./support/processes";
 import { startRedis } from "./support/redis";
 import { type ScenarioResult, textTable, writeResults } from "./support/report";
@@ -15,9 +16,11 @@ import { type ScenarioResult, textTable, writeResults } from "./support/report";
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
   "iteration-overhead": iterationOverhead,
   "submit-path": submitPath,
+  "submit-path-postgres": submitPathPostgres,
   "pickup-latency": pickupLatency,
   "scale-out": scaleOut,
   history: historyAtScale,
+  "history-postgres": historyAtScalePostgres,
   memory,
 };
 
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
     log(`${name} done in ${(result.durationMs / 1000).toFixed(0)} s`);
   }
   await stopEverything();
+  await stopBenchPostgres();
   const durationMs = Date.now() - startedAt.getTime();
   process.stdout.write(`\n${textTable(results)}\n`);
   writeResults(
@@ -126,7 +130,9 @@ async function main(): Promise<void> {
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     killEverything();
-    process.exit(130);
+    void stopBenchPostgres()
+      .catch(() => {})
+      .finally(() => process.exit(130));
   });
 }
 
@@ -136,5 +142,6 @@ main().catch(async (error: unknown) => {
   );
   process.stderr.write(`output of the processes started last:\n${recentOutputs()}\n`);
   await stopEverything().catch(() => killEverything());
+  await stopBenchPostgres().catch(() => {});
   process.exit(1);
 });

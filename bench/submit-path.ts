@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { BenchContext } from "./support/context";
 import { type LoadOptions, type LoadResult, runLoad } from "./support/load";
 import { startStack } from "./support/looprun";
+import { benchPostgresDatabase, POSTGRES_NOTE } from "./support/postgres";
 import { freePort, removeTempDir, spawnTs, tempDir } from "./support/processes";
 import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
@@ -38,9 +39,25 @@ function checkErrors(what: string, r: LoadResult): void {
   if (errors.length > 0) throw new Error(`${what}: non-2xx answers ${JSON.stringify(r.errors)}`);
 }
 
-export async function measureLooprun(ctx: BenchContext): Promise<LoadResult> {
+type Engine = "sqlite" | "postgres";
+
+/** A fresh database of the engine for one repetition: its environment, and how to drop it. */
+async function freshDatabase(
+  engine: Engine,
+  dir: string,
+  name: string,
+): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (engine === "sqlite")
+    return { env: { DATABASE_PATH: join(dir, `${name}.db`) }, drop: async () => {} };
+  const database = await benchPostgresDatabase(name);
+  return { env: { DATABASE_URL: database.url }, drop: () => database.drop() };
+}
+
+export async function measureLooprun(ctx: BenchContext, engine: Engine): Promise<LoadResult> {
   // No workers: the API alone is measured (the jobs wait in Redis).
-  const stack = await startStack({ redisUrl: ctx.redis.url });
+  const dir = tempDir("looprun-bench-submit-");
+  const database = await freshDatabase(engine, dir, "submit");
+  const stack = await startStack({ redisUrl: ctx.redis.url, env: database.env });
   try {
     checkErrors("looprun warm-up", await runLoad(loadOptions(ctx, stack.url, true)));
     const result = await runLoad(loadOptions(ctx, stack.url, false));
@@ -48,15 +65,18 @@ export async function measureLooprun(ctx: BenchContext): Promise<LoadResult> {
     return result;
   } finally {
     await stack.stop();
+    await database.drop();
+    removeTempDir(dir);
   }
 }
 
-export async function measureBaseline(ctx: BenchContext): Promise<LoadResult> {
+export async function measureBaseline(ctx: BenchContext, engine: Engine): Promise<LoadResult> {
   const dir = tempDir("looprun-bench-baseline-");
   const port = await freePort();
+  const database = await freshDatabase(engine, dir, "baseline");
   const server = spawnTs("baseline submit server", "bench/baselines/submit-server.ts", {
     PORT: String(port),
-    DATABASE_PATH: join(dir, "baseline.db"),
+    ...database.env,
     REDIS_URL: ctx.redis.url,
     QUEUE_PREFIX: `bench-base-${randomBytes(4).toString("hex")}`,
   });
@@ -69,17 +89,28 @@ export async function measureBaseline(ctx: BenchContext): Promise<LoadResult> {
     return result;
   } finally {
     await server.stop();
+    await database.drop();
     removeTempDir(dir);
   }
 }
 
 /** 2. `POST /api/runs` at 20 requests in flight vs a bare Hono + SQLite insert + Queue.add. */
-export async function submitPath(ctx: BenchContext): Promise<ScenarioResult> {
+export function submitPath(ctx: BenchContext): Promise<ScenarioResult> {
+  return submitOn(ctx, "sqlite");
+}
+
+/** 2b. The same on PostgreSQL, against the same bare handler with its insert in PostgreSQL. */
+export function submitPathPostgres(ctx: BenchContext): Promise<ScenarioResult> {
+  return submitOn(ctx, "postgres");
+}
+
+async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResult> {
+  const dbName = engine === "sqlite" ? "SQLite" : "PostgreSQL";
   const ours: LoadResult[] = [];
   const base: LoadResult[] = [];
   for (let rep = 0; rep < ctx.reps; rep++) {
-    ours.push(await measureLooprun(ctx));
-    base.push(await measureBaseline(ctx));
+    ours.push(await measureLooprun(ctx, engine));
+    base.push(await measureBaseline(ctx, engine));
     const o = ours.at(-1);
     const b = base.at(-1);
     ctx.log(
@@ -91,15 +122,15 @@ export async function submitPath(ctx: BenchContext): Promise<ScenarioResult> {
     name,
     unit,
     looprun: summarize(pick(ours, f)),
-    baseline: { name: "bare Hono+SQLite+Queue.add", summary: summarize(pick(base, f)) },
+    baseline: { name: `bare Hono+${dbName}+Queue.add`, summary: summarize(pick(base, f)) },
     ratio: summarize(pairedRatios(pick(ours, f), pick(base, f))),
   });
   const throughput = figure("throughput", "req/s", (r) => r.throughput);
   const p50 = figure("latency p50", "ms", (r) => r.p50Ms);
   const p99 = figure("latency p99", "ms", (r) => r.p99Ms);
   return {
-    id: "submit-path",
-    title: "2. Submit path",
+    id: engine === "sqlite" ? "submit-path" : "submit-path-postgres",
+    title: engine === "sqlite" ? "2. Submit path" : "2b. Submit path, PostgreSQL",
     figures: [
       { ...throughput, digits: 0, goal: "≥ 0.70× baseline", met: throughput.ratio.median >= 0.7 },
       { ...p50, digits: 2 },
@@ -109,7 +140,10 @@ export async function submitPath(ctx: BenchContext): Promise<ScenarioResult> {
       `${CONCURRENCY} requests in flight over keep-alive connections (a closed-loop generator in the bench process, node:http), ${ctx.quick ? 600 : 2000} requests per repetition after 200 warm-up requests; every request a new session, a command agent and a testCommand.`,
       "No worker runs: the API alone is measured; jobs wait in Redis. A fresh API process and database for every repetition, the baseline server likewise, alternating.",
       "looprun's API ran with RATE_LIMIT_PER_MINUTE=0: the default per-client limit (1200/min) would answer 429 to a load test from one address.",
-      "The baseline (bench/baselines/submit-server.ts) parses the JSON body, inserts one row and adds one job with the run id; looprun also validates the body (zod), creates the workspace directory, writes the session, the run and its run_queued event in one BEGIN IMMEDIATE transaction.",
+      engine === "sqlite"
+        ? "The baseline (bench/baselines/submit-server.ts) parses the JSON body, inserts one row and adds one job with the run id; looprun also validates the body (zod), creates the workspace directory, writes the session, the run and its run_queued event in one BEGIN IMMEDIATE transaction."
+        : "The baseline (bench/baselines/submit-server.ts with DATABASE_URL) parses the JSON body, inserts one row through a pool of 10 and adds one job with the run id; looprun also validates the body (zod), creates the workspace directory, writes the session, the run and its run_queued event (one statement; see packages/db/src/pg/submit.ts).",
+      ...(engine === "postgres" ? [POSTGRES_NOTE] : []),
     ],
   };
 }

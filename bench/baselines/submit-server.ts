@@ -1,14 +1,16 @@
 /**
  * The bare-minimum submit path, for scale: a Hono handler (served by @hono/node-server) that
- * does one SQLite insert (better-sqlite3, WAL, synchronous=FULL, like looprun's) and one
- * BullMQ `Queue.add`. Configured by PORT, DATABASE_PATH, REDIS_URL and QUEUE_PREFIX; prints
- * "listening" when it takes requests.
+ * does one insert and one BullMQ `Queue.add`. The insert goes to SQLite (better-sqlite3, WAL,
+ * synchronous=FULL, like looprun's API) at DATABASE_PATH, or with DATABASE_URL to PostgreSQL
+ * (a `pg` pool of 10, like looprun's default). Configured by PORT, DATABASE_PATH or
+ * DATABASE_URL, REDIS_URL and QUEUE_PREFIX; prints "listening" when it takes requests.
  */
 import { serve } from "@hono/node-server";
 import BetterSqlite3 from "better-sqlite3";
 import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
+import pg from "pg";
 import { monotonicFactory } from "ulid";
 
 const env = (name: string) => {
@@ -17,16 +19,46 @@ const env = (name: string) => {
   return value;
 };
 
-const sqlite = new BetterSqlite3(env("DATABASE_PATH"));
-sqlite.pragma("busy_timeout = 5000");
-sqlite.pragma("journal_mode = WAL");
-sqlite.pragma("synchronous = FULL");
-sqlite.exec(
-  "create table if not exists runs (id text primary key, session_id text not null, body text not null, created_at integer not null)",
-);
-const insert = sqlite.prepare(
-  "insert into runs (id, session_id, body, created_at) values (?, ?, ?, ?)",
-);
+const TABLE =
+  "create table if not exists runs (id text primary key, session_id text not null, body text not null, created_at bigint not null)";
+
+/** Inserts one row; resolves once it is committed. */
+type Insert = (id: string, sessionId: string, body: string, createdAt: number) => Promise<void>;
+
+async function openStore(): Promise<{ insert: Insert; close(): Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const pool = new pg.Pool({ connectionString: url, max: 10 });
+    await pool.query(TABLE);
+    return {
+      insert: async (...values) => {
+        await pool.query(
+          "insert into runs (id, session_id, body, created_at) values ($1, $2, $3, $4)",
+          values,
+        );
+      },
+      close: () => pool.end(),
+    };
+  }
+  const sqlite = new BetterSqlite3(env("DATABASE_PATH"));
+  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = FULL");
+  sqlite.exec(TABLE);
+  const statement = sqlite.prepare(
+    "insert into runs (id, session_id, body, created_at) values (?, ?, ?, ?)",
+  );
+  return {
+    insert: async (...values) => {
+      statement.run(...values);
+    },
+    close: async () => {
+      sqlite.close();
+    },
+  };
+}
+
+const store = await openStore();
 
 // The same connection options as looprun's API queue (fail fast while Redis is down).
 const connection = new Redis(env("REDIS_URL"), {
@@ -43,7 +75,7 @@ app.post("/api/runs", async (c) => {
   const body = await c.req.json<{ sessionId?: string }>();
   const id = newId();
   const createdAt = Date.now();
-  insert.run(id, body.sessionId ?? id, JSON.stringify(body), createdAt);
+  await store.insert(id, body.sessionId ?? id, JSON.stringify(body), createdAt);
   await queue.add("run", { runId: id }, { jobId: id });
   return c.json({ id, status: "queued", createdAt: new Date(createdAt).toISOString() }, 202);
 });
@@ -54,9 +86,9 @@ server.once("listening", () => process.stdout.write("listening\n"));
 
 const close = () => {
   server.close();
-  void queue.close().finally(() => {
+  void queue.close().finally(async () => {
     connection.disconnect();
-    sqlite.close();
+    await store.close();
     process.exit(0);
   });
 };

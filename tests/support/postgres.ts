@@ -83,7 +83,15 @@ function clusterOwner(): { uid: number; gid: number } | null {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-export async function startPostgres(): Promise<PostgresCluster> {
+export interface StartPostgresOptions {
+  /**
+   * Durable like a deployment (fsync, synchronous commit, full page writes), for measurements.
+   * @defaultValue false — the tests' cluster skips them: it is thrown away after the run.
+   */
+  durable?: boolean;
+}
+
+export async function startPostgres(opts: StartPostgresOptions = {}): Promise<PostgresCluster> {
   const bin = findPgBinDir();
   const owner = clusterOwner();
   const dir = mkdtempSync(join(tmpdir(), "looprun-pg-"));
@@ -114,9 +122,9 @@ export async function startPostgres(): Promise<PostgresCluster> {
       `-p ${port}`,
       "-h 127.0.0.1",
       `-k ${dir}`,
-      "-c fsync=off",
-      "-c synchronous_commit=off",
-      "-c full_page_writes=off",
+      ...(opts.durable
+        ? []
+        : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
       "-c max_connections=300",
     ].join(" ");
     await as("pg_ctl", [

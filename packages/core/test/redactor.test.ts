@@ -20,6 +20,9 @@ describe("Redactor", () => {
     "xoxb-123456789012-abcdefghij",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
+    "pk-ant-abcdefghijklmnopqrstuvwxyz012345",
+    "github_pat_abcdefghijklmnopqrstuvwxyz0123456789",
+    "AIzaSyAbcdefghijklmnopqrstuvwxyz0123456",
   ])("redacts the common key pattern %s", (secret) => {
     expect(r.text(`before ${secret} after`)).toBe(`before ${REDACTED} after`);
   });
@@ -30,6 +33,10 @@ describe("Redactor", () => {
       `Authorization: Bearer ${REDACTED}`,
     );
     expect(r.text('password: "hunter2hunter2"')).toBe(`password: "${REDACTED}"`);
+    expect(r.text("export MY_SECRET=abcdefgh12345678")).toBe(`export MY_SECRET=${REDACTED}`);
+    expect(r.text("x-apikey: abcdefgh12345678")).toBe(`x-apikey: ${REDACTED}`);
+    expect(r.text("db PASSWD=abcdefgh12345678")).toBe(`db PASSWD=${REDACTED}`);
+    expect(r.text("connect postgres://u:pw@db/x")).toBe(`connect postgres://u:${REDACTED}@db/x`);
   });
 
   it("leaves ordinary text alone", () => {

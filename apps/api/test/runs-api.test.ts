@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
@@ -44,7 +44,9 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
       },
       validationCommands: ["true"],
     });
-    expect(existsSync(join(h.workspacesRoot, "accept-1"))).toBe(true);
+    // The workspace is where the run will run; the worker that starts it creates it.
+    expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "accept-1"));
+    expect(existsSync(join(h.workspacesRoot, "accept-1"))).toBe(false);
     const events = await h.request("GET", `/api/runs/${res.body.id}/events`);
     expect(events.body.items.map((e: { type: string }) => e.type)).toEqual(["run_queued"]);
     expect(events.body.items[0]).toMatchObject({
@@ -107,6 +109,20 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(res.status).toBe(400);
     expect(res.body.error.issues[0].path).toBe("workspace");
     expect(existsSync(join(outside, "sub"))).toBe(false);
+  });
+
+  it("refuses a workspace under a file, naming it, storing nothing", async () => {
+    mkdirSync(h.workspacesRoot, { recursive: true });
+    writeFileSync(join(h.workspacesRoot, "a-file"), "not a directory\n");
+    const before = await h.request("GET", "/api/runs?limit=100");
+    const res = await h.request("POST", "/api/runs", { ...valid, workspace: "a-file/sub" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues[0]).toMatchObject({
+      path: "workspace",
+      message: "a-file is not a directory",
+    });
+    const after = await h.request("GET", "/api/runs?limit=100");
+    expect(after.body.items).toHaveLength(before.body.items.length);
   });
 
   it("validates query strings", async () => {

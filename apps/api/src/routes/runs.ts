@@ -22,7 +22,7 @@ import {
   presentToolCall,
 } from "../presenters";
 import { parseBody, parseQuery } from "../request-parsing";
-import { prepareWorkspace } from "../workspaces";
+import { resolveWorkspace } from "../workspaces";
 import { approvalRoutes } from "./approval";
 import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
@@ -94,8 +94,8 @@ export function runRoutes(deps: AppDeps): Hono {
     const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
       workspaceName === null
-        ? (sessionWorkspace ?? prepareWorkspace(deps.workspacesRoot, sessionId))
-        : prepareWorkspace(deps.workspacesRoot, workspaceName);
+        ? (sessionWorkspace ?? resolveWorkspace(deps.workspacesRoot, sessionId))
+        : resolveWorkspace(deps.workspacesRoot, workspaceName);
     let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
     try {
       const input = {

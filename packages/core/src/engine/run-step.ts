@@ -1,3 +1,4 @@
+import { mkdir } from "node:fs/promises";
 import { checkBudget, deadlineFor } from "../budget/budget";
 import type { BudgetReason } from "../domain/run";
 import { isTerminal } from "../domain/run";
@@ -66,16 +67,20 @@ async function drive(
   // A job of a run that waits for a person (a stale one: waiting ends the job): nothing to do.
   if (ctx.run.status === "awaiting_approval") return { kind: "awaiting_approval" };
   await start(res, ctx);
-  const baselineError = await ensureBaseline(res, ctx);
-  if (baselineError !== null) {
-    await ctx.finish("failed", "error", `phase_failed: snapshot: ${baselineError}`.slice(0, 2000), {
+  // The API resolved and checked the workspace; it is created where the run runs.
+  const workspaceError = await ensureWorkspace(ctx);
+  const snapshotError = workspaceError === null ? await ensureBaseline(res, ctx) : null;
+  const prepared = workspaceError ?? snapshotError;
+  if (prepared !== null) {
+    const phase = workspaceError !== null ? "workspace" : "snapshot";
+    await ctx.finish("failed", "error", `phase_failed: ${phase}: ${prepared}`.slice(0, 2000), {
       events: [
         [
           "phase_failed",
           {
             iteration: 0,
-            phase: "snapshot",
-            error: baselineError,
+            phase,
+            error: prepared,
             skipped: [
               ...ctx.run.spec.phases.filter((p) => p !== "packaging"),
               "implementation",
@@ -125,6 +130,16 @@ async function drive(
     const result = await runIteration(res, ctx, n, attempt, opts);
     const next = await recordIteration(ctx, result);
     if (next !== "continue") return next;
+  }
+}
+
+/** Creates the run's workspace unless it exists; returns the error when it cannot. */
+async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
+  try {
+    await mkdir(ctx.run.workspace, { recursive: true });
+    return null;
+  } catch (error) {
+    return `could not create the workspace ${ctx.run.workspace}: ${error instanceof Error ? error.message : String(error)}`;
   }
 }
 

@@ -1,5 +1,16 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative } from "node:path";
+import { RUN_QUEUE } from "@looprun/core";
+import Database from "better-sqlite3";
+import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   commandRun,
@@ -140,6 +151,73 @@ describe("rollback through the API and a worker", () => {
     const [learned] = await getIterations(stack, busy.id);
     expect(learned?.prompt).toContain("# Learned from earlier runs");
     expect(learned?.prompt).toContain("- command `test -f done`: failed 1 of 2 times");
+  });
+
+  it("is refused while another session's run works in the same workspace", async () => {
+    const ws = seedWorkspace("shared-ws");
+    const first = await submit(
+      stack,
+      commandRun("echo changed > a.txt", {
+        sessionId: "shared-a",
+        workspace: "shared-ws",
+        testCommand: "true",
+      }),
+    );
+    expect((await waitForStatus(stack, first.id)).status).toBe("succeeded");
+    const gate = join(stack.dir, "release-shared");
+    const other = await submit(
+      stack,
+      commandRun(`while [ ! -f ${gate} ]; do sleep 0.05; done`, {
+        sessionId: "shared-b",
+        workspace: "shared-ws",
+        testCommand: "true",
+      }),
+    );
+    await waitForStatus(stack, other.id, ["running"]);
+    const before = tree(ws);
+    const refused = await stack.api("POST", `/api/runs/${first.id}/rollback`, { iteration: 0 });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "session_busy", activeRunId: other.id });
+    expect(tree(ws)).toEqual(before);
+    writeFileSync(gate, "");
+    expect((await waitForStatus(stack, other.id)).status).toBe("succeeded");
+    const restored = await stack.api("POST", `/api/runs/${first.id}/rollback`, { iteration: 0 });
+    expect(restored.status, JSON.stringify(restored.body)).toBe(200);
+    expect(readFileSync(join(ws, "a.txt"), "utf8")).toBe("A0\n");
+  });
+
+  it("starts a run submitted while a rollback holds its workspace only once the hold is gone", async () => {
+    const ws = seedWorkspace("held-ws");
+    // A rollback in progress, as the API records it (its restore may take a while).
+    const db = new Database(stack.databasePath);
+    const queue = new Queue(RUN_QUEUE, {
+      connection: { url: inject("redisUrl") },
+      prefix: stack.prefix,
+    });
+    try {
+      db.prepare(
+        "insert into workspace_holds (workspace, run_id, expires_at) values (?, ?, ?)",
+      ).run(realpathSync(ws), "01ROLLBACKINPROGRESS00000", Date.now() + 60_000);
+      const run = await submit(
+        stack,
+        commandRun("touch ran", { sessionId: "held", workspace: "held-ws", testCommand: "true" }),
+      );
+      // The worker took the job three times and put it back each time, the run untouched.
+      await waitFor(async () => ((await queue.getJob(run.id))?.attemptsStarted ?? 0) >= 3);
+      const waiting = await getRun(stack, run.id);
+      expect(waiting.progress).toBe("waiting: a rollback is restoring the workspace");
+      expect(waiting.status).toBe("queued");
+      expect(waiting.startedAt).toBeNull();
+      expect(existsSync(join(ws, "ran"))).toBe(false);
+      expect((await getEvents(stack, run.id)).map((e) => e.type)).toEqual(["run_queued"]);
+
+      db.prepare("delete from workspace_holds").run();
+      expect((await waitForStatus(stack, run.id)).status).toBe("succeeded");
+      expect(existsSync(join(ws, "ran"))).toBe(true);
+    } finally {
+      db.close();
+      await queue.close();
+    }
   });
 
   it("rollbackOnFailure leaves the workspace as before the run; the patch stays downloadable", async () => {

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, type RunStatus, RunSubmission, runStep } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -66,6 +66,8 @@ describe.each(ENGINES)("review, snapshot and stats routes over app.request() on 
     });
     expect(submitted.status).toBe(202);
     const id: string = submitted.body.id;
+    // The worker creates a missing workspace when the run starts; this one is seeded first.
+    mkdirSync(join(h.workspacesRoot, "review-api-1"), { recursive: true });
     writeFileSync(join(h.workspacesRoot, "review-api-1", "count.txt"), "0\n");
     expect((await text(`/api/runs/${id}/patch`)).status).toBe(404);
     expect(await drive(id)).toMatchObject({ status: "succeeded" });

@@ -51,7 +51,10 @@ export async function reconcile(
       await opts.queue.add(RUN_JOB_NAME, { runId: run.id }, runJobOptions(run.id));
       result.enqueued.push(run.id);
     } else if (state === "failed") {
-      await opts.failRun(run.id, job?.failedReason ?? "its job failed");
+      // The job read above may be older than its failure (it failed between the two reads):
+      // read it again for the reason BullMQ gave.
+      const failed = (await opts.queue.getJob(run.id)) ?? job;
+      await opts.failRun(run.id, failed?.failedReason || "its job failed");
       result.failed.push(run.id);
     }
   }

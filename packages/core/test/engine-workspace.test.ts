@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { describe, expect, it } from "vitest";
@@ -36,5 +36,34 @@ describe("a run's workspace", () => {
       /^phase_failed: workspace: could not create the workspace /,
     );
     expect(engine.store.iterationsOf(run.id)).toHaveLength(0);
+  });
+
+  it("waits while a rollback holds the workspace, starting nothing, and starts once it is gone", async () => {
+    const run = makeRun(
+      { agent: { type: "command", command: "touch ran" }, testCommand: "test -f ran" },
+      engine.ws,
+    );
+    engine.store.add(run);
+    const now = Date.now();
+    engine.store.holds.set(engine.ws, now + 60_000);
+    const res = resources(engine.store, { now: () => now });
+
+    const waited = await runStep(res, run.id);
+    expect(waited).toEqual({ kind: "cooldown", until: now + 500 });
+    const queued = await engine.store.getRun(run.id);
+    expect(queued).toMatchObject({
+      status: "queued",
+      startedAt: null,
+      progress: "waiting: a rollback is restoring the workspace",
+    });
+    expect(engine.store.eventsOf(run.id).map((e) => e.type)).toEqual([]);
+    expect(existsSync(join(engine.ws, "ran"))).toBe(false);
+
+    engine.store.holds.clear();
+    expect(await runStep(resources(engine.store), run.id)).toEqual({
+      kind: "finished",
+      status: "succeeded",
+      reason: "success",
+    });
   });
 });

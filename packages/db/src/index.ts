@@ -21,3 +21,4 @@ export { IdempotencyConflictError, RunRepository } from "./run-repository";
 export { SqliteRunStore } from "./sqlite-run-store";
 export type { ToolStat, ToolStats, ToolStatsFilter } from "./tool-stats";
 export { toolStats } from "./tool-stats";
+export type { HoldRequest, HoldResult } from "./workspace-holds";

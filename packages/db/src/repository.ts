@@ -18,6 +18,7 @@ import type { ReviewArtifactRow, ToolCallRow } from "./records";
 import type { NewRun, RunFilter } from "./run-repository";
 import type { StopRequest } from "./stop-requests";
 import type { ToolStats, ToolStatsFilter } from "./tool-stats";
+import type { HoldRequest, HoldResult } from "./workspace-holds";
 
 /**
  * A value now (SQLite: better-sqlite3 answers synchronously, and the API's submit path stays
@@ -58,6 +59,9 @@ export interface RunRepositoryPort {
   sessionWorkspace(sessionId: string): MaybePromise<string | null>;
   getSession(sessionId: string): MaybePromise<{ session: SessionRecord; runs: RunRecord[] } | null>;
   recordRollback(runId: string, data: Record<string, unknown>, now: number): MaybePromise<void>;
+  /** A rollback's hold of a workspace (see workspace-holds.ts); released when it is done. */
+  holdWorkspace(req: HoldRequest): MaybePromise<HoldResult>;
+  releaseWorkspace(req: Pick<HoldRequest, "workspace" | "sessionId" | "runId">): MaybePromise<void>;
   readonly approvals: {
     approve(runId: string, now: number, edited: EditedPlan | null): MaybePromise<ApprovalAnswer>;
     reply(runId: string, now: number, message: string): MaybePromise<ApprovalAnswer>;

@@ -55,6 +55,12 @@ import {
 } from "./schema";
 import { finalizeStop, requestStop, type StopRequest } from "./stop-requests";
 import { type ToolStats, type ToolStatsFilter, toolStats } from "./tool-stats";
+import {
+  type HoldRequest,
+  type HoldResult,
+  holdWorkspace,
+  releaseWorkspace,
+} from "./workspace-holds";
 
 export interface NewRun {
   id: string;
@@ -337,6 +343,14 @@ export class RunRepository implements RunRepositoryPort {
   /** Records a rollback of the run's workspace (`rollback_applied`). */
   recordRollback(runId: string, data: Record<string, unknown>, now: number): void {
     recordRollback(this.db, runId, data, now);
+  }
+
+  holdWorkspace(req: HoldRequest): HoldResult {
+    return holdWorkspace(this.db, req);
+  }
+
+  releaseWorkspace(req: Pick<HoldRequest, "workspace" | "sessionId" | "runId">): void {
+    releaseWorkspace(this.db, req);
   }
 
   /** A person's answers to a run that waits in `awaiting_approval` (see approvals.ts). */

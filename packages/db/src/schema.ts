@@ -208,6 +208,18 @@ export const idempotencyKeys = sqliteTable("idempotency_keys", {
 });
 
 /**
+ * A workspace being restored by a rollback (`POST /api/runs/:id/rollback`): while its hold
+ * lasts, no run starts there (a worker waits), and no second rollback begins. Expires by
+ * itself if the API dies mid-restore.
+ */
+export const workspaceHolds = sqliteTable("workspace_holds", {
+  workspace: text("workspace").primaryKey(),
+  /** The run whose snapshot is being restored. */
+  runId: text("run_id").notNull(),
+  expiresAt: integer("expires_at").notNull(),
+});
+
+/**
  * What earlier runs learned: per tool and argument shape (`scope: "tool"`), or per validation
  * command in a workspace (`scope: "command"`), how often it succeeded and failed, its last
  * errors and mean duration. Fed back to the agent and the planner of later runs.

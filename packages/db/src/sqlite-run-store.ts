@@ -18,6 +18,7 @@ import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
 import { toIterationRecord, toPhaseArtifact, toRunRecord } from "./records";
 import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
+import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -223,6 +224,10 @@ export class SqliteRunStore implements RunStore {
     return rows
       .map(toPhaseArtifact)
       .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  }
+
+  async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
+    return workspaceHeldUntil(this.db, workspace, now);
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

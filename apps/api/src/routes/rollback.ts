@@ -10,9 +10,13 @@ export const RollbackBody = z.strictObject({
   iteration: z.number().int().min(0).max(1_000_000),
 });
 
+/** A rollback's hold on the workspace outlives an API that died mid-restore by this much. */
+const HOLD_TTL_MS = 5 * 60_000;
+
 /**
  * Restores a run's workspace to the snapshot after iteration `n` (0: as it was before the
- * run). Refused while the session has an active run (a worker may be writing there).
+ * run). Refused while the session — or another session sharing the workspace — has an active
+ * run (a worker may be writing there), or another rollback restores it.
  */
 export function rollbackRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -21,45 +25,55 @@ export function rollbackRoutes(deps: AppDeps): Hono {
     root: deps.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
     path: process.env.PATH,
   });
-  // One restore at a time per session in this process: they share the session's git index.
-  const inFlight = new Map<string, Promise<unknown>>();
-
   app.post("/:id/rollback", async (c) => {
     const id = c.req.param("id");
     const run = await deps.repo.getRun(id);
     if (!run) throw notFound(`run ${id}`);
     const { iteration } = await parseBody(c, RollbackBody);
-    const activeRunId = await deps.repo.activeRunOf(run.sessionId);
-    if (activeRunId !== null || inFlight.has(run.sessionId)) {
+    // The workspace is this rollback's while it restores: refused while a run is active in the
+    // session or the workspace, or another rollback restores it; runs submitted meanwhile wait.
+    const hold = await deps.repo.holdWorkspace({
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+      now: now(),
+      ttlMs: HOLD_TTL_MS,
+    });
+    if (!hold.held) {
       throw new ApiError(
         409,
         "session_busy",
-        `session ${run.sessionId} is busy: ${activeRunId ? `run ${activeRunId} is active` : "a rollback is in progress"}`,
-        activeRunId ? { activeRunId } : {},
+        hold.activeRunId !== undefined
+          ? `session ${run.sessionId} is busy: run ${hold.activeRunId} is active${hold.activeRunId === run.id ? "" : " in its session or workspace"}`
+          : `session ${run.sessionId} is busy: a rollback of run ${hold.heldByRun} is restoring its workspace`,
+        hold.activeRunId !== undefined ? { activeRunId: hold.activeRunId } : {},
       );
     }
-    const snapshot =
-      iteration === 0
-        ? run.baselineSnapshot
-        : ((await deps.repo.artifacts.iterationSnapshot(run.id, iteration))?.snapshotId ?? null);
-    if (snapshot === null) {
-      throw notFound(
-        iteration === 0
-          ? `a baseline snapshot of run ${run.id} (it never started)`
-          : `a snapshot of iteration ${iteration} of run ${run.id}`,
-      );
-    }
-    const restore = restoreWorkspace(
-      snapshots,
-      { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
-      snapshot,
-    );
-    inFlight.set(run.sessionId, restore);
-    let restored: Awaited<typeof restore>;
+    let snapshot: string | null;
+    let restored: Awaited<ReturnType<typeof restoreWorkspace>>;
     try {
-      restored = await restore;
+      snapshot =
+        iteration === 0
+          ? run.baselineSnapshot
+          : ((await deps.repo.artifacts.iterationSnapshot(run.id, iteration))?.snapshotId ?? null);
+      if (snapshot === null) {
+        throw notFound(
+          iteration === 0
+            ? `a baseline snapshot of run ${run.id} (it never started)`
+            : `a snapshot of iteration ${iteration} of run ${run.id}`,
+        );
+      }
+      restored = await restoreWorkspace(
+        snapshots,
+        { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
+        snapshot,
+      );
     } finally {
-      inFlight.delete(run.sessionId);
+      await deps.repo.releaseWorkspace({
+        workspace: run.workspace,
+        sessionId: run.sessionId,
+        runId: run.id,
+      });
     }
     const data = { iteration, snapshot, before: restored.before, files: restored.files };
     await deps.repo.recordRollback(run.id, data, now());

@@ -19,6 +19,9 @@ export type { StepResult } from "./step-result";
 /** An iteration interrupted this many times (crashes, hand-backs) fails the run: a poison run. */
 export const MAX_ITERATION_ATTEMPTS = 3;
 
+/** How soon a run whose workspace a rollback holds looks again. */
+const HOLD_RECHECK_MS = 500;
+
 /**
  * Drives a run as far as it can go without waiting: claims it, runs iterations until one
  * ends the run or asks for a cooldown (the caller then parks the job until `until`).
@@ -66,6 +69,15 @@ async function drive(
   }
   // A job of a run that waits for a person (a stale one: waiting ends the job): nothing to do.
   if (ctx.run.status === "awaiting_approval") return { kind: "awaiting_approval" };
+  // A rollback is restoring the workspace: the run starts once it is done (checked again soon).
+  if (ctx.run.status === "queued") {
+    const now = ctx.now();
+    const heldUntil = await res.store.workspaceHeldUntil(ctx.run.workspace, now);
+    if (heldUntil !== null) {
+      await ctx.commit({ progress: "waiting: a rollback is restoring the workspace" });
+      return { kind: "cooldown", until: Math.min(heldUntil, now + HOLD_RECHECK_MS) };
+    }
+  }
   await start(res, ctx);
   // The API resolved and checked the workspace; it is created where the run runs.
   const workspaceError = await ensureWorkspace(ctx);

@@ -102,6 +102,11 @@ export interface RunStore {
   failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]>;
   /** The run's pipeline phase artifacts, in phase order. */
   phaseArtifacts(runId: string): Promise<PhaseArtifact[]>;
+  /**
+   * Until when a rollback holds the workspace (it is being restored: no run may start
+   * there), or null.
+   */
+  workspaceHeldUntil(workspace: string, now: number): Promise<number | null>;
 }
 
 /** The rule every store applies when a patch sets a status. */

@@ -180,6 +180,14 @@ export class MemoryRunStore implements RunStore {
     );
   }
 
+  /** Workspaces held by a rollback, until when (tests set them). */
+  readonly holds = new Map<string, number>();
+
+  async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
+    const until = this.holds.get(workspace);
+    return until !== undefined && until > now ? until : null;
+  }
+
   async getRun(runId: string): Promise<RunRecord | null> {
     const run = this.runs.get(runId);
     return run ? structuredClone(run) : null;

@@ -24,6 +24,7 @@ import type { RunRepositoryPort } from "../repository";
 import type { NewRun, RunFilter } from "../run-repository";
 import type { StopRequest } from "../stop-requests";
 import type { ToolStats, ToolStatsFilter } from "../tool-stats";
+import type { HoldRequest, HoldResult } from "../workspace-holds";
 import { approvePlan, rejectApproval, replyToQuestion } from "./approvals";
 import {
   iterationSnapshot,
@@ -41,6 +42,7 @@ import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "
 import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
 import { createRun } from "./submit";
+import { holdWorkspace, releaseWorkspace } from "./workspace-holds";
 
 const active = [...ACTIVE_STATUSES];
 
@@ -206,6 +208,14 @@ export class PgRunRepository implements RunRepositoryPort {
       .from(sessions)
       .where(eq(sessions.id, sessionId));
     return row?.workspace ?? null;
+  }
+
+  holdWorkspace(req: HoldRequest): Promise<HoldResult> {
+    return holdWorkspace(this.db, req);
+  }
+
+  releaseWorkspace(req: Pick<HoldRequest, "workspace" | "sessionId" | "runId">): Promise<void> {
+    return releaseWorkspace(this.db, req);
   }
 
   /** Records a rollback of the run's workspace (`rollback_applied`). */

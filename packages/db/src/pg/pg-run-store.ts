@@ -18,6 +18,7 @@ import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
 import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
+import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -186,6 +187,10 @@ export class PgRunStore implements RunStore {
     return rows
       .map(toPhaseArtifact)
       .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  }
+
+  workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
+    return workspaceHeldUntil(this.db, workspace, now);
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -232,6 +232,13 @@ export const idempotencyKeys = pgTable("idempotency_keys", {
   createdAt: int8("created_at").notNull(),
 });
 
+/** A workspace being restored by a rollback (see ../schema.ts). */
+export const workspaceHolds = pgTable("workspace_holds", {
+  workspace: text("workspace").primaryKey(),
+  runId: text("run_id").notNull(),
+  expiresAt: int8("expires_at").notNull(),
+});
+
 /** What earlier runs learned (see ../schema.ts). */
 export const failurePatterns = pgTable(
   "failure_patterns",

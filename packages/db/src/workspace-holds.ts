@@ -1,0 +1,95 @@
+import { ACTIVE_STATUSES } from "@looprun/core";
+import { and, eq, gt, inArray, or } from "drizzle-orm";
+import type { Db } from "./connection";
+import { runs, workspaceHolds } from "./schema";
+
+/** What a rollback asks for before it restores a workspace. */
+export interface HoldRequest {
+  workspace: string;
+  /** The session of the run whose snapshot is restored. */
+  sessionId: string;
+  runId: string;
+  now: number;
+  /** How long the hold lasts if it is never released (the API died mid-restore). */
+  ttlMs: number;
+}
+
+/**
+ * `held`: the workspace is the caller's until it releases it (or the hold expires). Refused
+ * while a run is active in the session or in the workspace (another session may share it),
+ * naming that run, or while another rollback holds the workspace or the session.
+ */
+export type HoldResult =
+  | { held: true }
+  | { held: false; activeRunId: string; heldByRun?: undefined }
+  | { held: false; activeRunId?: undefined; heldByRun: string };
+
+/**
+ * What a rollback holds: the workspace, and its session's snapshot store (two restores of one
+ * session, even of different workspaces, would share its git index). Workspaces are absolute
+ * paths, so the session's key never names one.
+ */
+export function holdKeys(req: Pick<HoldRequest, "workspace" | "sessionId">): string[] {
+  return [req.workspace, `session:${req.sessionId}`];
+}
+
+/**
+ * Takes the hold of a workspace for a rollback, in one `BEGIN IMMEDIATE` transaction: it
+ * serialises with every submit (a run created after it sees the hold: its worker waits).
+ */
+export function holdWorkspace(db: Db, req: HoldRequest): HoldResult {
+  return db.transaction(
+    (tx) => {
+      const active = tx
+        .select({ id: runs.id })
+        .from(runs)
+        .where(
+          and(
+            inArray(runs.status, [...ACTIVE_STATUSES]),
+            or(eq(runs.sessionId, req.sessionId), eq(runs.workspace, req.workspace)),
+          ),
+        )
+        .limit(1)
+        .get();
+      if (active) return { held: false, activeRunId: active.id };
+      const keys = holdKeys(req);
+      const hold = tx
+        .select()
+        .from(workspaceHolds)
+        .where(and(inArray(workspaceHolds.workspace, keys), gt(workspaceHolds.expiresAt, req.now)))
+        .get();
+      if (hold) return { held: false, heldByRun: hold.runId };
+      for (const workspace of keys) {
+        const row = { workspace, runId: req.runId, expiresAt: req.now + req.ttlMs };
+        tx.insert(workspaceHolds)
+          .values(row)
+          .onConflictDoUpdate({ target: workspaceHolds.workspace, set: row })
+          .run();
+      }
+      return { held: true };
+    },
+    { behavior: "immediate" },
+  );
+}
+
+/** Ends a hold taken by `holdWorkspace` (one that expired and was taken again is left alone). */
+export function releaseWorkspace(
+  db: Db,
+  req: Pick<HoldRequest, "workspace" | "sessionId" | "runId">,
+): void {
+  db.delete(workspaceHolds)
+    .where(
+      and(inArray(workspaceHolds.workspace, holdKeys(req)), eq(workspaceHolds.runId, req.runId)),
+    )
+    .run();
+}
+
+/** Until when a rollback holds the workspace, or null. */
+export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
+  const hold = db
+    .select({ expiresAt: workspaceHolds.expiresAt })
+    .from(workspaceHolds)
+    .where(and(eq(workspaceHolds.workspace, workspace), gt(workspaceHolds.expiresAt, now)))
+    .get();
+  return hold?.expiresAt ?? null;
+}

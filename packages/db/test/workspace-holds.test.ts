@@ -1,0 +1,122 @@
+import type { RunStore } from "@looprun/core";
+import { RunRepository, type RunRepositoryPort, SqliteRunStore } from "@looprun/db";
+import { PgRunRepository, PgRunStore } from "@looprun/db/pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { freshPgDatabase, truncateAll } from "./pg-support";
+import { freshDatabase, newRun, removeDir } from "./support";
+
+// A rollback's hold of a workspace (workspace-holds.ts), on both engines: refused while a run
+// is active in the session or the workspace, or while another rollback holds it; a run's
+// worker sees it (RunStore.workspaceHeldUntil) and waits.
+
+interface Engine {
+  repo: RunRepositoryPort;
+  store: RunStore;
+}
+
+const TTL = 60_000;
+const engines: [string, () => Promise<{ engine: Engine; close(): Promise<void> }>][] = [
+  [
+    "SQLite",
+    async () => {
+      const { dir, database } = await freshDatabase();
+      return {
+        engine: { repo: new RunRepository(database.db), store: new SqliteRunStore(database.db) },
+        close: async () => {
+          database.close();
+          await removeDir(dir);
+        },
+      };
+    },
+  ],
+];
+
+let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
+beforeAll(async () => {
+  pg = await freshPgDatabase();
+});
+afterAll(async () => {
+  await pg?.drop();
+});
+engines.push([
+  "PostgreSQL",
+  async () => {
+    if (!pg) throw new Error("no PostgreSQL database");
+    await truncateAll(pg.database);
+    const db = pg.database.db;
+    return {
+      engine: { repo: new PgRunRepository(db), store: new PgRunStore(db) },
+      close: async () => {},
+    };
+  },
+]);
+
+describe.each(engines)("workspace holds on %s", (_name, open) => {
+  let engine: Engine;
+  let close: () => Promise<void>;
+  beforeEach(async () => {
+    ({ engine, close } = await open());
+    return () => close();
+  });
+
+  /** A finished run of session `s` in `/ws/a` whose workspace a rollback may hold. */
+  async function finishedRun(sessionId: string, workspace: string) {
+    const input = newRun({}, { sessionId, workspace });
+    await engine.repo.createRun(input);
+    const claimed = await engine.store.claimRun(input.id);
+    await engine.store.commit(
+      input.id,
+      claimed?.run.epoch ?? 0,
+      { run: { status: "failed", reason: "max_iterations", finishedAt: Date.now() } },
+      Date.now(),
+    );
+    return input;
+  }
+
+  const hold = (run: { id: string; sessionId: string; workspace: string }, now = 1000) =>
+    engine.repo.holdWorkspace({
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+      now,
+      ttlMs: TTL,
+    });
+
+  it("holds a workspace for one rollback; its runs wait until it is released", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    expect(await hold(done)).toEqual({ held: true });
+    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBe(1000 + TTL);
+    expect(await engine.store.workspaceHeldUntil("/ws/other", 2000)).toBeNull();
+    // A second rollback of the workspace, or of the session, is refused meanwhile.
+    expect(await hold(done)).toEqual({ held: false, heldByRun: done.id });
+    const sameSession = await finishedRun("s1", "/ws/elsewhere");
+    expect(await hold(sameSession)).toEqual({ held: false, heldByRun: done.id });
+
+    await engine.repo.releaseWorkspace({ ...done, runId: done.id });
+    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBeNull();
+    expect(await hold(sameSession)).toEqual({ held: true });
+  });
+
+  it("refuses while a run is active in the session, or in another session's same workspace", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    const active = newRun({}, { sessionId: "s1", workspace: "/ws/a" });
+    await engine.repo.createRun(active);
+    expect(await hold(done)).toEqual({ held: false, activeRunId: active.id });
+
+    const other = await finishedRun("s2", "/ws/b");
+    const sharing = newRun({}, { sessionId: "s3", workspace: "/ws/b" });
+    await engine.repo.createRun(sharing);
+    expect(await hold(other)).toEqual({ held: false, activeRunId: sharing.id });
+    // Nothing was held by the refusals.
+    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBeNull();
+    expect(await engine.store.workspaceHeldUntil("/ws/b", 2000)).toBeNull();
+  });
+
+  it("takes over a hold that expired (its API died mid-restore)", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    expect(await hold(done, 1000)).toEqual({ held: true });
+    expect(await engine.store.workspaceHeldUntil("/ws/a", 1000 + TTL)).toBeNull();
+    expect(await hold(done, 1000 + TTL)).toEqual({ held: true });
+    expect(await engine.store.workspaceHeldUntil("/ws/a", 1000 + TTL)).toBe(1000 + 2 * TTL);
+  });
+});

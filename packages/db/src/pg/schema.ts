@@ -38,7 +38,9 @@ const int8 = (name: string) => bigint(name, { mode: "number" });
 
 /**
  * Run ids are ULIDs and pages walk them with `<` and `ORDER BY`: byte order, as in SQLite,
- * whatever the database's default collation (a linguistic one ignores `-` and case).
+ * whatever the database's default collation (a linguistic one ignores `-` and case). Every
+ * column holding a run id has it: a comparison across two collations (`i.run_id = r.id` in a
+ * join, a trigger) has none, and no index can serve it — such lookups scanned whole tables.
  */
 const byteOrderedText = customType<{ data: string; driverData: string }>({
   dataType: () => 'text COLLATE "C"',
@@ -99,7 +101,7 @@ export const runs = pgTable(
 export const iterations = pgTable(
   "iterations",
   {
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     n: integer("n").notNull(),
@@ -120,7 +122,7 @@ export const iterations = pgTable(
 export const events = pgTable(
   "events",
   {
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     seq: integer("seq").notNull(),
@@ -134,7 +136,7 @@ export const events = pgTable(
 export const toolCalls = pgTable(
   "tool_calls",
   {
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     seq: integer("seq").notNull(),
@@ -158,7 +160,7 @@ export const reviewArtifacts = pgTable(
   "review_artifacts",
   {
     id: text("id").primaryKey(),
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     sessionId: text("session_id").notNull(),
@@ -177,7 +179,7 @@ export const reviewArtifacts = pgTable(
 export const iterationSnapshots = pgTable(
   "iteration_snapshots",
   {
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     n: integer("n").notNull(),
@@ -194,7 +196,7 @@ export const iterationSnapshots = pgTable(
 
 /** A run's whole change: baseline snapshot → latest snapshot, as a patch. */
 export const runChanges = pgTable("run_changes", {
-  runId: text("run_id")
+  runId: byteOrderedText("run_id")
     .primaryKey()
     .references(() => runs.id, { onDelete: "cascade" }),
   baselineSnapshot: text("baseline_snapshot").notNull(),
@@ -212,7 +214,7 @@ export const runChanges = pgTable("run_changes", {
 export const phaseArtifacts = pgTable(
   "phase_artifacts",
   {
-    runId: text("run_id")
+    runId: byteOrderedText("run_id")
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     phase: text("phase").notNull(),
@@ -226,7 +228,7 @@ export const phaseArtifacts = pgTable(
 export const idempotencyKeys = pgTable("idempotency_keys", {
   key: text("key").primaryKey(),
   requestHash: text("request_hash").notNull(),
-  runId: text("run_id")
+  runId: byteOrderedText("run_id")
     .notNull()
     .references(() => runs.id, { onDelete: "cascade" }),
   createdAt: int8("created_at").notNull(),
@@ -235,7 +237,7 @@ export const idempotencyKeys = pgTable("idempotency_keys", {
 /** A workspace being restored by a rollback (see ../schema.ts). */
 export const workspaceHolds = pgTable("workspace_holds", {
   workspace: text("workspace").primaryKey(),
-  runId: text("run_id").notNull(),
+  runId: byteOrderedText("run_id").notNull(),
   expiresAt: int8("expires_at").notNull(),
 });
 
@@ -251,7 +253,7 @@ export const failurePatterns = pgTable(
     failures: integer("failures").notNull().default(0),
     totalDurationMs: int8("total_duration_ms").notNull().default(0),
     lastErrors: json("last_errors").$type<string[]>().notNull(),
-    lastRunId: text("last_run_id"),
+    lastRunId: byteOrderedText("last_run_id"),
     lastSeenAt: int8("last_seen_at").notNull(),
   },
   (t) => [

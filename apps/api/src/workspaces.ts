@@ -44,7 +44,12 @@ export function resolveWorkspace(root: string, name: string): string {
   const target = join(realRoot, normalized);
   let existing = target;
   while (existing !== realRoot && !existsSync(existing)) existing = dirname(existing);
-  if (existing === realRoot && !existsSync(realRoot)) mkdirSync(realRoot, { recursive: true });
+  if (existing === realRoot) {
+    // Nothing of the path exists yet (a new session's workspace): it will be made inside the
+    // root, which is real and a directory.
+    if (!existsSync(realRoot)) mkdirSync(realRoot, { recursive: true });
+    return target;
+  }
   const real = realpathSync(existing);
   if (!inside(realRoot, real)) throw refuse("must stay inside WORKSPACES_ROOT");
   if (!statSync(real).isDirectory()) throw refuse(`${relative(realRoot, real)} is not a directory`);

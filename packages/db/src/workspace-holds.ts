@@ -1,6 +1,7 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
-import { and, eq, gt, inArray, or } from "drizzle-orm";
+import { and, eq, gt, inArray, or, sql } from "drizzle-orm";
 import type { Db } from "./connection";
+import { preparedOnce } from "./prepared";
 import { runs, workspaceHolds } from "./schema";
 
 /** What a rollback asks for before it restores a workspace. */
@@ -84,12 +85,20 @@ export function releaseWorkspace(
     .run();
 }
 
-/** Until when a rollback holds the workspace, or null. */
-export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
-  const hold = db
+const statements = (db: Db) => ({
+  heldUntil: db
     .select({ expiresAt: workspaceHolds.expiresAt })
     .from(workspaceHolds)
-    .where(and(eq(workspaceHolds.workspace, workspace), gt(workspaceHolds.expiresAt, now)))
-    .get();
-  return hold?.expiresAt ?? null;
+    .where(
+      and(
+        eq(workspaceHolds.workspace, sql.placeholder("workspace")),
+        gt(workspaceHolds.expiresAt, sql.placeholder("now")),
+      ),
+    )
+    .prepare(),
+});
+
+/** Until when a rollback holds the workspace, or null (asked before every run starts). */
+export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
+  return preparedOnce(db, statements).heldUntil.get({ workspace, now })?.expiresAt ?? null;
 }

@@ -8,6 +8,7 @@ import {
   RUN_QUEUE,
   RunJob,
   redactingLogOptions,
+  removeStalePromptDirs,
   runStep,
   stopChannel,
 } from "@looprun/core";
@@ -201,6 +202,11 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     }).catch((err: unknown) => logger.warn({ err }, "reconcile failed"));
   };
   reconcileNow();
+  // A worker killed mid-agent leaves its prompt directory behind.
+  void removeStalePromptDirs().then(
+    (removed) => removed > 0 && logger.info({ removed }, "removed stale prompt directories"),
+    (err: unknown) => logger.warn({ err }, "could not look for stale prompt directories"),
+  );
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
   reconcileTimer.unref();
   logger.info(

@@ -1,4 +1,9 @@
-export { buildPrompt, hasCompletionPromise, renderPlan } from "./agents/index";
+export {
+  buildPrompt,
+  hasCompletionPromise,
+  removeStalePromptDirs,
+  renderPlan,
+} from "./agents/index";
 export type { SessionRunSummary, ToolFailure } from "./agents/session-context";
 export type { BudgetCheck, RunBudgetView } from "./budget/index";
 export { budgetSnapshot, budgetView, checkBudget, deadlineFor } from "./budget/index";

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
@@ -17,12 +17,40 @@ export interface CommandAgentInput {
   onSpawn?: (pgid: number) => void;
 }
 
+const PROMPT_DIR_PREFIX = "looprun-prompt-";
+
+/**
+ * Removes the prompt directories that workers which died (kill -9, a crash) left in the
+ * temporary directory — their `finally` never ran. Each directory names its worker's pid; one
+ * whose process is gone is stale. Called when a worker starts.
+ */
+export async function removeStalePromptDirs(dir = tmpdir()): Promise<number> {
+  let removed = 0;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const pid = Number(/^looprun-prompt-(\d+)-/.exec(name)?.[1]);
+    if (!Number.isInteger(pid) || pid <= 0 || processExists(pid)) continue;
+    await rm(join(dir, name), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, as another user's.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /**
  * Runs the agent command in the workspace with the prompt on stdin and in
  * `$LOOPRUN_PROMPT_FILE` (a file outside the workspace, removed afterwards).
  */
 export async function runCommandAgent(input: CommandAgentInput): Promise<CommandResult> {
-  const dir = await mkdtemp(join(tmpdir(), "looprun-prompt-"));
+  const dir = await mkdtemp(join(tmpdir(), `${PROMPT_DIR_PREFIX}${process.pid}-`));
   const promptFile = join(dir, "PROMPT.md");
   try {
     await writeFile(promptFile, input.prompt);

@@ -24,16 +24,6 @@ export interface IterationDiffsInput {
   signal?: AbortSignal;
 }
 
-const DIFF_OPTIONS = [
-  "--numstat",
-  "-z",
-  "--stat=200",
-  "--binary",
-  "--no-color",
-  "--no-ext-diff",
-  "-p",
-];
-
 /**
  * The two diffs of a snapshot after an iteration, from one git process where it can: `git
  * diff-tree --stdin` reads both tree pairs and prints each diff after its pair's line (with

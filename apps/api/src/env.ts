@@ -1,31 +1,13 @@
+import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
-
-/** `DATABASE_URL`: empty counts as unset; the message never repeats the value (a password). */
-const databaseUrl = z.preprocess(
-  (v) => (typeof v === "string" && v.trim() === "" ? undefined : v),
-  z
-    .string()
-    .refine((v) => /^postgres(ql)?:\/\/\S+$/i.test(v) && URL.canParse(v), {
-      message: "must be a postgres:// or postgresql:// URL (unset it to use DATABASE_PATH)",
-    })
-    .optional(),
-);
 
 export const ApiEnv = z
   .object({
     HOST: z.string().min(1).default("127.0.0.1"),
     PORT: z.coerce.number().int().min(0).max(65535).default(8787),
-    /** The SQLite file (when DATABASE_URL is unset). */
-    DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
-    /**
-     * A PostgreSQL database (`postgres://` or `postgresql://`): the store that API and worker
-     * processes on several hosts share. Wins over DATABASE_PATH. Its password never reaches logs.
-     */
-    DATABASE_URL: databaseUrl,
-    /** PostgreSQL: connections in this process's pool. */
-    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+    ...StorageSettings,
     WORKSPACES_ROOT: z.string().min(1).default(".looprun/workspaces"),
     /** The workers' snapshot git dirs (rollbacks restore from them): as the worker's setting. */
     LOOPRUN_SNAPSHOTS_DIR: z.string().min(1).optional(),

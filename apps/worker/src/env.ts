@@ -1,4 +1,5 @@
 import { dirname, join, resolve } from "node:path";
+import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
 const list = z
@@ -18,27 +19,8 @@ const list = z
     ),
   );
 
-/** `DATABASE_URL`: empty counts as unset; the message never repeats the value (a password). */
-const databaseUrl = z.preprocess(
-  (v) => (typeof v === "string" && v.trim() === "" ? undefined : v),
-  z
-    .string()
-    .refine((v) => /^postgres(ql)?:\/\/\S+$/i.test(v) && URL.canParse(v), {
-      message: "must be a postgres:// or postgresql:// URL (unset it to use DATABASE_PATH)",
-    })
-    .optional(),
-);
-
 export const WorkerEnv = z.object({
-  /** The SQLite file (when DATABASE_URL is unset). */
-  DATABASE_PATH: z.string().min(1).default(".looprun/looprun.db"),
-  /**
-   * A PostgreSQL database (`postgres://` or `postgresql://`): the store that API and worker
-   * processes on several hosts share. Wins over DATABASE_PATH. Its password never reaches logs.
-   */
-  DATABASE_URL: databaseUrl,
-  /** PostgreSQL: connections in this process's pool. */
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  ...StorageSettings,
   /**
    * Unset: this worker's reconciler enqueues again any unfinished run of the database that its
    * queue lost. Set (to the API's WORKSPACES_ROOT): only the runs whose workspace lies inside

@@ -1,25 +1,22 @@
-import {
-  type IterationSnapshot,
-  type PhaseArtifact,
-  PIPELINE_PHASES,
-  type RunChange,
-} from "@looprun/core";
+import type { IterationSnapshot, PhaseArtifact, RunChange } from "@looprun/core";
 import { and, asc, desc, eq } from "drizzle-orm";
 import type { Db } from "./connection";
-import { toIterationSnapshot, toPhaseArtifact, toRunChange } from "./records";
+import { inPhaseOrder, toIterationSnapshot, toPhaseArtifact, toRunChange } from "./records";
 import { iterationSnapshots, phaseArtifacts, runChanges } from "./schema";
 
 /** An iteration attempt's snapshot without its diff (for lists). */
 export type SnapshotRef = Omit<IterationSnapshot, "diff">;
 
+/** A run's pipeline phase artifacts, in phase order (the engine's prompt and the API's list). */
 export function listPhaseArtifacts(db: Db, runId: string): PhaseArtifact[] {
-  return db
-    .select()
-    .from(phaseArtifacts)
-    .where(eq(phaseArtifacts.runId, runId))
-    .all()
-    .map(toPhaseArtifact)
-    .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  return inPhaseOrder(
+    db
+      .select()
+      .from(phaseArtifacts)
+      .where(eq(phaseArtifacts.runId, runId))
+      .all()
+      .map(toPhaseArtifact),
+  );
 }
 
 export function listSnapshotRefs(db: Db, runId: string): SnapshotRef[] {

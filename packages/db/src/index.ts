@@ -19,6 +19,7 @@ export type { MaybePromise, RunRepositoryPort } from "./repository";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";
 export { IdempotencyConflictError, RunRepository } from "./run-repository";
 export { SqliteRunStore } from "./sqlite-run-store";
+export { StorageSettings } from "./storage-settings";
 export type { ToolStat, ToolStats, ToolStatsFilter } from "./tool-stats";
 export { toolStats } from "./tool-stats";
 export type { HoldRequest, HoldResult } from "./workspace-holds";

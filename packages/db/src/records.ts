@@ -1,17 +1,18 @@
-import type {
-  EventRecord,
-  IterationOutcome,
-  IterationRecord,
-  IterationSnapshot,
-  IterationStatus,
-  PhaseArtifact,
-  PipelinePhase,
-  ReviewArtifact,
-  RunChange,
-  RunReason,
-  RunRecord,
-  RunStatus,
-  SessionRecord,
+import {
+  type EventRecord,
+  type IterationOutcome,
+  type IterationRecord,
+  type IterationSnapshot,
+  type IterationStatus,
+  type PhaseArtifact,
+  PIPELINE_PHASES,
+  type PipelinePhase,
+  type ReviewArtifact,
+  type RunChange,
+  type RunReason,
+  type RunRecord,
+  type RunStatus,
+  type SessionRecord,
 } from "@looprun/core";
 import type {
   events,
@@ -134,4 +135,11 @@ export function toPhaseArtifact(row: PhaseArtifactRow): PhaseArtifact {
     content: row.content,
     createdAt: row.createdAt,
   };
+}
+
+/** Artifacts in pipeline order (planning, architecture, design, packaging). */
+export function inPhaseOrder(artifacts: PhaseArtifact[]): PhaseArtifact[] {
+  return artifacts.sort(
+    (a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase),
+  );
 }

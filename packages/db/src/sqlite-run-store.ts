@@ -5,19 +5,19 @@ import {
   LeaseLostError,
   mergeStatus,
   type PhaseArtifact,
-  PIPELINE_PHASES,
   type RunMutation,
   type RunRecord,
   type RunStore,
 } from "@looprun/core";
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
-import { toIterationRecord, toPhaseArtifact, toRunRecord } from "./records";
-import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
+import { toIterationRecord, toRunRecord } from "./records";
+import { iterations, runs, toolCalls } from "./schema";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
@@ -220,10 +220,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
-    const rows = this.db.select().from(phaseArtifacts).where(eq(phaseArtifacts.runId, runId)).all();
-    return rows
-      .map(toPhaseArtifact)
-      .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+    return listPhaseArtifacts(this.db, runId);
   }
 
   async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {

@@ -45,7 +45,7 @@ export function rollbackRoutes(deps: AppDeps): Hono {
         "session_busy",
         hold.activeRunId !== undefined
           ? `session ${run.sessionId} is busy: run ${hold.activeRunId} is active${hold.activeRunId === run.id ? "" : " in its session or workspace"}`
-          : `session ${run.sessionId} is busy: a rollback of run ${hold.heldByRun} is restoring its workspace`,
+          : `session ${run.sessionId} is busy: ${hold.heldByRun ? `a rollback of run ${hold.heldByRun}` : "another rollback"} is restoring its workspace`,
         hold.activeRunId !== undefined ? { activeRunId: hold.activeRunId } : {},
       );
     }

@@ -1,21 +1,14 @@
-import {
-  type IterationSnapshot,
-  type PhaseArtifact,
-  PIPELINE_PHASES,
-  type RunChange,
-} from "@looprun/core";
+import type { IterationSnapshot, PhaseArtifact, RunChange } from "@looprun/core";
 import { and, asc, desc, eq } from "drizzle-orm";
 import type { SnapshotRef } from "../artifact-queries";
-import { toIterationSnapshot, toPhaseArtifact, toRunChange } from "../records";
+import { inPhaseOrder, toIterationSnapshot, toPhaseArtifact, toRunChange } from "../records";
 import type { PgDb } from "./connection";
 import { iterationSnapshots, phaseArtifacts, runChanges } from "./schema";
 
 /** ../artifact-queries.ts on PostgreSQL. */
 export async function listPhaseArtifacts(db: PgDb, runId: string): Promise<PhaseArtifact[]> {
   const rows = await db.select().from(phaseArtifacts).where(eq(phaseArtifacts.runId, runId));
-  return rows
-    .map(toPhaseArtifact)
-    .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  return inPhaseOrder(rows.map(toPhaseArtifact));
 }
 
 export function listSnapshotRefs(db: PgDb, runId: string): Promise<SnapshotRef[]> {

@@ -5,19 +5,19 @@ import {
   LeaseLostError,
   mergeStatus,
   type PhaseArtifact,
-  PIPELINE_PHASES,
   type RunMutation,
   type RunRecord,
   type RunStore,
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { toIterationRecord, toPhaseArtifact, toRunRecord } from "../records";
+import { toIterationRecord, toRunRecord } from "../records";
+import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
-import { iterations, phaseArtifacts, runs, toolCalls } from "./schema";
+import { iterations, runs, toolCalls } from "./schema";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
@@ -182,11 +182,8 @@ export class PgRunStore implements RunStore {
     return workspacePatterns(this.db, workspace, limit);
   }
 
-  async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
-    const rows = await this.db.select().from(phaseArtifacts).where(eq(phaseArtifacts.runId, runId));
-    return rows
-      .map(toPhaseArtifact)
-      .sort((a, b) => PIPELINE_PHASES.indexOf(a.phase) - PIPELINE_PHASES.indexOf(b.phase));
+  phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
+    return listPhaseArtifacts(this.db, runId);
   }
 
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {

@@ -8,9 +8,9 @@ import {
 } from "@looprun/core";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "./connection";
+import { preparedOnce } from "./prepared";
 import { failurePatterns } from "./schema";
 
-type Tx = Pick<Db, "select" | "insert">;
 type Row = typeof failurePatterns.$inferSelect;
 
 export function toFailurePattern(row: Row): FailurePattern {
@@ -34,20 +34,18 @@ export function toFailurePattern(row: Row): FailurePattern {
  * once per commit, fenced with it.
  */
 export function recordPatterns(
-  tx: Tx,
+  db: Db,
   workspace: string,
   runId: string,
   m: RunMutation,
   now: number,
 ): void {
-  for (const delta of patternDeltas(observationsOf(m))) {
-    const key = and(
-      eq(failurePatterns.scope, delta.scope),
-      eq(failurePatterns.workspace, workspace),
-      eq(failurePatterns.subject, delta.subject),
-      eq(failurePatterns.shape, delta.shape),
-    );
-    const existing = tx.select().from(failurePatterns).where(key).get();
+  const deltas = patternDeltas(observationsOf(m));
+  if (deltas.length === 0) return;
+  const st = preparedOnce(db, patternStatements);
+  for (const delta of deltas) {
+    const key = { scope: delta.scope, workspace, subject: delta.subject, shape: delta.shape };
+    const existing = st.get.get(key);
     const next = foldPattern(
       existing ? toFailurePattern(existing) : null,
       workspace,
@@ -55,8 +53,46 @@ export function recordPatterns(
       runId,
       now,
     );
-    tx.insert(failurePatterns)
-      .values(next)
+    st.upsert.run({
+      ...next,
+      lastErrors: next.lastErrors,
+      dSuccesses: delta.successes,
+      dFailures: delta.failures,
+      dDurationMs: delta.totalDurationMs,
+    });
+  }
+}
+
+/** The two statements of `recordPatterns`, prepared once per connection (see prepared.ts). */
+function patternStatements(db: Db) {
+  const p = sql.placeholder;
+  return {
+    get: db
+      .select()
+      .from(failurePatterns)
+      .where(
+        and(
+          eq(failurePatterns.scope, p("scope")),
+          eq(failurePatterns.workspace, p("workspace")),
+          eq(failurePatterns.subject, p("subject")),
+          eq(failurePatterns.shape, p("shape")),
+        ),
+      )
+      .prepare(),
+    upsert: db
+      .insert(failurePatterns)
+      .values({
+        scope: p("scope"),
+        workspace: p("workspace"),
+        subject: p("subject"),
+        shape: p("shape"),
+        successes: p("successes"),
+        failures: p("failures"),
+        totalDurationMs: p("totalDurationMs"),
+        lastErrors: p("lastErrors"),
+        lastRunId: p("lastRunId"),
+        lastSeenAt: p("lastSeenAt"),
+      } as never)
       .onConflictDoUpdate({
         target: [
           failurePatterns.scope,
@@ -65,16 +101,16 @@ export function recordPatterns(
           failurePatterns.shape,
         ],
         set: {
-          successes: sql`${failurePatterns.successes} + ${delta.successes}`,
-          failures: sql`${failurePatterns.failures} + ${delta.failures}`,
-          totalDurationMs: sql`${failurePatterns.totalDurationMs} + ${delta.totalDurationMs}`,
-          lastErrors: next.lastErrors,
-          lastRunId: runId,
-          lastSeenAt: now,
-        },
+          successes: sql`${failurePatterns.successes} + ${p("dSuccesses")}`,
+          failures: sql`${failurePatterns.failures} + ${p("dFailures")}`,
+          totalDurationMs: sql`${failurePatterns.totalDurationMs} + ${p("dDurationMs")}`,
+          lastErrors: p("lastErrors"),
+          lastRunId: p("lastRunId"),
+          lastSeenAt: p("lastSeenAt"),
+        } as never,
       })
-      .run();
-  }
+      .prepare(),
+  };
 }
 
 /** Which patterns `GET /api/stats/tools` lists. */

@@ -155,8 +155,8 @@ export class SqliteRunStore implements RunStore {
             )
             .run();
         }
-        writeArtifacts(tx, runId, m);
-        recordPatterns(tx, row.workspace, runId, m, now);
+        writeArtifacts(this.db, runId, m);
+        recordPatterns(this.db, row.workspace, runId, m, now);
         appendEvents(this.db, runId, m.events ?? [], now);
         return toRunRecord(result);
       },

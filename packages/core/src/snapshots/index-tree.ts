@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { writeLooseObject } from "./git-objects";
 
@@ -12,23 +12,65 @@ import { writeLooseObject } from "./git-objects";
 export async function writeTreeFromIndex(
   gitDir: string,
   known: Set<string>,
-): Promise<string | null> {
-  let index: Buffer;
-  try {
-    index = await readFile(join(gitDir, "index"));
-  } catch {
-    return null;
-  }
-  const entries = parseIndex(index);
-  if (entries === null) return null;
-  return writeDirectory(gitDir, entries, 0, entries.length, Buffer.alloc(0), known);
+): Promise<{ tree: string; index: GitIndex } | null> {
+  const index = await readGitIndex(gitDir);
+  if (index === null) return null;
+  return { tree: await writeTree(gitDir, index.entries, known), index };
 }
 
-interface IndexEntry {
-  /** Path bytes relative to the work tree, `/`-separated. */
+/** One file of a tree: its path (bytes relative to the work tree, `/`-separated), mode and blob. */
+export interface TreeFile {
   path: Buffer;
   mode: number;
   id: Buffer;
+}
+
+/** An index entry: a tree file with the stat data git recorded for it (see `statKey`). */
+export interface IndexEntry extends TreeFile {
+  stat: string;
+}
+
+/** The index as `git add -A` left it, and the index file's own mtime (ns since the epoch). */
+export interface GitIndex {
+  entries: IndexEntry[];
+  mtimeNs: bigint;
+}
+
+/**
+ * The index of a snapshot git dir, or null when it holds what this does not handle. No index
+ * file is an empty index (`git add -A` of an empty work tree writes none).
+ */
+export async function readGitIndex(gitDir: string): Promise<GitIndex | null> {
+  const file = join(gitDir, "index");
+  let index: Buffer;
+  let mtimeNs: bigint;
+  try {
+    [index, mtimeNs] = await Promise.all([
+      readFile(file),
+      stat(file, { bigint: true }).then((s) => s.mtimeNs),
+    ]);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ENOENT" ? { entries: [], mtimeNs: 0n } : null;
+  }
+  const entries = parseIndex(index);
+  return entries === null ? null : { entries, mtimeNs };
+}
+
+const U32 = 0xffffffffn;
+
+/**
+ * The stat data by which an unchanged file is known, as git's index keeps it: inode, size and
+ * the modification and change times (seconds and nanoseconds), each cut to 32 bits. The
+ * same key from `lstat` and from an index entry means git would not look at the file again.
+ */
+export function statKey(ino: bigint, size: bigint, mtimeNs: bigint, ctimeNs: bigint): string {
+  const time = (ns: bigint) => `${(ns / 1_000_000_000n) & U32}.${ns % 1_000_000_000n}`;
+  return `${ino & U32}:${size & U32}:${time(mtimeNs)}:${time(ctimeNs)}`;
+}
+
+/** Writes the tree objects of `files` (sorted by path bytes, as git's index is); returns the root tree id. */
+export function writeTree(gitDir: string, files: TreeFile[], known: Set<string>): Promise<string> {
+  return writeDirectory(gitDir, files, 0, files.length, Buffer.alloc(0), known);
 }
 
 const SIGNATURE = 0x44495243; // "DIRC"
@@ -43,6 +85,12 @@ function parseIndex(b: Buffer): IndexEntry[] | null {
   let at = 12;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_FIXED > b.length) return null;
+    const statData = statKey(
+      BigInt(b.readUInt32BE(at + 20)),
+      BigInt(b.readUInt32BE(at + 36)),
+      BigInt(b.readUInt32BE(at + 8)) * 1_000_000_000n + BigInt(b.readUInt32BE(at + 12)),
+      BigInt(b.readUInt32BE(at)) * 1_000_000_000n + BigInt(b.readUInt32BE(at + 4)),
+    );
     const mode = b.readUInt32BE(at + 24);
     const id = b.subarray(at + 40, at + 60);
     const flags = b.readUInt16BE(at + 60);
@@ -63,7 +111,7 @@ function parseIndex(b: Buffer): IndexEntry[] | null {
     // Regular files (0o10), symlinks (0o12) and gitlinks (0o16); a sparse directory entry
     // (0o04) or anything else goes to git.
     if (type !== 0o10 && type !== 0o12 && type !== 0o16) return null;
-    entries.push({ path: b.subarray(pathStart, pathEnd), mode, id });
+    entries.push({ path: b.subarray(pathStart, pathEnd), mode, id, stat: statData });
   }
   return entries;
 }
@@ -90,7 +138,7 @@ interface TreeEntry {
 /** Writes the tree of entries [from, to), all under `prefix` (which ends with `/` or is empty). */
 async function writeDirectory(
   gitDir: string,
-  entries: IndexEntry[],
+  entries: TreeFile[],
   from: number,
   to: number,
   prefix: Buffer,

@@ -35,6 +35,7 @@ export async function restoreWorkspace(
     null,
     signal,
     `refs/looprun/rollback/${target.runId}`,
+    { index: true },
   );
   const names = await snapshots.gitIn(
     target.sessionId,

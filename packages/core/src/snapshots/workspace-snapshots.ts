@@ -5,6 +5,12 @@ import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitTree, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
+import {
+  filesFromIndex,
+  type ScanLimits,
+  scanWorkspace,
+  type WorkspaceFiles,
+} from "./workspace-scan";
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -13,6 +19,8 @@ export interface WorkspaceSnapshotsOptions {
   path?: string;
   /** @defaultValue 60000 — per git command */
   timeoutMs?: number;
+  /** When a workspace is left to `git add -A` rather than scanned in-process. */
+  scanLimits?: ScanLimits;
 }
 
 export interface SnapshotTarget {
@@ -76,15 +84,21 @@ export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedTe
  * Snapshots of run workspaces in git, without touching the workspace's own repository: a
  * separate bare git dir per session outside the workspace, used with
  * `--git-dir=<dir> --work-tree=<workspace>`. A snapshot is `add -A` (honouring the
- * workspace's `.gitignore`; its `.git` is never added), `write-tree` and `commit-tree` with
- * the previous snapshot as parent, kept reachable under `refs/looprun/<runId>`.
+ * workspace's `.gitignore`; its `.git` is never added) — or the same read in-process once the
+ * workspace's previous state is known (workspace-scan.ts) —, `write-tree` and `commit-tree`
+ * with the previous snapshot as parent, kept reachable under `refs/looprun/<runId>`.
  */
 export class WorkspaceSnapshots {
   private readonly root: string;
   private readonly env: Record<string, string>;
   private readonly timeoutMs: number;
-  /** Per git dir: tree ids known to be stored (see writeTreeFromIndex). */
-  private readonly knownTrees = new Map<string, Set<string>>();
+  /** Per git dir: object ids known to be stored (see writeLooseObject). */
+  private readonly knownObjects = new Map<string, Set<string>>();
+  /** Per git dir and workspace: its files as the last snapshot saw them (see workspace-scan.ts). */
+  private readonly scans = new Map<string, WorkspaceFiles>();
+  private readonly limits: ScanLimits;
+  /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
+  readonly reads = { scans: 0, gitAdds: 0 };
   /** The trees of the snapshots this process took (commit id → tree id). */
   private readonly commitTrees = new Map<string, string>();
 
@@ -92,6 +106,7 @@ export class WorkspaceSnapshots {
     this.root = resolve(opts.root);
     this.env = gitEnv(opts.path, this.root);
     this.timeoutMs = opts.timeoutMs ?? 60_000;
+    this.limits = opts.scanLimits ?? {};
   }
 
   gitDir(sessionId: string): string {
@@ -101,33 +116,37 @@ export class WorkspaceSnapshots {
     return join(this.root, `${sessionId}.git`);
   }
 
-  /** Records the workspace as it is now; returns the snapshot (commit) id. */
+  /**
+   * Records the workspace as it is now; returns the snapshot (commit) id. The workspace is
+   * read in-process when this process knows its previous state (see workspace-scan.ts), else
+   * by `git add -A`; `opts.index` asks for git's way, which leaves the git dir's index equal
+   * to the workspace (a restore needs that).
+   */
   async take(
     target: SnapshotTarget,
     label: string,
     parent: string | null,
     signal?: AbortSignal,
     ref = `refs/looprun/${target.runId}`,
+    opts: { index?: boolean } = {},
   ): Promise<string> {
     const gitDir = await this.ensureRepository(target.sessionId, signal);
-    const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
-    // One active run per session: a lock left here is a crashed worker's, never a live writer's.
-    await rm(join(gitDir, "index.lock"), { force: true });
-    // Unreadable files are skipped (git still exits non-zero); the snapshot holds the rest.
-    const add = await runGit(
-      this.base(gitDir, target.workspace, ["add", "-A", "--ignore-errors"]),
-      {
-        env: this.env,
-        cwd: target.workspace,
-        timeoutMs: this.timeoutMs,
-        ...(signal ? { signal } : {}),
-      },
-    );
-    if (add.exitCode === null) throw new GitError(["add"], add);
-    const tree =
-      (await writeTreeFromIndex(gitDir, this.treesOf(gitDir))) ??
-      (await git(["write-tree"])).stdout.trim();
+    const key = `${gitDir}\0${resolve(target.workspace)}`;
+    const known = this.objectsOf(gitDir);
+    const previous = this.scans.get(key);
+    this.scans.delete(key);
+    let tree: string | null = null;
+    if (previous !== undefined && opts.index !== true) {
+      const scanned = await scanWorkspace(target.workspace, previous, gitDir, known, this.limits);
+      if (scanned !== null) {
+        tree = scanned.tree;
+        this.reads.scans++;
+        this.remember(key, scanned.files);
+      }
+    }
+    tree ??= await this.addAll(gitDir, target.workspace, key, signal);
     const message = `looprun ${target.runId} ${label}`;
+    const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
     if (isSha1(tree) && (parent === null || isSha1(parent))) {
       // The commit and the ref without two more git processes (see git-objects.ts).
       const commit = await writeCommit(gitDir, { tree, parent, message });
@@ -141,6 +160,40 @@ export class WorkspaceSnapshots {
     ).stdout.trim();
     await git(["update-ref", ref, commit]);
     return commit;
+  }
+
+  /** `git add -A` and the tree of the index; remembers the files for the next scan. */
+  private async addAll(
+    gitDir: string,
+    workspace: string,
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    // One active run per session: a lock left here is a crashed worker's, never a live writer's.
+    await rm(join(gitDir, "index.lock"), { force: true });
+    // Unreadable files are skipped (git still exits non-zero); the snapshot holds the rest.
+    const add = await runGit(this.base(gitDir, workspace, ["add", "-A", "--ignore-errors"]), {
+      env: this.env,
+      cwd: workspace,
+      timeoutMs: this.timeoutMs,
+      ...(signal ? { signal } : {}),
+    });
+    if (add.exitCode === null) throw new GitError(["add"], add);
+    this.reads.gitAdds++;
+    const written = await writeTreeFromIndex(gitDir, this.objectsOf(gitDir));
+    if (written === null)
+      return (await this.git(gitDir, workspace, ["write-tree"], signal)).stdout.trim();
+    // Only a clean add says what the workspace holds: an unreadable file is git's to retry.
+    const files = add.exitCode === 0 ? filesFromIndex(written.index, this.limits) : null;
+    if (files !== null) this.remember(key, files);
+    return written.tree;
+  }
+
+  private remember(key: string, files: WorkspaceFiles): void {
+    // A bound on what a long-lived worker keeps (workspaces come and go): forgetting one only
+    // costs its next snapshot a `git add -A`.
+    if (this.scans.size >= 64) this.scans.delete(this.scans.keys().next().value ?? "");
+    this.scans.set(key, files);
   }
 
   /**
@@ -241,14 +294,14 @@ export class WorkspaceSnapshots {
     return this.commitTrees.get(commit) ?? readCommitTree(this.gitDir(sessionId), commit);
   }
 
-  private treesOf(gitDir: string): Set<string> {
-    let known = this.knownTrees.get(gitDir);
+  private objectsOf(gitDir: string): Set<string> {
+    let known = this.knownObjects.get(gitDir);
     // A bound on what a long-lived worker remembers (sessions come and go): forgetting only
     // costs a look at the disk.
     if (known === undefined || known.size > 50_000) {
-      if (known === undefined && this.knownTrees.size >= 256) this.knownTrees.clear();
+      if (known === undefined && this.knownObjects.size >= 256) this.knownObjects.clear();
       known = new Set();
-      this.knownTrees.set(gitDir, known);
+      this.knownObjects.set(gitDir, known);
     }
     return known;
   }
@@ -289,8 +342,9 @@ export class WorkspaceSnapshots {
   private async ensureRepository(sessionId: string, signal?: AbortSignal): Promise<string> {
     const gitDir = this.gitDir(sessionId);
     if (existsSync(join(gitDir, "HEAD"))) return gitDir;
-    // A new (or removed and made again) git dir holds none of the trees seen before.
-    this.knownTrees.delete(gitDir);
+    // A new (or removed and made again) git dir holds none of the objects seen before.
+    this.knownObjects.delete(gitDir);
+    for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
     await mkdir(this.root, { recursive: true });
     // No template: sample hooks and the like have no use in a snapshot store.
     const init = await runGit(["init", "--quiet", "--bare", "--template=", gitDir], {

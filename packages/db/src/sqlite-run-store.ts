@@ -17,7 +17,7 @@ import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
 import { toIterationRecord, toRunRecord } from "./records";
-import { iterations, runs, toolCalls } from "./schema";
+import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
@@ -53,6 +53,17 @@ function storeStatements(db: Db) {
       )
       .orderBy(desc(iterations.n), desc(iterations.attempt))
       .limit(1)
+      .prepare(),
+    snapshotStored: db
+      .select({ n: iterationSnapshots.n })
+      .from(iterationSnapshots)
+      .where(
+        and(
+          eq(iterationSnapshots.runId, p("runId")),
+          eq(iterationSnapshots.n, p("n")),
+          eq(iterationSnapshots.attempt, p("attempt")),
+        ),
+      )
       .prepare(),
     updateRun: new ShapedStatements((set) =>
       db
@@ -221,6 +232,11 @@ export class SqliteRunStore implements RunStore {
 
   async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {
     return listPhaseArtifacts(this.db, runId);
+  }
+
+  async hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean> {
+    const st = preparedOnce(this.db, storeStatements);
+    return st.snapshotStored.get({ runId, n, attempt }) !== undefined;
   }
 
   async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {

@@ -1,5 +1,6 @@
 import type { PhaseArtifact } from "../domain/artifacts";
 import type { IterationOutcome } from "../domain/run";
+import type { RunChange } from "../domain/snapshots";
 import { packageChange } from "../pipeline/packaging";
 import { describeGates, type GateReport } from "../validation/gates";
 import type { IterationResult } from "./iteration";
@@ -29,7 +30,7 @@ export function reviewWrites(n: number, review: DecidedResult["review"]) {
 }
 
 /** The packaging phase (when the run lists it): the change summary, stored after success. */
-export function packagingWrites(ctx: RunContext, change: DecidedResult["change"], now: number) {
+export function packagingWrites(ctx: RunContext, change: RunChange, now: number) {
   if (!ctx.run.spec.phases.includes("packaging")) return { events: [] as EventSpec[], writes: {} };
   const artifact: PhaseArtifact = {
     runId: ctx.run.id,

@@ -15,7 +15,7 @@ import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
 import type { MutationExtras } from "./run-store";
-import { snapshotIteration } from "./snapshot-step";
+import { type SnapshotArtifacts, snapshotIteration } from "./snapshot-step";
 
 export type IterationResult =
   | {
@@ -25,14 +25,14 @@ export type IterationResult =
       validation: ValidationResult[];
       /** The review of this iteration (not yet stored), when one ran. */
       review: { artifact: ReviewArtifact; notes: string | null } | null;
-      /** The run's change after this iteration. */
-      change: RunChange;
+      /** The iteration's snapshot. */
+      snapshotId: string;
+      /** Its diffs and rows, computed when first asked for (see snapshotIteration). */
+      artifacts: () => Promise<SnapshotArtifacts>;
       /** The validation commands under the run's `successThreshold`. */
       gates: GateReport;
       /** The iteration changed the workspace (its snapshot differs from the previous one). */
       changed: boolean;
-      /** Rows the decision's write must carry (the snapshot's, when not stored yet). */
-      writes: MutationExtras;
     }
   | {
       kind: "phase_failed";
@@ -107,6 +107,8 @@ export async function runIteration(
       ["agent_started", { iteration: n, type: spec.agent.type, agent: agentLabel }],
     ],
     { insertIteration: record },
+    // The previous iteration's snapshot rows, if still being computed, come with the next write.
+    { keepDeferred: true },
   );
   ctx.lastIteration = record;
 
@@ -124,7 +126,9 @@ export async function runIteration(
     // The process group of the command in flight is recorded, so that whoever resumes the
     // run after a crash of this worker can kill what it left behind.
     const onSpawn = (pgid: number) => {
-      ctx.commit({ activePgid: pgid }).catch((error: unknown) => {
+      // The previous iteration's snapshot diffs (a git process) run beside this command.
+      ctx.startDeferred();
+      ctx.commit({ activePgid: pgid }, [], {}, { keepDeferred: true }).catch((error: unknown) => {
         res.logger.warn({ err: error, runId: ctx.run.id }, "could not record the process group");
       });
     };
@@ -244,7 +248,7 @@ export async function runIteration(
           kind: "phase_failed",
           phase: "review",
           error: reviewed.error,
-          snapshot: snapshot.snapshot.snapshotId,
+          snapshot: snapshot.snapshotId,
           skipped: [],
           agent,
           validation: validation.results,
@@ -270,10 +274,10 @@ export async function runIteration(
       agent,
       validation: validation.results,
       review,
-      change: snapshot.change,
+      snapshotId: snapshot.snapshotId,
+      artifacts: snapshot.artifacts,
       gates,
-      changed: snapshot.snapshot.diffBytes > 0,
-      writes: snapshot.writes,
+      changed: snapshot.changed,
     };
   } finally {
     watch.dispose();

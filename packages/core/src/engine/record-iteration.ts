@@ -125,16 +125,20 @@ export async function recordIteration(
     ...(review ? { reviewId: review.artifact.id } : {}),
   };
   const reviewed = reviewWrites(n, review);
-  // The review's rows and, when not stored yet, the snapshot's: written with the decision.
-  const writes = { ...result.writes, ...reviewed.writes };
-  const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.change.headSnapshot };
+  // The snapshot's rows (when not stored yet) and the review's: written with the decision —
+  // except when the next iteration starts at once, which writes the snapshot's (see below).
+  const snapshot = await (spec.cooldownMs === 0 && decision.kind === "retry"
+    ? null
+    : result.artifacts());
+  const writes = { ...snapshot?.writes, ...reviewed.writes };
+  const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.snapshotId };
   metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
   const gateEvents = [...validationEvents, ...reviewed.events];
   switch (decision.kind) {
     case "complete": {
       const partial = partialWrites(result.gates);
       const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}${partial.summary}`;
-      const packaged = packagingWrites(ctx, result.change, now);
+      const packaged = packagingWrites(ctx, (await result.artifacts()).change, now);
       await ctx.finish("succeeded", "success", summary, {
         patch: {
           metrics,
@@ -170,6 +174,7 @@ export async function recordIteration(
     case "retry": {
       const stall = stallWrites(ctx, result, decision.outcome);
       if (stall.stalled) {
+        if (snapshot === null) ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.finish("failed", "stalled", stall.summary, {
           patch: {
             metrics,
@@ -186,6 +191,8 @@ export async function recordIteration(
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
+        // finish writes the snapshot's rows (handed to defer) with the run's end.
+        if (snapshot === null) ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
           patch: {
             metrics,
@@ -202,6 +209,9 @@ export async function recordIteration(
       const iteration = { ...writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
+        // The snapshot's diffs are still being computed (a git process): the next iteration
+        // starts now, and its first write after the agent stores them.
+        ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.commit(
           {
             metrics,
@@ -212,6 +222,7 @@ export async function recordIteration(
           },
           gateEvents,
           iteration,
+          { keepDeferred: true },
         );
         return "continue";
       }

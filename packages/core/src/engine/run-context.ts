@@ -22,6 +22,35 @@ export class RunContext {
   ) {}
 
   private history: Promise<SessionRunSummary[]> | null = null;
+  /** Rows of a decided iteration not written yet (see `defer`), and their computation once started. */
+  private deferred: (() => Promise<MutationExtras>) | null = null;
+  private deferredRun: Promise<
+    { ok: true; writes: MutationExtras } | { ok: false; error: unknown }
+  > | null = null;
+
+  /**
+   * Hands over rows still to compute (an iteration's snapshot diffs: a git process), so that
+   * they are computed while the next iteration runs: `startDeferred` starts them (once the
+   * next agent runs), and the next commit that does not pass `keepDeferred` awaits and writes
+   * them with its own. A worker that dies first leaves them out; the run's next step writes
+   * them again (see backfillSnapshot).
+   */
+  defer(compute: () => Promise<MutationExtras>): void {
+    this.deferred = compute;
+    this.deferredRun = null;
+  }
+
+  startDeferred(): void {
+    if (this.deferred === null || this.deferredRun !== null) return;
+    this.deferredRun = this.deferred().then(
+      (writes) => ({ ok: true as const, writes }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+  }
+
+  get hasDeferred(): boolean {
+    return this.deferred !== null;
+  }
 
   now(): number {
     return (this.res.now ?? Date.now)();
@@ -43,12 +72,26 @@ export class RunContext {
       : Promise.resolve([]);
   }
 
-  /** Applies a run patch, iteration changes and events in one fenced write. */
+  /**
+   * Applies a run patch, iteration changes and events in one fenced write — with the rows
+   * handed to `defer`, unless `keepDeferred` (a write that must not wait for them).
+   */
   async commit(
     patch: RunPatch,
     events: EventSpec[] = [],
     iteration: MutationExtras = {},
+    opts: { keepDeferred?: boolean } = {},
   ): Promise<RunRecord> {
+    let extras = iteration;
+    if (this.deferred !== null && !opts.keepDeferred) {
+      this.startDeferred();
+      const running = this.deferredRun;
+      this.deferred = null;
+      this.deferredRun = null;
+      const settled = await running;
+      if (settled && !settled.ok) throw settled.error;
+      if (settled) extras = { ...settled.writes, ...iteration };
+    }
     const now = this.now();
     // Snapshots describe the run as it is after this write.
     const after: RunRecord = { ...this.run, ...patch } as RunRecord;
@@ -56,7 +99,7 @@ export class RunContext {
       type,
       data: { ...data, budget: budgetSnapshot(after, now, reason) },
     }));
-    const mutation: RunMutation = { run: patch, events: newEvents, ...iteration };
+    const mutation: RunMutation = { run: patch, events: newEvents, ...extras };
     this.run = await this.res.store.commit(
       this.run.id,
       this.epoch,

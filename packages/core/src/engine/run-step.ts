@@ -11,7 +11,7 @@ import { recordIteration } from "./record-iteration";
 import type { EngineResources, StepOptions } from "./resources";
 import { type EventSpec, RunContext } from "./run-context";
 import type { RunPatch } from "./run-store";
-import { ensureBaseline } from "./snapshot-step";
+import { backfillSnapshot, ensureBaseline } from "./snapshot-step";
 import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
 
 export type { StepResult } from "./step-result";
@@ -37,7 +37,10 @@ export async function runStep(
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
   try {
-    return await drive(res, ctx, opts);
+    const result = await drive(res, ctx, opts);
+    // Rows still being computed when the step ended (it handed the run back) go in now.
+    if (ctx.hasDeferred) await ctx.commit({});
+    return result;
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     res.logger.error({ err: error, runId }, "run step failed");
@@ -105,6 +108,12 @@ async function drive(
       ],
     });
     return finished(ctx);
+  }
+  try {
+    await backfillSnapshot(res, ctx);
+  } catch (error) {
+    if (error instanceof LeaseLostError) throw error;
+    res.logger.warn({ err: error, runId: ctx.run.id }, "could not write a missing snapshot's rows");
   }
   // Preparation phases run before iteration 1 only: once an iteration started, they are done.
   if (ctx.lastIteration === null) {

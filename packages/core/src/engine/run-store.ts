@@ -107,6 +107,8 @@ export interface RunStore {
    * there), or null.
    */
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null>;
+  /** Whether the snapshot row of an iteration attempt is stored (see RunContext.defer). */
+  hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean>;
 }
 
 /** The rule every store applies when a patch sets a status. */

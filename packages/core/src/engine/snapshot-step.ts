@@ -1,10 +1,6 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import { iterationDiffs } from "../snapshots/iteration-diffs";
-import {
-  type CappedText,
-  type SnapshotChange,
-  WorkspaceSnapshots,
-} from "../snapshots/workspace-snapshots";
+import { WorkspaceSnapshots } from "../snapshots/workspace-snapshots";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
 import type { MutationExtras } from "./run-store";
@@ -58,23 +54,36 @@ export async function ensureBaseline(
   return null;
 }
 
+/** What an iteration's snapshot stores: its row (with its diff) and the run's change so far. */
+export interface SnapshotArtifacts {
+  /** The rows to write (empty when they are stored already: before a review). */
+  writes: Pick<MutationExtras, "insertSnapshot" | "change">;
+  change: RunChange;
+}
+
 export type IterationSnapshotResult =
   | {
       ok: true;
-      snapshot: IterationSnapshot;
-      change: RunChange;
+      snapshotId: string;
+      /** The iteration changed the workspace (its tree differs from its parent's). */
+      changed: boolean;
       /** The run's change so far (baseline → this snapshot), for the reviewer. */
       reviewDiff: string;
-      /** The snapshot's rows, when the caller writes them with the iteration's decision. */
-      writes: Pick<MutationExtras, "insertSnapshot" | "change">;
+      /**
+       * The diffs and rows — computed when first asked for when `deferred`: the decision
+       * needs only `changed`, and the git process of the diffs can run while the next
+       * iteration's agent does.
+       */
+      artifacts: () => Promise<SnapshotArtifacts>;
     }
   | { ok: false; error: string };
 
 /**
- * Snapshots the workspace after iteration `n` and stores the snapshot, its diff against the
- * previous one (capped) and the run's whole change (baseline → now) — at once, or with the
- * iteration's decision when `deferWrites` (one write less per iteration; a snapshot is
- * stored now only when a review follows, so that the diff is there while it runs).
+ * Snapshots the workspace after iteration `n`, then computes its diff against the previous
+ * snapshot (capped) and the run's whole change (baseline → now). With a review to follow
+ * they are computed and stored at once, so that the diff is there while the reviewer runs;
+ * else (`deferred`) the caller computes them when it wants them and writes them later (see
+ * RunContext.defer: with the next write of the run, or its end).
  */
 export async function snapshotIteration(
   res: EngineResources,
@@ -82,7 +91,7 @@ export async function snapshotIteration(
   n: number,
   attempt: number,
   signal: AbortSignal,
-  deferWrites = false,
+  deferred = false,
 ): Promise<IterationSnapshotResult> {
   const { run } = ctx;
   const baseline = run.baselineSnapshot;
@@ -91,8 +100,7 @@ export async function snapshotIteration(
   const parent = run.latestSnapshot ?? baseline;
   const snapshots = snapshotsOf(res);
   let id: string;
-  let diff: CappedText;
-  let whole: SnapshotChange;
+  let trees: (string | null)[];
   try {
     id = await snapshots.take(
       { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
@@ -100,26 +108,100 @@ export async function snapshotIteration(
       parent,
       signal,
     );
-    // This iteration's diff and the run's change so far (files, stat, patch): one git
-    // process for both (see iteration-diffs.ts).
-    ({ diff, change: whole } = await iterationDiffs(snapshots, {
-      sessionId: run.sessionId,
-      baseline,
-      parent,
-      head: id,
-      diffCapBytes: res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
-      patchCapBytes: res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
-      signal,
-    }));
+    trees = await Promise.all([parent, id].map((c) => snapshots.treeOf(run.sessionId, c)));
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
+  const artifacts = (abort?: AbortSignal) =>
+    snapshotArtifacts(res, ctx, { n, attempt, baseline, parent, head: id }, abort);
+  const [parentTree, headTree] = trees;
+  if (deferred && parentTree && headTree) {
+    // Started by whoever needs them first, once (not tied to this iteration's signal: the
+    // iteration ends before).
+    let later: Promise<SnapshotArtifacts> | null = null;
+    return {
+      ok: true,
+      snapshotId: id,
+      changed: parentTree !== headTree,
+      reviewDiff: "",
+      artifacts: () => {
+        later ??= artifacts();
+        return later;
+      },
+    };
+  }
+  let now: SnapshotArtifacts & { reviewDiff: string };
+  try {
+    now = await artifacts(signal);
+  } catch (error) {
+    return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
+  }
+  const changed = (now.writes.insertSnapshot?.diffBytes ?? 0) > 0;
+  if (deferred)
+    return { ok: true, snapshotId: id, changed, reviewDiff: "", artifacts: async () => now };
+  await ctx.commit({}, [], now.writes);
+  return {
+    ok: true,
+    snapshotId: id,
+    changed,
+    reviewDiff: now.reviewDiff,
+    artifacts: async () => ({ writes: {}, change: now.change }),
+  };
+}
+
+/**
+ * Writes the snapshot rows of the run's last decided iteration when they are missing: its
+ * worker died between the decision and the deferred write (see RunContext.defer). They are
+ * computed again from the snapshot, whose commit names its parent.
+ */
+export async function backfillSnapshot(res: EngineResources, ctx: RunContext): Promise<void> {
+  const { run, lastDecided } = ctx;
+  const head = run.latestSnapshot;
+  if (lastDecided === null || head === null || run.baselineSnapshot === null) return;
+  if (head === run.baselineSnapshot) return;
+  if (await res.store.hasSnapshot(run.id, lastDecided.n, lastDecided.attempt)) return;
+  const parent = await snapshotsOf(res).parentOf(run.sessionId, head);
+  if (parent === null) return;
+  const pair = { n: lastDecided.n, attempt: lastDecided.attempt, baseline: run.baselineSnapshot };
+  const { writes } = await snapshotArtifacts(res, ctx, { ...pair, parent, head });
+  await ctx.commit({}, [], writes);
+  res.logger.info(
+    { runId: run.id, iteration: lastDecided.n },
+    "wrote the snapshot rows an interrupted worker left out",
+  );
+}
+
+interface SnapshotPair {
+  n: number;
+  attempt: number;
+  baseline: string;
+  parent: string;
+  head: string;
+}
+
+/** The diffs of snapshot `head` (one git process, see iteration-diffs.ts) as rows to write. */
+async function snapshotArtifacts(
+  res: EngineResources,
+  ctx: RunContext,
+  { n, attempt, baseline, parent, head }: SnapshotPair,
+  signal?: AbortSignal,
+): Promise<SnapshotArtifacts & { reviewDiff: string }> {
+  const { run } = ctx;
+  const { diff, change: whole } = await iterationDiffs(snapshotsOf(res), {
+    sessionId: run.sessionId,
+    baseline,
+    parent,
+    head,
+    diffCapBytes: res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
+    patchCapBytes: res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
+    ...(signal ? { signal } : {}),
+  });
   const now = ctx.now();
   const snapshot: IterationSnapshot = {
     runId: run.id,
     n,
     attempt,
-    snapshotId: id,
+    snapshotId: head,
     parentId: parent,
     diff: diff.text,
     diffBytes: diff.bytes,
@@ -129,7 +211,7 @@ export async function snapshotIteration(
   const change: RunChange = {
     runId: run.id,
     baselineSnapshot: baseline,
-    headSnapshot: id,
+    headSnapshot: head,
     iteration: n,
     files: whole.files,
     stat: whole.stat,
@@ -139,8 +221,5 @@ export async function snapshotIteration(
   };
   // The run's `latestSnapshot` moves on when the iteration is decided: an attempt that is
   // interrupted now leaves the next attempt comparing with the same parent.
-  const writes = { insertSnapshot: snapshot, change };
-  if (deferWrites) return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes };
-  await ctx.commit({}, [], writes);
-  return { ok: true, snapshot, change, reviewDiff: whole.patch.text, writes: {} };
+  return { writes: { insertSnapshot: snapshot, change }, change, reviewDiff: whole.patch.text };
 }

@@ -74,6 +74,17 @@ export async function writeCommit(gitDir: string, fields: CommitFields): Promise
 
 /** The tree of a commit stored as a loose object, or null (not loose, or not a commit). */
 export async function readCommitTree(gitDir: string, id: string): Promise<string | null> {
+  return (await readCommitHeader(gitDir, id))?.tree ?? null;
+}
+
+/**
+ * The tree and first parent (null for a root commit) of a commit stored as a loose object,
+ * or null (not loose, or not a commit).
+ */
+export async function readCommitHeader(
+  gitDir: string,
+  id: string,
+): Promise<{ tree: string; parent: string | null } | null> {
   if (!isSha1(id)) return null;
   let raw: Buffer;
   try {
@@ -83,8 +94,10 @@ export async function readCommitTree(gitDir: string, id: string): Promise<string
   }
   const body = raw.indexOf(0);
   if (body === -1 || !raw.subarray(0, body).toString("latin1").startsWith("commit ")) return null;
-  const match = /^tree ([0-9a-f]{40})\n/.exec(raw.toString("latin1", body + 1, body + 47));
-  return match?.[1] ?? null;
+  const match = /^tree ([0-9a-f]{40})\n(?:parent ([0-9a-f]{40})\n)?/.exec(
+    raw.toString("latin1", body + 1, body + 1 + 96),
+  );
+  return match?.[1] ? { tree: match[1], parent: match[2] ?? null } : null;
 }
 
 const REF_NAME = /^refs\/[A-Za-z0-9_/-]+$/;

@@ -3,7 +3,7 @@ import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
-import { isSha1, readCommitTree, writeCommit, writeRef } from "./git-objects";
+import { isSha1, readCommitHeader, readCommitTree, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
 import {
   filesFromIndex,
@@ -287,6 +287,11 @@ export class WorkspaceSnapshots {
       opts.maxStdoutBytes,
       opts.stdin,
     );
+  }
+
+  /** The parent of a snapshot this store wrote (null: a root, or a commit git wrote). */
+  async parentOf(sessionId: string, commit: string): Promise<string | null> {
+    return (await readCommitHeader(this.gitDir(sessionId), commit))?.parent ?? null;
   }
 
   /** The tree of a snapshot: remembered when this process wrote it, else read from its object. */

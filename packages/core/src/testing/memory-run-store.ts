@@ -47,6 +47,10 @@ export class MemoryRunStore implements RunStore {
     return this.reviews.filter((r) => r.runId === runId);
   }
 
+  async hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean> {
+    return this.snapshots.some((s) => s.runId === runId && s.n === n && s.attempt === attempt);
+  }
+
   snapshotsOf(runId: string): IterationSnapshot[] {
     return this.snapshots.filter((s) => s.runId === runId);
   }

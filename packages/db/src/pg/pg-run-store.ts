@@ -17,7 +17,7 @@ import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
-import { iterations, runs, toolCalls } from "./schema";
+import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
@@ -188,6 +188,20 @@ export class PgRunStore implements RunStore {
 
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
     return workspaceHeldUntil(this.db, workspace, now);
+  }
+
+  async hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean> {
+    const [row] = await this.db
+      .select({ n: iterationSnapshots.n })
+      .from(iterationSnapshots)
+      .where(
+        and(
+          eq(iterationSnapshots.runId, runId),
+          eq(iterationSnapshots.n, n),
+          eq(iterationSnapshots.attempt, attempt),
+        ),
+      );
+    return row !== undefined;
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -1,0 +1,116 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type RunMutation, type RunRecord, runStep } from "@looprun/core";
+import { MemoryRunStore } from "@looprun/core/testing";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { makeRun, removeDir, resources, tempDir, testSnapshotsDir } from "./support";
+
+/**
+ * With cooldown 0 and no reviewer, an iteration's snapshot diffs are computed while the next
+ * iteration starts, and written with its first write after the agent (RunContext.defer).
+ */
+
+/** A store whose `commit` never returns for one chosen write: the worker died during it. */
+class DyingStore extends MemoryRunStore {
+  dieOn: ((m: RunMutation) => boolean) | null = null;
+  override async commit(
+    runId: string,
+    epoch: number,
+    m: RunMutation,
+    now: number,
+  ): Promise<RunRecord> {
+    if (this.dieOn?.(m)) {
+      this.dieOn = null;
+      return new Promise<RunRecord>(() => {});
+    }
+    return super.commit(runId, epoch, m, now);
+  }
+}
+
+let dir: string;
+let ws: string;
+beforeEach(async () => {
+  dir = await tempDir("looprun-deferred-");
+  ws = join(dir, "ws");
+  mkdirSync(ws);
+});
+afterEach(async () => {
+  await removeDir(dir);
+});
+
+const AGENT = 'echo "line $LOOPRUN_ITERATION" >> lines.txt';
+const TEST = '[ "$(wc -l < lines.txt)" -ge 3 ]';
+
+describe("snapshot rows written after their iteration's decision", () => {
+  it("are all stored by the run's end, each with its own diff, and the run's change is the last", async () => {
+    const store = new MemoryRunStore();
+    const run = makeRun(
+      { agent: { type: "command", command: AGENT }, testCommand: TEST, cooldownMs: 0 },
+      ws,
+    );
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "succeeded" });
+    const snapshots = store.snapshotsOf(run.id);
+    expect(snapshots.map((s) => [s.n, s.attempt])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
+    snapshots.forEach((s, i) => {
+      expect(s.diff).toContain(`+line ${i + 1}\n`);
+      expect(s.diff).not.toContain(`+line ${i}\n`);
+    });
+    const final = (await store.getRun(run.id))!;
+    expect(final.latestSnapshot).toBe(snapshots[2]?.snapshotId);
+    expect(store.changes.get(run.id)).toMatchObject({
+      iteration: 3,
+      headSnapshot: final.latestSnapshot,
+    });
+    expect(store.changes.get(run.id)?.patch).toContain("+line 1\n+line 2\n+line 3\n");
+  });
+
+  it("are computed again by the next worker when the one that decided died before writing them", async () => {
+    const store = new DyingStore();
+    const run = makeRun(
+      { agent: { type: "command", command: AGENT }, testCommand: TEST, cooldownMs: 0 },
+      ws,
+    );
+    store.add(run);
+    // Iteration 2's write after its agent carries iteration 1's snapshot rows: it never lands.
+    store.dieOn = (m) => m.insertSnapshot?.n === 1 && m.updateIteration?.n === 2;
+    const dead = runStep(resources(store), run.id);
+    const deadline = Date.now() + 10_000;
+    while (store.dieOn !== null && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(store.dieOn).toBeNull();
+    expect(store.snapshotsOf(run.id)).toEqual([]);
+    void dead;
+
+    // Another worker (its own process: its own snapshot store) takes the run over.
+    const next = resources(store, { snapshotsDir: testSnapshotsDir() });
+    expect(await runStep(next, run.id)).toMatchObject({ status: "succeeded" });
+    const snapshots = store.snapshotsOf(run.id);
+    const first = snapshots.find((s) => s.n === 1);
+    expect(first).toMatchObject({ attempt: 1, diffTruncated: false });
+    expect(first?.diff).toContain("+line 1\n");
+    // Its commit's parent is the baseline: the diff is iteration 1's alone.
+    const final = (await store.getRun(run.id))!;
+    expect(first?.parentId).toBe(final.baselineSnapshot);
+    const gitDir = join(testSnapshotsDir(), `${run.sessionId}.git`);
+    const diff = execFileSync(
+      "git",
+      [`--git-dir=${gitDir}`, "diff", first!.parentId!, first!.snapshotId],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(first?.diff).toBe(diff);
+    // Iteration 2 was rerun (attempt 2; the dead worker's agent had run: 3 lines, success)
+    // and every decided iteration has its rows.
+    expect(snapshots.map((s) => [s.n, s.attempt])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
+  });
+});

@@ -2,7 +2,6 @@ import { hasCompletionPromise } from "../agents/command-agent";
 import { buildPrompt } from "../agents/prompt";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
-import type { RunChange } from "../domain/snapshots";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
@@ -14,7 +13,6 @@ import { type Interruption, watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
-import type { MutationExtras } from "./run-store";
 import { type SnapshotArtifacts, snapshotIteration } from "./snapshot-step";
 
 export type IterationResult =

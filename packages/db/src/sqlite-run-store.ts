@@ -32,6 +32,12 @@ function storeStatements(db: Db) {
       .from(runs)
       .where(eq(runs.id, p("id")))
       .prepare(),
+    /** What a commit checks before it writes: a full row (and its JSON) is read once, after. */
+    runHead: db
+      .select({ epoch: runs.epoch, status: runs.status, workspace: runs.workspace })
+      .from(runs)
+      .where(eq(runs.id, p("id")))
+      .prepare(),
     bumpEpoch: db
       .update(runs)
       .set({ epoch: p("epoch") } as never)
@@ -127,11 +133,11 @@ export class SqliteRunStore implements RunStore {
     const st = preparedOnce(this.db, storeStatements);
     return this.db.transaction(
       (tx) => {
-        const row = st.run.get({ id: runId });
-        if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-        let result = row;
+        const head = st.runHead.get({ id: runId });
+        if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+        let result: typeof runs.$inferSelect | undefined;
         if (m.run && Object.keys(m.run).length > 0) {
-          const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+          const status = mergeStatus(head.status as RunRecord["status"], m.run.status);
           const { statement, params } = st.updateRun.for({ ...m.run, status });
           const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
           if (!updated) throw new LeaseLostError(runId, epoch);
@@ -167,8 +173,11 @@ export class SqliteRunStore implements RunStore {
             .run();
         }
         writeArtifacts(this.db, runId, m);
-        recordPatterns(this.db, row.workspace, runId, m, now);
+        recordPatterns(this.db, head.workspace, runId, m, now);
         appendEvents(this.db, runId, m.events ?? [], now);
+        // The rest of the write never touches the run's row.
+        result ??= st.run.get({ id: runId });
+        if (!result) throw new LeaseLostError(runId, epoch);
         return toRunRecord(result);
       },
       { behavior: "immediate" },

@@ -77,7 +77,7 @@ describe("snapshot rows written after their iteration's decision", () => {
       ws,
     );
     store.add(run);
-    // Iteration 2's write after its agent carries iteration 1's snapshot rows: it never lands.
+    // Iteration 2's decision carries iteration 1's snapshot rows: it never lands.
     store.dieOn = (m) => m.insertSnapshot?.n === 1 && m.updateIteration?.n === 2;
     const dead = runStep(resources(store), run.id);
     const deadline = Date.now() + 10_000;

@@ -105,7 +105,7 @@ export async function runIteration(
       ["agent_started", { iteration: n, type: spec.agent.type, agent: agentLabel }],
     ],
     { insertIteration: record },
-    // The previous iteration's snapshot rows, if still being computed, come with the next write.
+    // The previous iteration's snapshot rows, still being computed, come with a later write.
     { keepDeferred: true },
   );
   ctx.lastIteration = record;
@@ -176,6 +176,9 @@ export async function runIteration(
         ],
       ],
       ctx.updateIteration({ agent }),
+      // The previous iteration's snapshot rows come with this one's decision: its git process
+      // has the validation commands' time to finish.
+      { keepDeferred: true },
     );
 
     const validation = await runValidation({

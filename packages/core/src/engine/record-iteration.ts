@@ -172,9 +172,10 @@ export async function recordIteration(
       );
       return finished(ctx);
     case "retry": {
+      // The run ends here after all: the snapshot's rows go with its end.
+      const ending = async () => ({ ...(await result.artifacts()).writes, ...writes });
       const stall = stallWrites(ctx, result, decision.outcome);
       if (stall.stalled) {
-        if (snapshot === null) ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.finish("failed", "stalled", stall.summary, {
           patch: {
             metrics,
@@ -184,15 +185,13 @@ export async function recordIteration(
           },
           events: gateEvents,
           iteration: iterationPatch,
-          writes,
+          writes: await ending(),
         });
         return finished(ctx);
       }
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
-        // finish writes the snapshot's rows (handed to defer) with the run's end.
-        if (snapshot === null) ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
           patch: {
             metrics,
@@ -202,16 +201,13 @@ export async function recordIteration(
           },
           events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
           iteration: iterationPatch,
-          writes,
+          writes: await ending(),
         });
         return finished(ctx);
       }
       const iteration = { ...writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
-        // The snapshot's diffs are still being computed (a git process): the next iteration
-        // starts now, and its first write after the agent stores them.
-        ctx.defer(() => result.artifacts().then((a) => a.writes));
         await ctx.commit(
           {
             metrics,
@@ -222,8 +218,10 @@ export async function recordIteration(
           },
           gateEvents,
           iteration,
-          { keepDeferred: true },
         );
+        // The snapshot's diffs (a git process) are computed while the next iteration runs,
+        // and written with a later write (see RunContext.defer).
+        ctx.defer(() => result.artifacts().then((a) => a.writes));
         return "continue";
       }
       await ctx.commit(

@@ -36,6 +36,7 @@ export class RunContext {
    * them again (see backfillSnapshot).
    */
   defer(compute: () => Promise<MutationExtras>): void {
+    if (this.deferred !== null) throw new Error("rows are already deferred: write them first");
     this.deferred = compute;
     this.deferredRun = null;
   }
@@ -90,7 +91,12 @@ export class RunContext {
       this.deferredRun = null;
       const settled = await running;
       if (settled && !settled.ok) throw settled.error;
-      if (settled) extras = { ...settled.writes, ...iteration };
+      if (settled) {
+        // Rows of the same kind (this write's own snapshot and change) go after them.
+        const clash = Object.keys(settled.writes).some((key) => key in iteration);
+        if (clash) await this.commit({}, [], settled.writes, { keepDeferred: true });
+        else extras = { ...settled.writes, ...iteration };
+      }
     }
     const now = this.now();
     // Snapshots describe the run as it is after this write.

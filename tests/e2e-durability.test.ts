@@ -70,8 +70,8 @@ describe("workers crashing, pausing and shutting down", () => {
     // sleeps (the worker is killed then); iteration 3 passes.
     const agent = [
       'n="$LOOPRUN_ITERATION"',
-      'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
-      'echo "iteration $n ran on $PPID"',
+      'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
+      'echo "iteration $n ran on $LOOPRUN_WORKER_PID"',
       'if [ "$n" -ge 3 ]; then touch done; fi',
     ].join("\n");
     const { id } = await submit(stack, commandRun(agent, { testCommand: "test -f done" }));
@@ -131,7 +131,7 @@ describe("workers crashing, pausing and shutting down", () => {
     // worker has stored the agent's process group), then lives on.
     const agent = [
       "if [ -f started ]; then echo resumed; else",
-      "  kill -9 $PPID; echo $$ > agent.pid; : > started; exec sleep 300",
+      "  kill -9 $LOOPRUN_WORKER_PID; echo $$ > agent.pid; : > started; exec sleep 300",
       "fi",
     ].join("\n");
     const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
@@ -159,11 +159,11 @@ describe("workers crashing, pausing and shutting down", () => {
     // until the test releases it.
     const agent = [
       "if [ -f started ]; then",
-      "  echo $PPID > worker2.pid",
+      "  echo $LOOPRUN_WORKER_PID > worker2.pid",
       "  while [ ! -f release ]; do sleep 0.1; done",
       "  echo resumed",
       "else",
-      "  touch started; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300",
+      "  touch started; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300",
       "fi",
     ].join("\n");
     const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
@@ -232,8 +232,8 @@ describe("workers crashing, pausing and shutting down", () => {
   it("hands the iteration in flight back on SIGTERM; another worker runs it again as attempt 2", async () => {
     ensureWorkers(stack, 2, WORKER_ENV);
     const agent = [
-      "if [ -f started ]; then echo $PPID > worker2.pid; echo resumed; else",
-      "  touch started; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300",
+      "if [ -f started ]; then echo $LOOPRUN_WORKER_PID > worker2.pid; echo resumed; else",
+      "  touch started; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300",
       "fi",
     ].join("\n");
     const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
@@ -271,7 +271,7 @@ describe("workers crashing, pausing and shutting down", () => {
   it("exits promptly on SIGTERM during a cooldown (it holds no job); the run goes on elsewhere", async () => {
     ensureWorkers(stack, 2, WORKER_ENV);
     const agent = [
-      'echo $PPID > "worker-$LOOPRUN_ITERATION.pid"',
+      'echo $LOOPRUN_WORKER_PID > "worker-$LOOPRUN_ITERATION.pid"',
       'if [ "$LOOPRUN_ITERATION" -ge 2 ]; then touch done; fi',
     ].join("\n");
     const { id } = await submit(
@@ -312,7 +312,7 @@ describe("workers crashing, pausing and shutting down", () => {
     // test restarts workers as they die.
     const { id } = await submit(
       stack,
-      commandRun('echo "$PPID" >> killed-workers; kill -9 $PPID', {
+      commandRun('echo "$LOOPRUN_WORKER_PID" >> killed-workers; kill -9 $LOOPRUN_WORKER_PID', {
         sessionId,
         testCommand: "true",
       }),
@@ -364,7 +364,7 @@ describe("workers crashing, pausing and shutting down", () => {
     ensureWorkers(stack, 2, WORKER_ENV);
     const sessionId = `handed-back-${Date.now()}`;
     const agent =
-      'n=$(ls | grep -c "^attempt-"); echo $PPID > "attempt-$((n + 1)).pid"; exec sleep 300';
+      'n=$(ls | grep -c "^attempt-"); echo $LOOPRUN_WORKER_PID > "attempt-$((n + 1)).pid"; exec sleep 300';
     const { id } = await submit(stack, commandRun(agent, { sessionId, testCommand: "true" }));
     const { workspace } = await waitForStatus(stack, id, ["running"]);
     for (const attempt of [1, 2, 3]) {

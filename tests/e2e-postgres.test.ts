@@ -113,7 +113,7 @@ describe("API and workers on PostgreSQL", () => {
     mkdirSync(barrier);
     const agent = [
       'if [ "$LOOPRUN_ITERATION" = 1 ]; then',
-      `  echo $PPID > ${shq(barrier)}/"$LOOPRUN_RUN_ID"`,
+      `  echo $LOOPRUN_WORKER_PID > ${shq(barrier)}/"$LOOPRUN_RUN_ID"`,
       `  while [ "$(ls ${shq(barrier)} | wc -l)" -lt 3 ]; do sleep 0.1; done`,
       "fi",
       'echo "$LOOPRUN_ITERATION" > count',
@@ -172,7 +172,7 @@ describe("API and workers on PostgreSQL", () => {
     ensureWorkers(stack, 3);
     const agent = [
       'n="$LOOPRUN_ITERATION"',
-      'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $PPID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
+      'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
       'if [ "$n" -ge 3 ]; then touch done; fi',
     ].join("\n");
     const { id } = await submit(stack, commandRun(agent, { testCommand: "test -f done" }));

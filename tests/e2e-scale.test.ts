@@ -216,8 +216,8 @@ describe("many runs on many workers", () => {
     const bodies = Array.from({ length: count }, (_, i) => {
       const twice = i % 2 === 1;
       const agent = twice
-        ? "echo $PPID >> workers; if [ -f once ]; then touch done; else touch once; fi"
-        : "echo $PPID >> workers; touch done";
+        ? "echo $LOOPRUN_WORKER_PID >> workers; if [ -f once ]; then touch done; else touch once; fi"
+        : "echo $LOOPRUN_WORKER_PID >> workers; touch done";
       return commandRun(agent, {
         sessionId: unique(`many-${i}`),
         testCommand: "test -f done",

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -192,6 +192,34 @@ export function rssMb(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** A process's RSS and the part of it that is its own (anonymous memory, not shared file pages). */
+export function memoryMb(pid: number): { rss: number; own: number } {
+  try {
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(rollup)?.[1]);
+    return { rss: kb("Rss") / 1024, own: kb("Anonymous") / 1024 };
+  } catch {
+    return { rss: Number.NaN, own: Number.NaN };
+  }
+}
+
+/** The pids of `parent`'s children whose command line contains `match`. */
+export function childPids(parent: number, match: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== parent) continue;
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(match)) found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

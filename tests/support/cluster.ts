@@ -56,7 +56,7 @@ export async function startApiProcess(stack: Stack, name = "api 2"): Promise<Api
   };
 }
 
-/** The stack's worker process with this pid (the agent wrote `$PPID`: its worker). */
+/** The stack's worker process with this pid (the agent wrote `$LOOPRUN_WORKER_PID`). */
 export function workerWithPid(stack: Stack, pid: number): ManagedProcess {
   const worker = stack.workers.find((w) => w.pid === pid);
   if (!worker) {

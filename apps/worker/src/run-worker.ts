@@ -11,6 +11,7 @@ import {
   removeStalePromptDirs,
   runStep,
   stopChannel,
+  useLauncher,
 } from "@looprun/core";
 import { openStorage } from "@looprun/db";
 import { DelayedError, type Job, Queue, Worker } from "bullmq";
@@ -38,6 +39,9 @@ interface ActiveRun {
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
   keepYoungGenerationSmall();
+  // Commands and git are spawned by a small launcher process: a spawn from the worker itself
+  // blocks it for the fork of all its memory (see packages/core/src/process/launch.ts).
+  useLauncher();
   const redactor = new Redactor(
     collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST),
   );

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildCommandEnv, hasCompletionPromise, runCommand } from "@looprun/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { buildCommandEnv, hasCompletionPromise, runCommand, useLauncher } from "@looprun/core";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runCommandAgent } from "../src/agents/command-agent";
 import { isAlive, readPids, removeDir, tempDir, waitFor } from "./support";
 
@@ -18,7 +18,10 @@ afterEach(async () => {
 /** A command that records its own pid and a background child's, then waits for the child. */
 const WITH_BACKGROUND_CHILD = "echo $$ > pids; sleep 30 & echo $! >> pids; echo started; wait";
 
-describe("runCommand", () => {
+describe.each(["directly", "through the launcher"])("runCommand, spawned %s", (how) => {
+  beforeAll(() => useLauncher(how !== "directly"));
+  afterAll(() => useLauncher(false));
+
   it("captures stdout and stderr together, and the exit code", async () => {
     const result = await runCommand({
       command: "echo to-stdout; echo to-stderr >&2; exit 3",

@@ -117,6 +117,7 @@ export async function runIteration(
       LOOPRUN_SESSION_ID: ctx.run.sessionId,
       LOOPRUN_ITERATION: String(n),
       LOOPRUN_WORKSPACE: ctx.run.workspace,
+      LOOPRUN_WORKER_PID: String(process.pid),
     });
     const outputCapBytes = res.outputCapBytes ?? 65_536;
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();

@@ -60,6 +60,7 @@ export async function runPreparation(
           LOOPRUN_SESSION_ID: ctx.run.sessionId,
           LOOPRUN_ITERATION: "0",
           LOOPRUN_WORKSPACE: ctx.run.workspace,
+          LOOPRUN_WORKER_PID: String(process.pid),
         }),
         timeoutMs: Math.max(1, left()),
         outputCapBytes: res.outputCapBytes ?? 65_536,

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import { launch } from "./launch";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -94,19 +94,25 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const graceMs = opts.killGraceMs ?? 2000;
 
   return new Promise((resolve) => {
-    const child = spawn("/bin/sh", ["-c", opts.command], {
+    const child = launch("/bin/sh", ["-c", opts.command], {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
-      stdio: ["pipe", "pipe", "pipe"],
+      stdin: opts.stdin ?? "",
     });
     let timedOut = false;
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;
     let settled = false;
+    // Asked to end before it ran (through a launcher, the pid comes a little later).
+    let endWhenRunning = false;
 
     const terminate = () => {
-      if (child.pid === undefined || killTimer) return;
+      if (child.pid === undefined) {
+        endWhenRunning = true;
+        return;
+      }
+      if (killTimer) return;
       killGroup(child.pid, "SIGTERM");
       killTimer = setTimeout(() => {
         if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
@@ -125,12 +131,11 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
 
     child.stdout.on("data", (chunk: Buffer) => output.write(chunk));
     child.stderr.on("data", (chunk: Buffer) => output.write(chunk));
-    child.stdin.on("error", () => {
-      // The command did not read its stdin (EPIPE): not an error of ours.
+    // The command runs while the caller records its group.
+    child.on("spawn", () => {
+      if (child.pid !== undefined) opts.onSpawn?.(child.pid);
+      if (endWhenRunning) terminate();
     });
-    child.stdin.end(opts.stdin ?? "");
-    // After its stdin is handed over: the command runs while the caller records its group.
-    if (child.pid !== undefined) opts.onSpawn?.(child.pid);
 
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: Error) => {
       if (settled) return;

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { launch } from "../process/launch";
 
 export interface GitOptions {
   /** The environment git runs with (see `gitEnv`): nothing of looprun's own. */
@@ -71,15 +71,12 @@ export function gitEnv(path: string | undefined, home: string): Record<string, s
 export function runGit(args: readonly string[], opts: GitOptions): Promise<GitResult> {
   const cap = opts.maxStdoutBytes ?? 16 * 1024 * 1024;
   return new Promise((resolve) => {
-    const child = spawn("git", [...args], {
+    // git exiting without reading all of its stdin is not an error: its exit status tells.
+    const child = launch("git", args, {
       env: opts.env,
-      cwd: opts.cwd,
-      stdio: ["pipe", "pipe", "pipe"],
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      stdin: opts.stdin ?? "",
     });
-    child.stdin.on("error", () => {
-      // git exited without reading it all: its exit status tells what went wrong.
-    });
-    child.stdin.end(opts.stdin ?? "");
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let stdoutBytes = 0;

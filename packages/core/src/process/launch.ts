@@ -1,0 +1,266 @@
+import { type ChildProcess, fork, spawn } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Spawning a process from a worker blocks its event loop for the fork and exec: the kernel
+ * copies the page tables of the whole process, and a worker with its libraries loaded has
+ * several times those of a bare Node process — measured 2.6 ms per spawn in the worker against
+ * 1.1–1.3 ms in a bare `node` (bench/RESULTS.md). With quick commands an iteration spawned three
+ * processes, and those blocked milliseconds were a third of it.
+ *
+ * So a worker can hand its spawns to a launcher: one small Node process (launcher-main.mjs)
+ * started on first use, which spawns each command and relays its output and exit over its IPC
+ * channel. What a caller gets (`Launched`) behaves like the ChildProcess it replaces. The
+ * commands run in their own process groups as before; the worker kills them by group. When
+ * the launcher dies, every command it started is killed and reported as ended by SIGKILL (or,
+ * when it had not started, failed to start), and the next spawn starts a new launcher. When
+ * the worker dies, its launcher exits with it.
+ */
+
+export interface LaunchOptions {
+  cwd?: string;
+  env: Record<string, string>;
+  /** Its own process group (see run-command.ts). */
+  detached?: boolean;
+  /** Written to the process's stdin, which is then closed. */
+  stdin?: string;
+}
+
+/** The part of a ChildProcess that the command runners use. */
+export interface Launched {
+  /** Known once the process runs (after the `spawn` event). */
+  readonly pid: number | undefined;
+  readonly stdout: OutputStream;
+  readonly stderr: OutputStream;
+  on(event: "spawn", listener: () => void): this;
+  on(event: "error", listener: (error: Error) => void): this;
+  on(
+    event: "exit" | "close",
+    listener: (code: number | null, signal: NodeJS.Signals | null) => void,
+  ): this;
+  once(
+    event: "close",
+    listener: (code: number | null, signal: NodeJS.Signals | null) => void,
+  ): this;
+  kill(signal?: NodeJS.Signals): boolean;
+}
+
+interface OutputStream {
+  on(event: "data", listener: (chunk: Buffer) => void): unknown;
+  destroy(): unknown;
+}
+
+let launcher: Launcher | null = null;
+let enabled = false;
+
+/** From now on, this process's commands and git runs are spawned by a launcher process. */
+export function useLauncher(on = true): void {
+  enabled = on;
+  if (!on) {
+    launcher?.close();
+    launcher = null;
+  }
+}
+
+/** The launcher's pid, when one runs (for tests and diagnostics). */
+export function launcherPid(): number | undefined {
+  return launcher !== null && !launcher.dead ? launcher.pid : undefined;
+}
+
+/** Spawns `file args` directly, or through the launcher when `useLauncher()` was called. */
+export function launch(file: string, args: readonly string[], opts: LaunchOptions): Launched {
+  if (!enabled) return spawnHere(file, args, opts);
+  if (launcher === null || launcher.dead) launcher = new Launcher();
+  return launcher.spawn(file, args, opts);
+}
+
+function spawnHere(file: string, args: readonly string[], opts: LaunchOptions): Launched {
+  const child: ChildProcess = spawn(file, [...args], {
+    ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+    env: opts.env,
+    detached: opts.detached ?? false,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  child.stdin?.on("error", () => {
+    // The process did not read its stdin (EPIPE): not an error of ours.
+  });
+  child.stdin?.end(opts.stdin ?? "");
+  return child as unknown as Launched;
+}
+
+type Event =
+  | { id: number; ev: "spawn"; pid: number }
+  | { id: number; ev: "error"; message: string; code?: string }
+  | { id: number; ev: "stdout" | "stderr"; data: Uint8Array }
+  | { id: number; ev: "exit" | "close"; code: number | null; signal: NodeJS.Signals | null };
+
+class Launcher {
+  private readonly child: ChildProcess;
+  private readonly running = new Map<number, RemoteProcess>();
+  private next = 0;
+  dead = false;
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  constructor() {
+    const main = fileURLToPath(new URL("./launcher-main.mjs", import.meta.url));
+    // Nothing of the worker's environment (secrets included): each command gets its own.
+    this.child = fork(main, [], {
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      execArgv: [],
+      env: {},
+    });
+    this.child.on("message", (m: Event) => this.running.get(m.id)?.deliver(m));
+    this.child.on("exit", () => this.died());
+    this.child.on("error", () => this.died());
+    this.idle();
+  }
+
+  spawn(file: string, args: readonly string[], opts: LaunchOptions): Launched {
+    const id = ++this.next;
+    const remote = new RemoteProcess(
+      () => {
+        this.running.delete(id);
+        if (this.running.size === 0) this.idle();
+      },
+      () => this.send({ op: "destroy", id }),
+    );
+    this.running.set(id, remote);
+    // While commands run, the channel keeps this process alive; idle, it does not.
+    this.child.channel?.ref();
+    this.child.ref();
+    this.send({
+      op: "spawn",
+      id,
+      file,
+      args,
+      options: {
+        ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+        env: opts.env,
+        detached: opts.detached ?? false,
+      },
+      stdin: opts.stdin ?? "",
+    });
+    return remote;
+  }
+
+  close(): void {
+    this.dead = true;
+    if (this.child.connected) this.child.disconnect();
+  }
+
+  private send(message: object): void {
+    if (this.child.connected) this.child.send(message);
+  }
+
+  private idle(): void {
+    this.child.channel?.unref();
+    this.child.unref();
+  }
+
+  private died(): void {
+    this.dead = true;
+    for (const remote of [...this.running.values()]) remote.lost();
+    this.running.clear();
+  }
+}
+
+class Stream extends EventEmitter implements OutputStream {
+  constructor(private readonly onDestroy: () => void) {
+    super();
+  }
+  destroy(): void {
+    this.onDestroy();
+  }
+}
+
+/** A process the launcher spawned, as the caller sees it. */
+class RemoteProcess extends EventEmitter implements Launched {
+  pid: number | undefined = undefined;
+  readonly stdout: Stream;
+  /** A signal asked for before the process ran: sent as soon as it does. */
+  private pendingSignal: NodeJS.Signals | null = null;
+  readonly stderr: Stream;
+  private ended = false;
+
+  constructor(
+    private readonly onEnd: () => void,
+    destroy: () => void,
+  ) {
+    super();
+    this.stdout = new Stream(destroy);
+    this.stderr = new Stream(destroy);
+  }
+
+  deliver(m: Event): void {
+    switch (m.ev) {
+      case "spawn":
+        this.pid = m.pid;
+        this.emit("spawn");
+        if (this.pendingSignal) this.kill(this.pendingSignal);
+        return;
+      case "error": {
+        const error = Object.assign(new Error(m.message), m.code ? { code: m.code } : {});
+        // As a ChildProcess that could not start: `error`, and no `close` (nothing to wait for).
+        if (this.pid === undefined) this.end();
+        this.emit("error", error);
+        return;
+      }
+      case "stdout":
+      case "stderr":
+        (m.ev === "stdout" ? this.stdout : this.stderr).emit("data", Buffer.from(m.data));
+        return;
+      case "exit":
+        this.emit("exit", m.code, m.signal);
+        return;
+      case "close":
+        this.end();
+        this.emit("close", m.code, m.signal);
+        return;
+    }
+  }
+
+  kill(signal: NodeJS.Signals = "SIGTERM"): boolean {
+    if (this.ended) return false;
+    if (this.pid === undefined) {
+      this.pendingSignal = signal;
+      return true;
+    }
+    try {
+      process.kill(this.pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The launcher died: the process's group is killed and it ends as killed. */
+  lost(): void {
+    if (this.ended) return;
+    if (this.pid === undefined) {
+      this.end();
+      this.emit("error", new Error("the process launcher exited"));
+      return;
+    }
+    for (const target of [-this.pid, this.pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // Gone already, or not a group leader.
+      }
+    }
+    this.emit("exit", null, "SIGKILL");
+    this.end();
+    this.emit("close", null, "SIGKILL");
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd();
+  }
+}

@@ -1,6 +1,7 @@
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
 import { type CommandResult, runCommand } from "../process/run-command";
 
@@ -15,6 +16,8 @@ export interface CommandAgentInput {
   signal: AbortSignal;
   /** Told the command's process group id as soon as it runs (recorded for crash cleanup). */
   onSpawn?: (pgid: number) => void;
+  /** Where to write the prompt (see promptFilePath); else a file removed afterwards. */
+  promptFile?: string;
 }
 
 const PROMPT_DIR_PREFIX = "looprun-prompt-";
@@ -45,15 +48,55 @@ function processExists(pid: number): boolean {
   }
 }
 
+let promptDir: string | null = null;
+
+/**
+ * This process's directory for prompt files (mode 0700, outside any workspace): made once —
+ * a directory made and removed for every agent run cost more than the run's own writes on a
+ * journalled disk — and removed when the process exits (a killed worker's by the next
+ * worker's start, see removeStalePromptDirs).
+ */
+function promptDirectory(): string {
+  if (promptDir === null) {
+    const dir = mkdtempSync(join(tmpdir(), `${PROMPT_DIR_PREFIX}${process.pid}-`));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    promptDir = dir;
+  }
+  return promptDir;
+}
+
+/** A prompt file named by `key` (e.g. a run and its epoch), kept until `removePromptFile`. */
+export function promptFilePath(key: string): string {
+  return join(promptDirectory(), `${key.replace(/[^A-Za-z0-9_-]/g, "_")}.md`);
+}
+
+export async function removePromptFile(path: string): Promise<void> {
+  await rm(path, { force: true });
+}
+
+let promptFiles = 0;
+
+async function writePrompt(path: string, prompt: string): Promise<void> {
+  try {
+    await writeFile(path, prompt, { mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    // The directory went (a cleaner of the temporary directory): made again.
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    await writeFile(path, prompt, { mode: 0o600 });
+  }
+}
+
 /**
  * Runs the agent command in the workspace with the prompt on stdin and in
- * `$LOOPRUN_PROMPT_FILE` (a file outside the workspace, removed afterwards).
+ * `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a file of its own,
+ * removed afterwards. Both live outside the workspace.
  */
 export async function runCommandAgent(input: CommandAgentInput): Promise<CommandResult> {
-  const dir = await mkdtemp(join(tmpdir(), `${PROMPT_DIR_PREFIX}${process.pid}-`));
-  const promptFile = join(dir, "PROMPT.md");
+  const own = input.promptFile === undefined;
+  const promptFile = input.promptFile ?? promptFilePath(`agent-${++promptFiles}`);
   try {
-    await writeFile(promptFile, input.prompt);
+    await writePrompt(promptFile, input.prompt);
     return await runCommand({
       command: input.spec.command,
       cwd: input.workspace,
@@ -65,7 +108,7 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
     });
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    if (own) await removePromptFile(promptFile);
   }
 }
 

@@ -59,6 +59,7 @@ export async function runAgentPhase(
         timeoutMs: Math.max(1, input.msLeft()),
         outputCapBytes: input.outputCapBytes,
         signal: input.signal,
+        promptFile: ctx.promptFile(),
         ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       });
       return {

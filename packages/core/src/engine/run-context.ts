@@ -1,3 +1,4 @@
+import { promptFilePath, removePromptFile } from "../agents/command-agent";
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
@@ -22,6 +23,24 @@ export class RunContext {
   ) {}
 
   private history: Promise<SessionRunSummary[]> | null = null;
+  private prompt: string | null = null;
+
+  /**
+   * The file a command agent gets its prompt in ($LOOPRUN_PROMPT_FILE) during this step: one
+   * per run and epoch, rewritten for each agent run, removed when the step ends.
+   */
+  promptFile(): string {
+    this.prompt ??= promptFilePath(`${this.run.id}-${this.epoch}`);
+    return this.prompt;
+  }
+
+  /** Removes the step's prompt file, if it made one. */
+  async releasePromptFile(): Promise<void> {
+    if (this.prompt === null) return;
+    const path = this.prompt;
+    this.prompt = null;
+    await removePromptFile(path);
+  }
   /** Rows of a decided iteration not written yet (see `defer`), and their computation once started. */
   private deferred: (() => Promise<MutationExtras>) | null = null;
   private deferredRun: Promise<

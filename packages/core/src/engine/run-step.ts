@@ -37,6 +37,19 @@ export async function runStep(
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
   try {
+    return await stepOnce(res, ctx, opts, runId);
+  } finally {
+    await ctx.releasePromptFile().catch(() => {});
+  }
+}
+
+async function stepOnce(
+  res: EngineResources,
+  ctx: RunContext,
+  opts: StepOptions,
+  runId: string,
+): Promise<StepResult> {
+  try {
     const result = await drive(res, ctx, opts);
     // Rows still being computed when the step ended (it handed the run back) go in now.
     if (ctx.hasDeferred) await ctx.commit({});

@@ -63,10 +63,20 @@ export function recordPatterns(
   }
 }
 
-/** The two statements of `recordPatterns`, prepared once per connection (see prepared.ts). */
+/**
+ * The statements of `recordPatterns` and `workspacePatterns` (read before every iteration),
+ * prepared once per connection (see prepared.ts).
+ */
 function patternStatements(db: Db) {
   const p = sql.placeholder;
   return {
+    ofWorkspace: db
+      .select()
+      .from(failurePatterns)
+      .where(eq(failurePatterns.workspace, p("workspace")))
+      .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+      .limit(p("limit"))
+      .prepare(),
     get: db
       .select()
       .from(failurePatterns)
@@ -151,13 +161,8 @@ export function listPatterns(db: Db, filter: PatternFilter): FailurePattern[] {
 
 /** A workspace's patterns, most failures first, then the most recent. */
 export function workspacePatterns(db: Db, workspace: string, limit: number): FailurePattern[] {
-  return db
-    .select()
-    .from(failurePatterns)
-    .where(eq(failurePatterns.workspace, workspace))
-    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
-    .limit(limit)
-    .all()
+  return preparedOnce(db, patternStatements)
+    .ofWorkspace.all({ workspace, limit })
     .map(toFailurePattern)
     .sort(byFailuresThenRecency);
 }

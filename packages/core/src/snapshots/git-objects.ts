@@ -35,9 +35,8 @@ export async function writeLooseObject(
   const dir = join(gitDir, "objects", id.slice(0, 2));
   const file = join(dir, id.slice(2));
   if (!(await exists(file))) {
-    await mkdir(dir, { recursive: true });
     const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-    await writeFile(tmp, deflateSync(raw), { mode: 0o444 });
+    await writeInDir(tmp, deflateSync(raw), 0o444);
     await rename(tmp, file);
   }
   known?.add(id);
@@ -108,10 +107,21 @@ export async function writeRef(gitDir: string, ref: string, id: string): Promise
     throw new Error(`not a ref name looprun writes: ${ref}`);
   if (!isSha1(id)) throw new Error(`not a SHA-1 object id: ${id}`);
   const file = join(gitDir, ref);
-  await mkdir(dirname(file), { recursive: true });
   const lock = `${file}.lock`;
-  await writeFile(lock, `${id}\n`);
+  await writeInDir(lock, `${id}\n`);
   await rename(lock, file);
+}
+
+/** Writes a file, making its directory first only when it is missing (most writes find it). */
+async function writeInDir(path: string, content: string | Buffer, mode?: number): Promise<void> {
+  const opts = mode === undefined ? {} : { mode };
+  try {
+    await writeFile(path, content, opts);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, content, opts);
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

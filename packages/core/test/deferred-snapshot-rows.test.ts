@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type RunMutation, type RunRecord, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeRun, removeDir, resources, tempDir, testSnapshotsDir } from "./support";
+import { makeRun, removeDir, resources, tempDir, testSnapshotsDir, waitFor } from "./support";
 
 /**
  * With cooldown 0 and no reviewer, an iteration's snapshot diffs are computed while the next
@@ -70,6 +70,36 @@ describe("snapshot rows written after their iteration's decision", () => {
     expect(store.changes.get(run.id)?.patch).toContain("+line 1\n+line 2\n+line 3\n");
   });
 
+  it("are written while the next iteration's agent still runs, as soon as they are ready", async () => {
+    const store = new MemoryRunStore();
+    const agent =
+      'if [ "$LOOPRUN_ITERATION" = 2 ]; then touch waiting; sleep 3; fi; echo line >> lines.txt';
+    const run = makeRun(
+      {
+        agent: { type: "command", command: agent },
+        testCommand: '[ "$(wc -l < lines.txt)" -ge 2 ]',
+        cooldownMs: 0,
+      },
+      ws,
+    );
+    store.add(run);
+    const step = runStep(resources(store), run.id);
+    await waitFor(() => existsSync(join(ws, "waiting")), "iteration 2's agent runs");
+    await waitFor(
+      () => store.snapshotsOf(run.id).some((s) => s.n === 1),
+      "iteration 1's snapshot rows",
+      2000,
+    );
+    expect(store.iterationsOf(run.id).map((it) => [it.n, it.status])).toEqual([
+      [1, "failed"],
+      [2, "running"],
+    ]);
+    expect(store.changes.get(run.id)).toMatchObject({ iteration: 1 });
+    expect(await step).toMatchObject({ status: "succeeded" });
+    expect(store.snapshotsOf(run.id).map((s) => s.n)).toEqual([1, 2]);
+    expect(store.changes.get(run.id)).toMatchObject({ iteration: 2 });
+  });
+
   it("are computed again by the next worker when the one that decided died before writing them", async () => {
     const store = new DyingStore();
     const run = makeRun(
@@ -77,8 +107,9 @@ describe("snapshot rows written after their iteration's decision", () => {
       ws,
     );
     store.add(run);
-    // Iteration 2's decision carries iteration 1's snapshot rows: it never lands.
-    store.dieOn = (m) => m.insertSnapshot?.n === 1 && m.updateIteration?.n === 2;
+    // The write of iteration 1's snapshot rows (as soon as iteration 2's agent runs) never
+    // lands, nor anything after it.
+    store.dieOn = (m) => m.insertSnapshot?.n === 1;
     const dead = runStep(resources(store), run.id);
     const deadline = Date.now() + 10_000;
     while (store.dieOn !== null && Date.now() < deadline)

@@ -105,7 +105,7 @@ export async function runIteration(
       ["agent_started", { iteration: n, type: spec.agent.type, agent: agentLabel }],
     ],
     { insertIteration: record },
-    // The previous iteration's snapshot rows, still being computed, come with a later write.
+    // The previous iteration's snapshot rows are still to compute: written when ready.
     { keepDeferred: true },
   );
   ctx.lastIteration = record;
@@ -177,8 +177,7 @@ export async function runIteration(
         ],
       ],
       ctx.updateIteration({ agent }),
-      // The previous iteration's snapshot rows come with this one's decision: its git process
-      // has the validation commands' time to finish.
+      // Not waiting for the previous iteration's snapshot rows: they are written when ready.
       { keepDeferred: true },
     );
 

@@ -3,6 +3,7 @@ import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
+import { LeaseLostError } from "../util/errors";
 import type { EngineResources } from "./resources";
 import { rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
@@ -46,13 +47,15 @@ export class RunContext {
   private deferredRun: Promise<
     { ok: true; writes: MutationExtras } | { ok: false; error: unknown }
   > | null = null;
+  /** The writes of this context, one after the other (see `commit`). */
+  private writing: Promise<unknown> = Promise.resolve();
 
   /**
    * Hands over rows still to compute (an iteration's snapshot diffs: a git process), so that
-   * they are computed while the next iteration runs: `startDeferred` starts them (once the
-   * next agent runs), and the next commit that does not pass `keepDeferred` awaits and writes
-   * them with its own. A worker that dies first leaves them out; the run's next step writes
-   * them again (see backfillSnapshot).
+   * the next iteration starts without waiting for them: `startDeferred` starts them (once the
+   * next agent runs), and they are written as soon as they are ready, or by the first write
+   * that does not pass `keepDeferred` before that. A worker that dies first leaves them out;
+   * the run's next step writes them again (see backfillSnapshot).
    */
   defer(compute: () => Promise<MutationExtras>): void {
     if (this.deferred !== null) throw new Error("rows are already deferred: write them first");
@@ -61,11 +64,20 @@ export class RunContext {
   }
 
   startDeferred(): void {
-    if (this.deferred === null || this.deferredRun !== null) return;
-    this.deferredRun = this.deferred().then(
+    const compute = this.deferred;
+    if (compute === null || this.deferredRun !== null) return;
+    const run = compute().then(
       (writes) => ({ ok: true as const, writes }),
       (error: unknown) => ({ ok: false as const, error }),
     );
+    this.deferredRun = run;
+    void run.then(() => {
+      if (this.deferred !== compute) return; // a write took them meanwhile
+      this.commit({}).catch((error: unknown) => {
+        if (error instanceof LeaseLostError) return;
+        this.res.logger.warn({ err: error, runId: this.run.id }, "could not write snapshot rows");
+      });
+    });
   }
 
   get hasDeferred(): boolean {
@@ -94,13 +106,26 @@ export class RunContext {
 
   /**
    * Applies a run patch, iteration changes and events in one fenced write — with the rows
-   * handed to `defer`, unless `keepDeferred` (a write that must not wait for them).
+   * handed to `defer`, unless `keepDeferred` (a write that must not wait for them). The writes
+   * of a context go one after the other, in the order they were asked for (a write that
+   * records a command's process group runs beside the engine's own).
    */
-  async commit(
+  commit(
     patch: RunPatch,
     events: EventSpec[] = [],
     iteration: MutationExtras = {},
     opts: { keepDeferred?: boolean } = {},
+  ): Promise<RunRecord> {
+    const done = this.writing.then(() => this.write(patch, events, iteration, opts));
+    this.writing = done.catch(() => {});
+    return done;
+  }
+
+  private async write(
+    patch: RunPatch,
+    events: EventSpec[],
+    iteration: MutationExtras,
+    opts: { keepDeferred?: boolean },
   ): Promise<RunRecord> {
     let extras = iteration;
     if (this.deferred !== null && !opts.keepDeferred) {
@@ -113,10 +138,13 @@ export class RunContext {
       if (settled) {
         // Rows of the same kind (this write's own snapshot and change) go after them.
         const clash = Object.keys(settled.writes).some((key) => key in iteration);
-        if (clash) await this.commit({}, [], settled.writes, { keepDeferred: true });
+        if (clash) await this.write({}, [], settled.writes, { keepDeferred: true });
         else extras = { ...settled.writes, ...iteration };
       }
     }
+    // Nothing to write (the rows it was for went with another write).
+    if (Object.keys(patch).length === 0 && events.length === 0 && Object.keys(extras).length === 0)
+      return this.run;
     const now = this.now();
     // Snapshots describe the run as it is after this write.
     const after: RunRecord = { ...this.run, ...patch } as RunRecord;

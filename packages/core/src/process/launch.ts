@@ -111,7 +111,9 @@ class Launcher {
     this.child = fork(main, [], {
       serialization: "advanced",
       stdio: ["ignore", "ignore", "inherit", "ipc"],
-      execArgv: [],
+      // Its garbage is all short-lived messages: V8's default young generation (growing to
+      // 3 × 16 MB) held ~45 MB after a thousand runs; 1 MB semi-spaces hold ~15 MB.
+      execArgv: ["--max-semi-space-size=1"],
       env: {},
     });
     this.child.on("message", (m: Event) => this.running.get(m.id)?.deliver(m));

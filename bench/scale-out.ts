@@ -10,7 +10,7 @@ import {
   submitRun,
   waitForIdle,
 } from "./support/looprun";
-import { cpuMs } from "./support/processes";
+import { childPids, cpuMs } from "./support/processes";
 import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
@@ -22,9 +22,15 @@ interface BatchResult {
   cpuMsPerRun: number;
 }
 
-/** Everything a run uses CPU in: the API, the workers and their commands, Redis. */
+/**
+ * Everything a run uses CPU in: the API, the workers and their commands, Redis. A worker's
+ * commands are its launcher's children (packages/core/src/process/launch.ts): the launcher's
+ * CPU counts with the commands it waited for.
+ */
 function stackCpuMs(ctx: BenchContext, stack: BenchStack): number {
-  return [ctx.redis.process.pid, stack.api.pid, ...stack.workers.map((w) => w.pid)].reduce(
+  const workers = stack.workers.map((w) => w.pid);
+  const launchers = workers.flatMap((pid) => childPids(pid, "launcher-main"));
+  return [ctx.redis.process.pid, stack.api.pid, ...workers, ...launchers].reduce(
     (n, pid) => n + cpuMs(pid),
     0,
   );
@@ -133,7 +139,7 @@ export async function scaleOut(ctx: BenchContext): Promise<ScenarioResult> {
     notes: [
       `I/O-bound runs: agent \`sleep 0.2\`, test \`true\`, one iteration each. ${perWorker} runs per worker process (so ${perWorker}, ${perWorker * 2} and ${perWorker * 4}), submitted at once (20 in flight) to idle workers with WORKER_CONCURRENCY=1 each, one API; runs/s = runs / (last finishedAt − first submit).`,
       "The workers are started fresh for each measurement (after they report ready) and stopped after it; the API, Redis and the database stay.",
-      `CPU per run is measured from /proc (utime+stime of the API, the workers and Redis, with the children the workers waited for: agent, test and git commands) over every batch. At ${cpuPerRun.median.toFixed(0)} ms of CPU per run, ${availableParallelism()} cores cannot finish more than about ${bound.toFixed(1)} runs/s whatever the number of workers — ${(bound / (rates[1] ? summarize(rates[1]).median : Number.NaN)).toFixed(1)}× one worker's rate here.`,
+      `CPU per run is measured from /proc (utime+stime of the API, the workers, their launchers and Redis, with the children they waited for: agent, test and git commands) over every batch. At ${cpuPerRun.median.toFixed(0)} ms of CPU per run, ${availableParallelism()} cores cannot finish more than about ${bound.toFixed(1)} runs/s whatever the number of workers — ${(bound / (rates[1] ? summarize(rates[1]).median : Number.NaN)).toFixed(1)}× one worker's rate here.`,
       "One worker (WORKER_CONCURRENCY=1) finishes at most 5 runs/s (1 / 0.2 s of sleep); what a run costs beyond the sleep (the API, the worker's commits, its spawns of the agent, the test and git) is CPU, and this machine has 2 cores for the API, Redis, the workers, their commands and the bench itself.",
     ],
   };

@@ -73,7 +73,7 @@ describe("snapshot rows written after their iteration's decision", () => {
   it("are written while the next iteration's agent still runs, as soon as they are ready", async () => {
     const store = new MemoryRunStore();
     const agent =
-      'if [ "$LOOPRUN_ITERATION" = 2 ]; then touch waiting; sleep 3; fi; echo line >> lines.txt';
+      'if [ "$LOOPRUN_ITERATION" = 2 ]; then touch waiting; sleep 6; fi; echo line >> lines.txt';
     const run = makeRun(
       {
         agent: { type: "command", command: agent },
@@ -88,7 +88,7 @@ describe("snapshot rows written after their iteration's decision", () => {
     await waitFor(
       () => store.snapshotsOf(run.id).some((s) => s.n === 1),
       "iteration 1's snapshot rows",
-      2000,
+      5000,
     );
     expect(store.iterationsOf(run.id).map((it) => [it.n, it.status])).toEqual([
       [1, "failed"],

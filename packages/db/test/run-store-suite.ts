@@ -447,6 +447,10 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         },
         7,
       );
+      // What a resumed run asks before it writes a dead worker's rows again (backfillSnapshot).
+      expect(await h.store.hasSnapshot(run.id, 1, 1)).toBe(true);
+      expect(await h.store.hasSnapshot(run.id, 1, 2)).toBe(false);
+      expect(await h.store.hasSnapshot(run.id, 2, 1)).toBe(false);
       expect(await h.listReviews(run.id)).toEqual([
         expect.objectContaining({
           iteration: 1,
@@ -488,6 +492,43 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
     });
     afterEach(async () => {
       await removeDir(ws);
+    });
+
+    it("writes the snapshot rows of an iteration whose worker died before writing them", async () => {
+      const run = await h.createRun(
+        newRun(
+          { agent: { type: "command", command: FIXER }, testCommand: CHECK, cooldownMs: 0 },
+          { workspace: ws },
+        ),
+      );
+      // The first worker's write of iteration 1's snapshot rows (deferred: cooldown 0) never
+      // lands, nor anything after it: it died there.
+      let dead = false;
+      const dying = new Proxy(h.store, {
+        get(store, key) {
+          if (key === "commit") {
+            return (...args: Parameters<typeof store.commit>) => {
+              if (dead || args[2].insertSnapshot?.n === 1) {
+                dead = true;
+                return new Promise(() => {});
+              }
+              return store.commit(...args);
+            };
+          }
+          const value = Reflect.get(store, key, store);
+          return typeof value === "function" ? value.bind(store) : value;
+        },
+      });
+      void runStep(resources(dying), run.id);
+      await waitFor(() => dead, "the first worker died");
+      expect(await h.snapshots(run.id)).toEqual([]);
+
+      expect(await runStep(resources(h.store), run.id)).toMatchObject({ status: "succeeded" });
+      const snapshots = await h.snapshots(run.id);
+      const first = snapshots.find((s) => s.n === 1);
+      expect(first).toMatchObject({ attempt: 1 });
+      expect(first?.diff).toContain("b/a");
+      expect(first?.parentId).toBe((await h.getRun(run.id))?.baselineSnapshot);
     });
 
     it("converges in three iterations", async () => {

@@ -55,7 +55,6 @@ export function recordPatterns(
     );
     st.upsert.run({
       ...next,
-      lastErrors: next.lastErrors,
       dSuccesses: delta.successes,
       dFailures: delta.failures,
       dDurationMs: delta.totalDurationMs,

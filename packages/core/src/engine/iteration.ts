@@ -3,7 +3,6 @@ import { buildPrompt } from "../agents/prompt";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
-import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
 import { type GateReport, gateReport } from "../validation/gates";
 import { runValidation, validationFeedback } from "../validation/validation-runner";
@@ -112,13 +111,7 @@ export async function runIteration(
 
   const watch = watchInterruptions(res, ctx, opts);
   try {
-    const env = buildCommandEnv(res.commandEnv, res.envAllowlist, {
-      LOOPRUN_RUN_ID: ctx.run.id,
-      LOOPRUN_SESSION_ID: ctx.run.sessionId,
-      LOOPRUN_ITERATION: String(n),
-      LOOPRUN_WORKSPACE: ctx.run.workspace,
-      LOOPRUN_WORKER_PID: String(process.pid),
-    });
+    const env = ctx.commandEnv(n);
     const outputCapBytes = res.outputCapBytes ?? 65_536;
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
 

@@ -2,7 +2,6 @@ import { isPreparationPhase, type PhaseArtifact } from "../domain/artifacts";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { buildPhasePrompt } from "../pipeline/phase-prompt";
 import { runPreparationPhase } from "../pipeline/phase-runner";
-import { buildCommandEnv } from "../process/command-env";
 import { assertNever } from "../util/assert-never";
 import { needsPlanApproval, pauseForApproval } from "./approval";
 import { watchInterruptions } from "./interruptions";
@@ -55,13 +54,7 @@ export async function runPreparation(
         phase,
         prompt: buildPhasePrompt(spec, phase, done, learned),
         workspace: ctx.run.workspace,
-        env: buildCommandEnv(res.commandEnv, res.envAllowlist, {
-          LOOPRUN_RUN_ID: ctx.run.id,
-          LOOPRUN_SESSION_ID: ctx.run.sessionId,
-          LOOPRUN_ITERATION: "0",
-          LOOPRUN_WORKSPACE: ctx.run.workspace,
-          LOOPRUN_WORKER_PID: String(process.pid),
-        }),
+        env: ctx.commandEnv(0),
         timeoutMs: Math.max(1, left()),
         outputCapBytes: res.outputCapBytes ?? 65_536,
         signal: watch.signal,

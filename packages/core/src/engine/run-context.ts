@@ -3,6 +3,7 @@ import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
+import { buildCommandEnv } from "../process/command-env";
 import { LeaseLostError } from "../util/errors";
 import type { EngineResources } from "./resources";
 import { rollbackOnFailure } from "./rollback-on-failure";
@@ -95,6 +96,21 @@ export class RunContext {
   sessionHistory(): Promise<SessionRunSummary[]> {
     this.history ??= this.res.store.sessionHistory(this.run.sessionId, this.run.id, HISTORY_RUNS);
     return this.history;
+  }
+
+  /**
+   * The environment of the run's commands at `iteration` (0: a preparation phase): the
+   * allowed part of the worker's, and what tells a command which run, session, workspace and
+   * worker it belongs to (a command's parent is the worker's launcher, not the worker).
+   */
+  commandEnv(iteration: number): Record<string, string> {
+    return buildCommandEnv(this.res.commandEnv, this.res.envAllowlist, {
+      LOOPRUN_RUN_ID: this.run.id,
+      LOOPRUN_SESSION_ID: this.run.sessionId,
+      LOOPRUN_ITERATION: String(iteration),
+      LOOPRUN_WORKSPACE: this.run.workspace,
+      LOOPRUN_WORKER_PID: String(process.pid),
+    });
   }
 
   /** The run's failed tool calls so far (only the mistral agent calls tools). */

@@ -37,7 +37,7 @@ export async function runStep(
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
   try {
-    return await stepOnce(res, ctx, opts, runId);
+    return await stepOnce(res, ctx, opts);
   } finally {
     await ctx.releasePromptFile().catch(() => {});
   }
@@ -47,7 +47,6 @@ async function stepOnce(
   res: EngineResources,
   ctx: RunContext,
   opts: StepOptions,
-  runId: string,
 ): Promise<StepResult> {
   try {
     const result = await drive(res, ctx, opts);
@@ -56,7 +55,7 @@ async function stepOnce(
     return result;
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
-    res.logger.error({ err: error, runId }, "run step failed");
+    res.logger.error({ err: error, runId: ctx.run.id }, "run step failed");
     const message = error instanceof Error ? error.message : String(error);
     try {
       await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {

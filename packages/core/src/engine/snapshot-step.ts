@@ -130,22 +130,22 @@ export async function snapshotIteration(
       },
     };
   }
-  let now: SnapshotArtifacts & { reviewDiff: string };
+  let computed: SnapshotArtifacts & { reviewDiff: string };
   try {
-    now = await artifacts(signal);
+    computed = await artifacts(signal);
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
-  const changed = (now.writes.insertSnapshot?.diffBytes ?? 0) > 0;
+  const changed = (computed.writes.insertSnapshot?.diffBytes ?? 0) > 0;
   if (deferred)
-    return { ok: true, snapshotId: id, changed, reviewDiff: "", artifacts: async () => now };
-  await ctx.commit({}, [], now.writes);
+    return { ok: true, snapshotId: id, changed, reviewDiff: "", artifacts: async () => computed };
+  await ctx.commit({}, [], computed.writes);
   return {
     ok: true,
     snapshotId: id,
     changed,
-    reviewDiff: now.reviewDiff,
-    artifacts: async () => ({ writes: {}, change: now.change }),
+    reviewDiff: computed.reviewDiff,
+    artifacts: async () => ({ writes: {}, change: computed.change }),
   };
 }
 

@@ -28,6 +28,8 @@ export interface TreeFile {
 /** An index entry: a tree file with the stat data git recorded for it (see `statKey`). */
 export interface IndexEntry extends TreeFile {
   stat: string;
+  /** Its modification time as git recorded it (ns since the epoch). */
+  mtimeNs: bigint;
 }
 
 /** The index as `git add -A` left it, and the index file's own mtime (ns since the epoch). */
@@ -85,10 +87,12 @@ function parseIndex(b: Buffer): IndexEntry[] | null {
   let at = 12;
   for (let i = 0; i < count; i++) {
     if (at + ENTRY_FIXED > b.length) return null;
+    const mtimeNs =
+      BigInt(b.readUInt32BE(at + 8)) * 1_000_000_000n + BigInt(b.readUInt32BE(at + 12));
     const statData = statKey(
       BigInt(b.readUInt32BE(at + 20)),
       BigInt(b.readUInt32BE(at + 36)),
-      BigInt(b.readUInt32BE(at + 8)) * 1_000_000_000n + BigInt(b.readUInt32BE(at + 12)),
+      mtimeNs,
       BigInt(b.readUInt32BE(at)) * 1_000_000_000n + BigInt(b.readUInt32BE(at + 4)),
     );
     const mode = b.readUInt32BE(at + 24);
@@ -111,7 +115,7 @@ function parseIndex(b: Buffer): IndexEntry[] | null {
     // Regular files (0o10), symlinks (0o12) and gitlinks (0o16); a sparse directory entry
     // (0o04) or anything else goes to git.
     if (type !== 0o10 && type !== 0o12 && type !== 0o16) return null;
-    entries.push({ path: b.subarray(pathStart, pathEnd), mode, id, stat: statData });
+    entries.push({ path: b.subarray(pathStart, pathEnd), mode, id, stat: statData, mtimeNs });
   }
   return entries;
 }

@@ -63,20 +63,15 @@ export function filesFromIndex(index: GitIndex, limits: ScanLimits = {}): Worksp
     const path = entry.path.toString("utf8");
     // Gitlinks are git's to update; a path that is not UTF-8 would not round-trip.
     if (entry.mode === 0o160000 || !Buffer.from(path).equals(entry.path)) return null;
-    const mtimeNs = mtimeOfKey(entry.stat);
     files.set(path, {
-      ...entry,
       path: Buffer.from(entry.path),
+      mode: entry.mode,
       id: Buffer.from(entry.id),
-      trusted: mtimeNs + RACY_MARGIN_NS < index.mtimeNs,
+      stat: entry.stat,
+      trusted: entry.mtimeNs + RACY_MARGIN_NS < index.mtimeNs,
     });
   }
   return files;
-}
-
-function mtimeOfKey(key: string): bigint {
-  const [sec, nsec] = (key.split(":")[2] ?? "0.0").split(".");
-  return BigInt(sec ?? 0) * 1_000_000_000n + BigInt(nsec ?? 0);
 }
 
 /** Thrown inside the scan for anything git should judge; the scan then returns null. */

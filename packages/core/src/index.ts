@@ -61,6 +61,7 @@ export type { NewToolCall } from "./domain/run";
 export { McpServerSpec, MistralAgentSpec } from "./domain/run-spec";
 export type {
   ClaimedRun,
+  ClaimStart,
   EngineLogger,
   EngineResources,
   IterationDecision,
@@ -84,6 +85,7 @@ export {
   renderEditedPlan,
   runStep,
   SNAPSHOT_DEFAULTS,
+  startsOnClaim,
   waitingProgress,
 } from "./engine/index";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./learning/index";

@@ -1,6 +1,7 @@
 import type { FailurePattern, SessionRunSummary, ToolFailure } from "@looprun/core";
 import {
   type ClaimedRun,
+  type ClaimStart,
   isTerminal,
   LeaseLostError,
   mergeStatus,
@@ -8,6 +9,7 @@ import {
   type RunMutation,
   type RunRecord,
   type RunStore,
+  startsOnClaim,
 } from "@looprun/core";
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { listPhaseArtifacts } from "./artifact-queries";
@@ -105,7 +107,7 @@ function storeStatements(db: Db) {
 export class SqliteRunStore implements RunStore {
   constructor(private readonly db: Db) {}
 
-  async claimRun(runId: string): Promise<ClaimedRun | null> {
+  async claimRun(runId: string, start?: ClaimStart): Promise<ClaimedRun | null> {
     const st = preparedOnce(this.db, storeStatements);
     return this.db.transaction(
       () => {
@@ -116,6 +118,13 @@ export class SqliteRunStore implements RunStore {
           const updated = st.bumpEpoch.get({ id: runId, epoch: run.epoch + 1 });
           if (!updated) throw new Error(`run ${runId} vanished while being claimed`);
           run = toRunRecord(updated);
+        }
+        if (
+          start &&
+          startsOnClaim(run) &&
+          workspaceHeldUntil(this.db, run.workspace, start.now) === null
+        ) {
+          run = this.apply(runId, run.epoch, start.mutation(run), start.now);
         }
         const last = st.lastIteration.get({ runId });
         const decided = st.lastDecided.get({ runId });
@@ -130,58 +139,61 @@ export class SqliteRunStore implements RunStore {
   }
 
   async commit(runId: string, epoch: number, m: RunMutation, now: number): Promise<RunRecord> {
+    return this.db.transaction(() => this.apply(runId, epoch, m, now), {
+      behavior: "immediate",
+    });
+  }
+
+  /** A commit's writes, inside the caller's transaction (one connection: `this.db` is in it). */
+  private apply(runId: string, epoch: number, m: RunMutation, now: number): RunRecord {
     const st = preparedOnce(this.db, storeStatements);
-    return this.db.transaction(
-      (tx) => {
-        const head = st.runHead.get({ id: runId });
-        if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-        let result: typeof runs.$inferSelect | undefined;
-        if (m.run && Object.keys(m.run).length > 0) {
-          const status = mergeStatus(head.status as RunRecord["status"], m.run.status);
-          const { statement, params } = st.updateRun.for({ ...m.run, status });
-          const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
-          if (!updated) throw new LeaseLostError(runId, epoch);
-          result = updated;
-        }
-        if (m.insertIteration) {
-          const { runId: _ignored, ...it } = m.insertIteration;
-          const { statement, params } = st.insertIteration.for({ ...it, runId });
-          statement.run(params);
-        }
-        if (m.updateIteration) {
-          const { n, attempt, patch } = m.updateIteration;
-          const { statement, params } = st.updateIteration.for(patch);
-          statement.run({ ...params, __runId: runId, __n: n, __attempt: attempt });
-        }
-        if (m.toolCalls && m.toolCalls.length > 0) {
-          const last = tx
-            .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)` })
-            .from(toolCalls)
-            .where(eq(toolCalls.runId, runId))
-            .get();
-          let seq = last?.seq ?? 0;
-          tx.insert(toolCalls)
-            .values(
-              m.toolCalls.map((c) => ({
-                ...c,
-                args: c.args ?? null,
-                runId,
-                seq: ++seq,
-                createdAt: now,
-              })),
-            )
-            .run();
-        }
-        writeArtifacts(this.db, runId, m);
-        recordPatterns(this.db, head.workspace, runId, m, now);
-        appendEvents(this.db, runId, m.events ?? [], now);
-        // The rest of the write never touches the run's row.
-        result ??= st.run.get({ id: runId });
-        if (!result) throw new LeaseLostError(runId, epoch);
-        return toRunRecord(result);
-      },
-      { behavior: "immediate" },
-    );
+    const head = st.runHead.get({ id: runId });
+    if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+    let result: typeof runs.$inferSelect | undefined;
+    if (m.run && Object.keys(m.run).length > 0) {
+      const status = mergeStatus(head.status as RunRecord["status"], m.run.status);
+      const { statement, params } = st.updateRun.for({ ...m.run, status });
+      const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
+      if (!updated) throw new LeaseLostError(runId, epoch);
+      result = updated;
+    }
+    if (m.insertIteration) {
+      const { runId: _ignored, ...it } = m.insertIteration;
+      const { statement, params } = st.insertIteration.for({ ...it, runId });
+      statement.run(params);
+    }
+    if (m.updateIteration) {
+      const { n, attempt, patch } = m.updateIteration;
+      const { statement, params } = st.updateIteration.for(patch);
+      statement.run({ ...params, __runId: runId, __n: n, __attempt: attempt });
+    }
+    if (m.toolCalls && m.toolCalls.length > 0) {
+      const last = this.db
+        .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)` })
+        .from(toolCalls)
+        .where(eq(toolCalls.runId, runId))
+        .get();
+      let seq = last?.seq ?? 0;
+      this.db
+        .insert(toolCalls)
+        .values(
+          m.toolCalls.map((c) => ({
+            ...c,
+            args: c.args ?? null,
+            runId,
+            seq: ++seq,
+            createdAt: now,
+          })),
+        )
+        .run();
+    }
+    writeArtifacts(this.db, runId, m);
+    recordPatterns(this.db, head.workspace, runId, m, now);
+    appendEvents(this.db, runId, m.events ?? [], now);
+    // The rest of the write never touches the run's row.
+    result ??= st.run.get({ id: runId });
+    if (!result) throw new LeaseLostError(runId, epoch);
+    return toRunRecord(result);
   }
 
   async sessionHistory(

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
+  type ClaimStart,
   type IterationRecord,
   LeaseLostError,
   type NewEvent,
@@ -129,6 +130,54 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         status: "failed",
         feedback: "fix x",
       });
+    });
+    it("starts a queued run in its claim, and only a run never started", async () => {
+      const run = await h.createRun(newRun({}));
+      const asked: number[] = [];
+      const start: ClaimStart = {
+        now: 5000,
+        mutation: (claimed) => {
+          asked.push(claimed.epoch);
+          return {
+            run: { status: "running", startedAt: 5000, progress: "started" },
+            events: [event("run_started")],
+          };
+        },
+      };
+      const claimed = (await h.store.claimRun(run.id, start))!;
+      // The mutation saw the run at its new epoch, and the claim returns the run it wrote.
+      expect(asked).toEqual([1]);
+      expect(claimed.run).toMatchObject({ epoch: 1, status: "running", startedAt: 5000 });
+      expect(await h.getRun(run.id)).toMatchObject({ epoch: 1, status: "running" });
+      // (The API's harness may have written run_queued before.)
+      const started = async () =>
+        (await h.listEvents(run.id, 0, 10)).filter((e) => e.type !== "run_queued");
+      expect((await started()).map((e) => [e.type, e.at])).toEqual([["run_started", 5000]]);
+      // Claimed again (a resumed step): started already, so nothing more is written.
+      expect((await h.store.claimRun(run.id, start))?.run).toMatchObject({
+        epoch: 2,
+        startedAt: 5000,
+      });
+      expect(asked).toEqual([1]);
+      expect(await started()).toHaveLength(1);
+    });
+
+    it("does not start a run in its claim once it was started, or while it is stopping", async () => {
+      const start: ClaimStart = {
+        now: 5000,
+        mutation: () => {
+          throw new Error("must not be asked");
+        },
+      };
+      // Queued again after a pause for a person: it was started before.
+      const paused = await h.createRun(newRun({}));
+      const e1 = (await h.store.claimRun(paused.id))!.run.epoch;
+      await h.store.commit(paused.id, e1, { run: { status: "queued", startedAt: 10 } }, 10);
+      expect((await h.store.claimRun(paused.id, start))?.run).toMatchObject({ status: "queued" });
+      // Stopped while queued: the engine ends it without starting it.
+      const stopping = await h.createRun(newRun({}));
+      await h.requestStop(stopping.id, 20);
+      expect((await h.store.claimRun(stopping.id, start))?.run.status).toBe("stopping");
     });
   });
 

@@ -97,6 +97,28 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     expect(await hold(sameSession)).toEqual({ held: true });
   });
 
+  it("leaves a run queued, unstarted, when its claim would start it in a held workspace", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    expect(await hold(done, 1000)).toEqual({ held: true });
+    const next = newRun({}, { sessionId: "s2", workspace: "/ws/a" });
+    await engine.repo.createRun(next);
+    const start = (now: number) => ({
+      now,
+      mutation: () => ({ run: { status: "running" as const, startedAt: now } }),
+    });
+    expect((await engine.store.claimRun(next.id, start(2000)))?.run).toMatchObject({
+      epoch: 1,
+      status: "queued",
+      startedAt: null,
+    });
+    // Once the hold expired, the next claim starts it.
+    expect((await engine.store.claimRun(next.id, start(1000 + TTL)))?.run).toMatchObject({
+      epoch: 2,
+      status: "running",
+      startedAt: 1000 + TTL,
+    });
+  });
+
   it("refuses while a run is active in the session, or in another session's same workspace", async () => {
     const done = await finishedRun("s1", "/ws/a");
     const active = newRun({}, { sessionId: "s1", workspace: "/ws/a" });

@@ -12,12 +12,13 @@ export type { EngineLogger, EngineResources, StepOptions } from "./resources";
 export { runStep } from "./run-step";
 export type {
   ClaimedRun,
+  ClaimStart,
   IterationPatch,
   MutationExtras,
   RunMutation,
   RunPatch,
   RunStore,
 } from "./run-store";
-export { mergeStatus } from "./run-store";
+export { mergeStatus, startsOnClaim } from "./run-store";
 export { SNAPSHOT_DEFAULTS } from "./snapshot-step";
 export type { StepResult } from "./step-result";

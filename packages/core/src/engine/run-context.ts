@@ -14,6 +14,27 @@ export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason
 /** How many of the session's earlier runs a prompt recalls. */
 const HISTORY_RUNS = 10;
 
+/**
+ * What the store gets for a write of `run`: the events carry the run's budget as it is after
+ * the write, and secrets are redacted.
+ */
+export function mutationOf(
+  res: Pick<EngineResources, "redactor">,
+  run: RunRecord,
+  patch: RunPatch,
+  events: EventSpec[],
+  extras: MutationExtras,
+  now: number,
+): RunMutation {
+  const after: RunRecord = { ...run, ...patch } as RunRecord;
+  const newEvents: NewEvent[] = events.map(([type, data = {}, reason]) => ({
+    type,
+    data: { ...data, budget: budgetSnapshot(after, now, reason) },
+  }));
+  const mutation: RunMutation = { run: patch, events: newEvents, ...extras };
+  return res.redactor ? res.redactor.deep(mutation) : mutation;
+}
+
 /** The engine's view of one claimed run: its latest state and the epoch it writes with. */
 export class RunContext {
   constructor(
@@ -162,17 +183,10 @@ export class RunContext {
     if (Object.keys(patch).length === 0 && events.length === 0 && Object.keys(extras).length === 0)
       return this.run;
     const now = this.now();
-    // Snapshots describe the run as it is after this write.
-    const after: RunRecord = { ...this.run, ...patch } as RunRecord;
-    const newEvents: NewEvent[] = events.map(([type, data = {}, reason]) => ({
-      type,
-      data: { ...data, budget: budgetSnapshot(after, now, reason) },
-    }));
-    const mutation: RunMutation = { run: patch, events: newEvents, ...extras };
     this.run = await this.res.store.commit(
       this.run.id,
       this.epoch,
-      this.res.redactor ? this.res.redactor.deep(mutation) : mutation,
+      mutationOf(this.res, this.run, patch, events, extras, now),
       now,
     );
     return this.run;

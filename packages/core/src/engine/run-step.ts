@@ -9,8 +9,8 @@ import { runIteration } from "./iteration";
 import { runPreparation } from "./preparation";
 import { recordIteration } from "./record-iteration";
 import type { EngineResources, StepOptions } from "./resources";
-import { type EventSpec, RunContext } from "./run-context";
-import type { RunPatch } from "./run-store";
+import { type EventSpec, mutationOf, RunContext } from "./run-context";
+import type { ClaimStart, RunPatch } from "./run-store";
 import { backfillSnapshot, ensureBaseline } from "./snapshot-step";
 import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
 
@@ -31,7 +31,7 @@ export async function runStep(
   runId: string,
   opts: StepOptions = {},
 ): Promise<StepResult> {
-  const claimed = await res.store.claimRun(runId);
+  const claimed = await res.store.claimRun(runId, firstStart(res));
   if (claimed === null) return { kind: "missing" };
   const { run } = claimed;
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
@@ -176,18 +176,37 @@ async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
   }
 }
 
-/** Marks the run started (or resumed after an interrupted iteration). */
+/**
+ * A run's first start, written by its claim (see ClaimStart) unless a rollback holds the
+ * workspace: the run is then claimed again once the hold ends.
+ */
+function firstStart(res: EngineResources): ClaimStart {
+  const now = (res.now ?? Date.now)();
+  return {
+    now,
+    mutation: (run) =>
+      mutationOf(
+        res,
+        run,
+        {
+          status: "running",
+          startedAt: now,
+          deadlineAt: deadlineFor(now, run.spec.maxMinutes),
+          progress: "started",
+        },
+        [["run_started", { workspace: run.workspace }]],
+        {},
+        now,
+      ),
+  };
+}
+
+/** Marks the run resumed (after a person's answer, or an interrupted iteration). */
 async function start(res: EngineResources, ctx: RunContext): Promise<void> {
   const now = ctx.now();
   const patch: RunPatch = {};
   const events: EventSpec[] = [];
-  if (ctx.run.status === "queued" && ctx.run.startedAt === null) {
-    patch.status = "running";
-    patch.startedAt = now;
-    patch.deadlineAt = deadlineFor(now, ctx.run.spec.maxMinutes);
-    patch.progress = "started";
-    events.push(["run_started", { workspace: ctx.run.workspace }]);
-  } else if (ctx.run.status === "queued") {
+  if (ctx.run.status === "queued") {
     // Queued again by a person's approval or reply: the run goes on where it paused.
     patch.status = "running";
     patch.progress = "resumed after a person's answer";

@@ -75,15 +75,27 @@ export interface ClaimedRun {
 }
 
 /**
+ * A run's first start, written by the claim itself: in the claim's transaction, when the run
+ * is queued, was never started and no rollback holds its workspace at `now`, the store
+ * applies `mutation(run)` (the run as claimed, at its new epoch) as a commit would. One write
+ * instead of two, and the run is marked started before the worker does anything else.
+ */
+export interface ClaimStart {
+  now: number;
+  mutation(run: RunRecord): RunMutation;
+}
+
+/**
  * The persistence port of the engine. Implementations apply each call atomically
  * (SQLite: `BEGIN IMMEDIATE`).
  */
 export interface RunStore {
   /**
    * Takes a run for this caller: increments its epoch (fencing every older holder) and
-   * returns it. A finished run is returned unchanged; a missing one gives `null`.
+   * returns it. A finished run is returned unchanged; a missing one gives `null`. With
+   * `start`, a run that can start is returned started (see ClaimStart).
    */
-  claimRun(runId: string): Promise<ClaimedRun | null>;
+  claimRun(runId: string, start?: ClaimStart): Promise<ClaimedRun | null>;
   /**
    * Applies a mutation if the run's epoch still equals `epoch`, else throws `LeaseLostError`.
    * A stop request is sticky: a patch that sets `running` leaves `stopping` in place.
@@ -109,6 +121,11 @@ export interface RunStore {
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null>;
   /** Whether the snapshot row of an iteration attempt is stored (see RunContext.defer). */
   hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean>;
+}
+
+/** Whether a claimed run is one `ClaimStart` starts (its workspace's hold checked apart). */
+export function startsOnClaim(run: RunRecord): boolean {
+  return run.status === "queued" && run.startedAt === null;
 }
 
 /** The rule every store applies when a patch sets a status. */

@@ -3,7 +3,14 @@ import { type PhaseArtifact, PIPELINE_PHASES, type ReviewArtifact } from "../dom
 import type { EventRecord } from "../domain/events";
 import type { IterationRecord, NewToolCall, RunRecord } from "../domain/run";
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
-import { type ClaimedRun, mergeStatus, type RunMutation, type RunStore } from "../engine/run-store";
+import {
+  type ClaimedRun,
+  type ClaimStart,
+  mergeStatus,
+  type RunMutation,
+  type RunStore,
+  startsOnClaim,
+} from "../engine/run-store";
 import {
   byFailuresThenRecency,
   type FailurePattern,
@@ -55,10 +62,17 @@ export class MemoryRunStore implements RunStore {
     return this.snapshots.filter((s) => s.runId === runId);
   }
 
-  async claimRun(runId: string): Promise<ClaimedRun | null> {
+  async claimRun(runId: string, start?: ClaimStart): Promise<ClaimedRun | null> {
     const run = this.runs.get(runId);
     if (!run) return null;
     if (!["succeeded", "failed", "stopped"].includes(run.status)) run.epoch += 1;
+    if (
+      start &&
+      startsOnClaim(run) &&
+      (await this.workspaceHeldUntil(run.workspace, start.now)) === null
+    ) {
+      await this.commit(runId, run.epoch, start.mutation(structuredClone(run)), start.now);
+    }
     const its = this.iterationsOf(runId);
     const decided = its.filter((i) => i.status === "passed" || i.status === "failed");
     return {

@@ -1,6 +1,7 @@
 import type { FailurePattern, SessionRunSummary, ToolFailure } from "@looprun/core";
 import {
   type ClaimedRun,
+  type ClaimStart,
   isTerminal,
   LeaseLostError,
   mergeStatus,
@@ -8,6 +9,7 @@ import {
   type RunMutation,
   type RunRecord,
   type RunStore,
+  startsOnClaim,
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { toIterationRecord, toRunRecord } from "../records";
@@ -22,6 +24,8 @@ import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
+type Tx = Parameters<Parameters<PgDb["transaction"]>[0]>[0];
+
 /**
  * The engine's RunStore on PostgreSQL, with the behaviour of SqliteRunStore. Every write is
  * one READ COMMITTED transaction that first locks the run's row (`SELECT … FOR UPDATE`): it
@@ -31,7 +35,7 @@ const FILE_WRITERS = ["write_file", "edit_file"];
 export class PgRunStore implements RunStore {
   constructor(private readonly db: PgDb) {}
 
-  async claimRun(runId: string): Promise<ClaimedRun | null> {
+  async claimRun(runId: string, start?: ClaimStart): Promise<ClaimedRun | null> {
     return this.db.transaction(async (tx) => {
       const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
       if (!row) return null;
@@ -43,6 +47,13 @@ export class PgRunStore implements RunStore {
           .where(eq(runs.id, runId))
           .returning();
         if (updated) run = toRunRecord(updated);
+      }
+      if (
+        start &&
+        startsOnClaim(run) &&
+        (await workspaceHeldUntil(tx, run.workspace, start.now)) === null
+      ) {
+        run = await this.apply(tx, runId, run.epoch, start.mutation(run), start.now);
       }
       const [last] = await tx
         .select()
@@ -70,55 +81,64 @@ export class PgRunStore implements RunStore {
     mutation: RunMutation,
     now: number,
   ): Promise<RunRecord> {
+    return this.db.transaction((tx) => this.apply(tx, runId, epoch, mutation, now));
+  }
+
+  /** A commit's writes, inside the caller's transaction. */
+  private async apply(
+    tx: Tx,
+    runId: string,
+    epoch: number,
+    mutation: RunMutation,
+    now: number,
+  ): Promise<RunRecord> {
     const m = withoutNul(mutation);
-    return this.db.transaction(async (tx) => {
-      const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
-      if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-      if (m.insertIteration) {
-        const { runId: _ignored, ...it } = m.insertIteration;
-        await tx.insert(iterations).values({ ...it, runId });
-      }
-      if (m.updateIteration) {
-        const { n, attempt, patch } = m.updateIteration;
-        await tx
-          .update(iterations)
-          .set(patch)
-          .where(
-            and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
-          );
-      }
-      if (m.toolCalls && m.toolCalls.length > 0) {
-        const [last] = await tx
-          .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)::int` })
-          .from(toolCalls)
-          .where(eq(toolCalls.runId, runId));
-        let seq = last?.seq ?? 0;
-        await tx.insert(toolCalls).values(
-          m.toolCalls.map((c) => ({
-            ...c,
-            args: c.args ?? null,
-            runId,
-            seq: ++seq,
-            createdAt: now,
-          })),
+    const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
+    if (!row || row.epoch !== epoch) throw new LeaseLostError(runId, epoch);
+    if (m.insertIteration) {
+      const { runId: _ignored, ...it } = m.insertIteration;
+      await tx.insert(iterations).values({ ...it, runId });
+    }
+    if (m.updateIteration) {
+      const { n, attempt, patch } = m.updateIteration;
+      await tx
+        .update(iterations)
+        .set(patch)
+        .where(
+          and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
         );
-      }
-      await writeArtifacts(tx, runId, m);
-      await recordPatterns(tx, row.workspace, runId, m, now);
-      await appendEvents(tx, runId, m.events ?? [], now);
-      // The run's own row last: when this commit finishes the run, the statistics trigger
-      // (drizzle-pg/0002) then folds the run with everything written above in one go, and
-      // holds its summary rows only for the moment before the commit.
-      if (!m.run || Object.keys(m.run).length === 0) return toRunRecord(row);
-      const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
-      const [updated] = await tx
-        .update(runs)
-        .set({ ...m.run, status })
-        .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
-        .returning();
-      if (!updated) throw new LeaseLostError(runId, epoch);
-      return toRunRecord(updated);
-    });
+    }
+    if (m.toolCalls && m.toolCalls.length > 0) {
+      const [last] = await tx
+        .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)::int` })
+        .from(toolCalls)
+        .where(eq(toolCalls.runId, runId));
+      let seq = last?.seq ?? 0;
+      await tx.insert(toolCalls).values(
+        m.toolCalls.map((c) => ({
+          ...c,
+          args: c.args ?? null,
+          runId,
+          seq: ++seq,
+          createdAt: now,
+        })),
+      );
+    }
+    await writeArtifacts(tx, runId, m);
+    await recordPatterns(tx, row.workspace, runId, m, now);
+    await appendEvents(tx, runId, m.events ?? [], now);
+    // The run's own row last: when this commit finishes the run, the statistics trigger
+    // (drizzle-pg/0002) then folds the run with everything written above in one go, and
+    // holds its summary rows only for the moment before the commit.
+    if (!m.run || Object.keys(m.run).length === 0) return toRunRecord(row);
+    const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+    const [updated] = await tx
+      .update(runs)
+      .set({ ...m.run, status })
+      .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
+      .returning();
+    if (!updated) throw new LeaseLostError(runId, epoch);
+    return toRunRecord(updated);
   }
 
   async sessionHistory(

@@ -1,7 +1,12 @@
 import { dirname, join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
-import { collectSecrets, Redactor, redactingLogOptions } from "@looprun/core";
+import {
+  collectSecrets,
+  keepYoungGenerationSmall,
+  Redactor,
+  redactingLogOptions,
+} from "@looprun/core";
 import { openStorage } from "@looprun/db";
 import { pino } from "pino";
 import { createApp } from "./app";
@@ -21,6 +26,7 @@ export interface ApiServer {
  * SQLite file — (migrating it) and connects to the queue.
  */
 export async function startApi(env: ApiEnv): Promise<ApiServer> {
+  keepYoungGenerationSmall();
   const redactor = new Redactor(collectSecrets(process.env, env.LOOPRUN_SECRET_ENV));
   const logger = pino({
     level: env.LOG_LEVEL,

@@ -3,6 +3,7 @@ import {
   collectSecrets,
   type EngineResources,
   failRun,
+  keepYoungGenerationSmall,
   MistralChatModel,
   Redactor,
   RUN_QUEUE,
@@ -18,7 +19,6 @@ import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { snapshotsDirOf, type WorkerEnv } from "./env";
-import { keepYoungGenerationSmall } from "./heap-settings";
 import { reconcile } from "./reconciler";
 
 export interface RunWorker {

@@ -194,4 +194,5 @@ export {
 } from "./tools/index";
 export { assertNever } from "./util/assert-never";
 export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
+export { keepYoungGenerationSmall } from "./util/heap-settings";
 export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { access, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 
@@ -10,6 +11,12 @@ import { deflateSync, inflateSync } from "node:zlib";
  * is taken after every iteration, so these two spawns were a fair share of an iteration with
  * quick commands. The formats are git's documented on-disk ones (gitformat-loose, the
  * "files" ref backend), written the way git writes them: a temporary file renamed into place.
+ *
+ * The writes are synchronous, as git's own are: a snapshot's few small files (a blob or two, a
+ * tree per changed directory, the commit, the ref) cost five file operations each, and through
+ * the thread pool every one is a round trip of the event loop — 2 ms per snapshot of one
+ * changed file, 0.x ms synchronously (bench/RESULTS.md). The workspace scan that comes before
+ * them reads synchronously too.
  */
 
 const SHA1_HEX = /^[0-9a-f]{40}$/;
@@ -23,21 +30,21 @@ export function isSha1(id: string): boolean {
  * Writes a loose object (unless it exists) and returns its id. `known` holds ids known to be
  * stored (objects are never deleted here: gc is off): those are not looked for again.
  */
-export async function writeLooseObject(
+export function writeLooseObject(
   gitDir: string,
   type: "commit" | "tree" | "blob",
   content: Buffer,
   known?: Set<string>,
-): Promise<string> {
+): string {
   const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
   const id = createHash("sha1").update(raw).digest("hex");
   if (known?.has(id)) return id;
   const dir = join(gitDir, "objects", id.slice(0, 2));
   const file = join(dir, id.slice(2));
-  if (!(await exists(file))) {
+  if (!existsSync(file)) {
     const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-    await writeInDir(tmp, deflateSync(raw), 0o444);
-    await rename(tmp, file);
+    writeInDir(tmp, deflateSync(raw), 0o444);
+    renameSync(tmp, file);
   }
   known?.add(id);
   return id;
@@ -56,7 +63,7 @@ export interface CommitFields {
 const IDENTITY = "looprun <looprun@localhost>";
 
 /** Writes a commit object as `git commit-tree TREE [-p PARENT] -m MESSAGE` would. */
-export async function writeCommit(gitDir: string, fields: CommitFields): Promise<string> {
+export function writeCommit(gitDir: string, fields: CommitFields): string {
   if (!isSha1(fields.tree) || (fields.parent !== null && !isSha1(fields.parent)))
     throw new Error(`not SHA-1 object ids: ${fields.tree} ${fields.parent ?? ""}`);
   const when = `${fields.timeSeconds ?? Math.floor(Date.now() / 1000)} +0000`;
@@ -102,33 +109,24 @@ export async function readCommitHeader(
 const REF_NAME = /^refs\/[A-Za-z0-9_/-]+$/;
 
 /** Points a loose ref at `id` (`git update-ref REF ID` without a reflog, as in a bare repository). */
-export async function writeRef(gitDir: string, ref: string, id: string): Promise<void> {
+export function writeRef(gitDir: string, ref: string, id: string): void {
   if (!REF_NAME.test(ref) || ref.includes("//") || ref.endsWith("/"))
     throw new Error(`not a ref name looprun writes: ${ref}`);
   if (!isSha1(id)) throw new Error(`not a SHA-1 object id: ${id}`);
   const file = join(gitDir, ref);
   const lock = `${file}.lock`;
-  await writeInDir(lock, `${id}\n`);
-  await rename(lock, file);
+  writeInDir(lock, `${id}\n`);
+  renameSync(lock, file);
 }
 
 /** Writes a file, making its directory first only when it is missing (most writes find it). */
-async function writeInDir(path: string, content: string | Buffer, mode?: number): Promise<void> {
+function writeInDir(path: string, content: string | Buffer, mode?: number): void {
   const opts = mode === undefined ? {} : { mode };
   try {
-    await writeFile(path, content, opts);
+    writeFileSync(path, content, opts);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, content, opts);
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, content, opts);
   }
 }

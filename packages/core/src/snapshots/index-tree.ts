@@ -15,7 +15,7 @@ export async function writeTreeFromIndex(
 ): Promise<{ tree: string; index: GitIndex } | null> {
   const index = await readGitIndex(gitDir);
   if (index === null) return null;
-  return { tree: await writeTree(gitDir, index.entries, known), index };
+  return { tree: writeTree(gitDir, index.entries, known), index };
 }
 
 /** One file of a tree: its path (bytes relative to the work tree, `/`-separated), mode and blob. */
@@ -71,7 +71,7 @@ export function statKey(ino: bigint, size: bigint, mtimeNs: bigint, ctimeNs: big
 }
 
 /** Writes the tree objects of `files` (sorted by path bytes, as git's index is); returns the root tree id. */
-export function writeTree(gitDir: string, files: TreeFile[], known: Set<string>): Promise<string> {
+export function writeTree(gitDir: string, files: TreeFile[], known: Set<string>): string {
   return writeDirectory(gitDir, files, 0, files.length, Buffer.alloc(0), known);
 }
 
@@ -140,14 +140,14 @@ interface TreeEntry {
 }
 
 /** Writes the tree of entries [from, to), all under `prefix` (which ends with `/` or is empty). */
-async function writeDirectory(
+function writeDirectory(
   gitDir: string,
   entries: TreeFile[],
   from: number,
   to: number,
   prefix: Buffer,
   known: Set<string>,
-): Promise<string> {
+): string {
   const skip = prefix.length;
   const items: TreeEntry[] = [];
   let i = from;
@@ -165,7 +165,7 @@ async function writeDirectory(
     const dirPrefix = Buffer.concat([prefix, name, Buffer.from("/")]);
     let j = i + 1;
     while (j < to && startsWith(entries[j]!.path, dirPrefix)) j++;
-    const id = await writeDirectory(gitDir, entries, i, j, dirPrefix, known);
+    const id = writeDirectory(gitDir, entries, i, j, dirPrefix, known);
     items.push({ name, mode: "40000", id: Buffer.from(id, "hex"), dir: true });
     i = j;
   }

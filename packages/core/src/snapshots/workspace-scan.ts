@@ -101,13 +101,13 @@ const SPECIAL_NAME = /^(\.git[. ]*|git~\d+)$/i;
  * Scans the workspace against `previous` and writes the new blobs and trees into `gitDir`.
  * Returns the tree id and the files as they are now, or null (see above).
  */
-export async function scanWorkspace(
+export function scanWorkspace(
   workspace: string,
   previous: WorkspaceFiles,
   gitDir: string,
   known: Set<string>,
   limits: ScanLimits = {},
-): Promise<{ tree: string; files: WorkspaceFiles } | null> {
+): { tree: string; files: WorkspaceFiles } | null {
   const maxFiles = limits.maxFiles ?? 5000;
   const maxFileBytes = BigInt(limits.maxFileBytes ?? 16 * 1024 * 1024);
   const files: WorkspaceFiles = new Map();
@@ -197,7 +197,7 @@ export async function scanWorkspace(
   }
 
   for (const { file, content } of toWrite)
-    file.id = Buffer.from(await writeLooseObject(gitDir, "blob", content, known), "hex");
+    file.id = Buffer.from(writeLooseObject(gitDir, "blob", content, known), "hex");
   const sorted = [...files.values()].sort((a, b) => Buffer.compare(a.path, b.path));
-  return { tree: await writeTree(gitDir, sorted, known), files };
+  return { tree: writeTree(gitDir, sorted, known), files };
 }

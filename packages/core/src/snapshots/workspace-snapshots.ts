@@ -137,7 +137,7 @@ export class WorkspaceSnapshots {
     this.scans.delete(key);
     let tree: string | null = null;
     if (previous !== undefined && opts.index !== true) {
-      const scanned = await scanWorkspace(target.workspace, previous, gitDir, known, this.limits);
+      const scanned = scanWorkspace(target.workspace, previous, gitDir, known, this.limits);
       if (scanned !== null) {
         tree = scanned.tree;
         this.reads.scans++;
@@ -149,8 +149,8 @@ export class WorkspaceSnapshots {
     const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
     if (isSha1(tree) && (parent === null || isSha1(parent))) {
       // The commit and the ref without two more git processes (see git-objects.ts).
-      const commit = await writeCommit(gitDir, { tree, parent, message });
-      await writeRef(gitDir, ref, commit);
+      const commit = writeCommit(gitDir, { tree, parent, message });
+      writeRef(gitDir, ref, commit);
       if (this.commitTrees.size >= 10_000) this.commitTrees.clear();
       this.commitTrees.set(commit, tree);
       return commit;

@@ -86,7 +86,7 @@ function parseArgs(argv: string[]): Options {
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const startedAt = new Date();
-  const machine = machineInfo();
+  const machine = machineInfo(opts.root || REPO_ROOT);
   const log = (message: string) => process.stderr.write(`${message}\n`);
   log(
     `looprun bench (${opts.quick ? "quick" : "full"}, ${opts.reps} reps) on ${machine.cpu}, ${machine.cores} cores, node ${machine.node}; load ${machine.loadAvg.map((l) => l.toFixed(2)).join(" ")}`,

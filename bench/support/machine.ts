@@ -15,15 +15,19 @@ export interface MachineInfo {
   loadAvg: number[];
 }
 
-function run(command: string, args: string[]): string {
+function run(command: string, args: string[], cwd = REPO_ROOT): string {
   try {
-    return execFileSync(command, args, { cwd: REPO_ROOT, encoding: "utf8" }).trim();
+    return execFileSync(command, args, { cwd, encoding: "utf8" }).trim();
   } catch {
     return "unknown";
   }
 }
 
-export function machineInfo(): MachineInfo {
+/**
+ * The machine, and the commit of the checkout measured (`root`: see `--root`). A results file
+ * this bench writes does not make it dirty.
+ */
+export function machineInfo(root = REPO_ROOT): MachineInfo {
   let cpu = "unknown";
   try {
     cpu =
@@ -39,8 +43,8 @@ export function machineInfo(): MachineInfo {
     os: `${type()} ${release()}`,
     node: process.version,
     redis,
-    commit: run("git", ["rev-parse", "--short", "HEAD"]),
-    dirty: run("git", ["status", "--porcelain"]).length > 0,
+    commit: run("git", ["rev-parse", "--short", "HEAD"], root),
+    dirty: run("git", ["status", "--porcelain", "--", ".", ":!bench/RESULTS.md"], root).length > 0,
     loadAvg: loadavg(),
   };
 }

@@ -4,6 +4,7 @@ import {
   type IterationRecord,
   type IterationSnapshot,
   type IterationStatus,
+  type NewToolCall,
   type PhaseArtifact,
   PIPELINE_PHASES,
   type PipelinePhase,
@@ -35,6 +36,17 @@ export type SessionRow = typeof sessions.$inferSelect;
 export type IterationSnapshotRow = typeof iterationSnapshots.$inferSelect;
 export type RunChangeRow = typeof runChanges.$inferSelect;
 export type PhaseArtifactRow = typeof phaseArtifacts.$inferSelect;
+
+/** A commit's tool calls as rows, numbered on from `lastSeq` (the run's highest so far). */
+export function toolCallRows(calls: NewToolCall[], runId: string, lastSeq: number, now: number) {
+  return calls.map((c, i) => ({
+    ...c,
+    args: c.args ?? null,
+    runId,
+    seq: lastSeq + i + 1,
+    createdAt: now,
+  }));
+}
 
 export function toRunRecord(row: RunRow): RunRecord {
   return {

@@ -18,7 +18,7 @@ import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
-import { toIterationRecord, toRunRecord } from "./records";
+import { toIterationRecord, toolCallRows, toRunRecord } from "./records";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
 import { workspaceHeldUntil } from "./workspace-holds";
 
@@ -173,18 +173,9 @@ export class SqliteRunStore implements RunStore {
         .from(toolCalls)
         .where(eq(toolCalls.runId, runId))
         .get();
-      let seq = last?.seq ?? 0;
       this.db
         .insert(toolCalls)
-        .values(
-          m.toolCalls.map((c) => ({
-            ...c,
-            args: c.args ?? null,
-            runId,
-            seq: ++seq,
-            createdAt: now,
-          })),
-        )
+        .values(toolCallRows(m.toolCalls, runId, last?.seq ?? 0, now))
         .run();
     }
     writeArtifacts(this.db, runId, m);

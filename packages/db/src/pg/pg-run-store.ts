@@ -12,7 +12,7 @@ import {
   startsOnClaim,
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { toIterationRecord, toRunRecord } from "../records";
+import { toIterationRecord, toolCallRows, toRunRecord } from "../records";
 import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
@@ -113,16 +113,7 @@ export class PgRunStore implements RunStore {
         .select({ seq: sql<number>`coalesce(max(${toolCalls.seq}), 0)::int` })
         .from(toolCalls)
         .where(eq(toolCalls.runId, runId));
-      let seq = last?.seq ?? 0;
-      await tx.insert(toolCalls).values(
-        m.toolCalls.map((c) => ({
-          ...c,
-          args: c.args ?? null,
-          runId,
-          seq: ++seq,
-          createdAt: now,
-        })),
-      );
+      await tx.insert(toolCalls).values(toolCallRows(m.toolCalls, runId, last?.seq ?? 0, now));
     }
     await writeArtifacts(tx, runId, m);
     await recordPatterns(tx, row.workspace, runId, m, now);

@@ -1,6 +1,6 @@
 import type { ValidationResult } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { iteration } from "./run-store-suite";
+import { iteration } from "./store-fixtures";
 import type { StoreHarness } from "./store-harness";
 import { newRun } from "./support";
 

@@ -3,7 +3,7 @@ import { openPgDatabase, type PgDatabase, PgRunRepository, PgRunStore } from "@l
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createDatabase } from "../../../tests/support/postgres";
 import { freshPgDatabase, postgresAdminUrl, truncateAll } from "./pg-support";
-import { iteration } from "./run-store-suite";
+import { iteration } from "./store-fixtures";
 import { newRun } from "./support";
 
 /*

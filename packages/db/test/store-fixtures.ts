@@ -1,0 +1,29 @@
+import type { IterationRecord, NewEvent } from "@looprun/core";
+
+const budget = { elapsedMs: 0, remainingIterations: 6 };
+/** An event as the engine hands it to a store. */
+export const event = (type: NewEvent["type"]): NewEvent => ({ type, data: { budget } });
+
+/** An iteration record of a run (running, unless `patch` says otherwise). */
+export function iteration(
+  runId: string,
+  n: number,
+  attempt: number,
+  patch: Partial<IterationRecord> = {},
+): IterationRecord {
+  return {
+    runId,
+    n,
+    attempt,
+    status: "running",
+    outcome: null,
+    prompt: `prompt ${n}/${attempt}`,
+    agent: null,
+    validation: [],
+    reviewId: null,
+    feedback: null,
+    startedAt: 1000,
+    finishedAt: null,
+    ...patch,
+  };
+}

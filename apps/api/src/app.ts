@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
@@ -9,6 +8,7 @@ import { RunFeed } from "./live/run-feed";
 import { LIVE_DEFAULTS } from "./live/sse-session";
 import { MetricsCollector } from "./metrics/metrics-collector";
 import { rateLimit } from "./rate-limit";
+import { limitBody } from "./request-body";
 import { liveRoutes } from "./routes/events-stream";
 import { metricsRoutes } from "./routes/metrics";
 import { openApiRoutes } from "./routes/openapi";
@@ -61,19 +61,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }),
     );
   }
-  app.use(
-    "/api/*",
-    bodyLimit({
-      maxSize: deps.bodyLimitBytes ?? 1024 * 1024,
-      onError: () => {
-        throw new ApiError(
-          413,
-          "payload_too_large",
-          `the body is larger than ${deps.bodyLimitBytes ?? 1024 * 1024} bytes`,
-        );
-      },
-    }),
-  );
+  app.use("/api/*", limitBody(deps.bodyLimitBytes ?? 1024 * 1024));
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   const live = { ...LIVE_DEFAULTS, ...deps.live };
   // Before runRoutes, whose /:id would take "stream" for an id.

@@ -1,12 +1,13 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { fromZodError, invalidRequest } from "./errors";
+import { readBodyText } from "./request-body";
 
 /** Parses the JSON body with `schema`; a 400 names the offending field. */
 export async function parseBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
   let body: unknown;
   try {
-    body = JSON.parse(await c.req.text());
+    body = JSON.parse(await readBodyText(c));
   } catch {
     throw invalidRequest([{ path: "", message: "body must be valid JSON" }]);
   }

@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, notFound, unavailable } from "../errors";
+import { readBodyText } from "../request-body";
 import { parseBody } from "../request-parsing";
 
 /** `POST /api/runs/:id/approve` body: empty, or a person's edit of the plan. */
@@ -58,7 +59,7 @@ export function approvalRoutes(deps: AppDeps): Hono {
 
   /** The approve body is optional: none at all counts as `{}` (Hono keeps the text read). */
   const approveBody = async (c: Context): Promise<ApproveBody> =>
-    (await c.req.text()).trim() === "" ? {} : parseBody(c, ApproveBody);
+    (await readBodyText(c)).trim() === "" ? {} : parseBody(c, ApproveBody);
 
   const loadRun = async (id: string) => {
     if (!(await deps.repo.getRun(id))) throw notFound(`run ${id}`);

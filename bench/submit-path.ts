@@ -141,8 +141,8 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
       "No worker runs: the API alone is measured; jobs wait in Redis. A fresh API process and database for every repetition, the baseline server likewise, alternating.",
       "looprun's API ran with RATE_LIMIT_PER_MINUTE=0: the default per-client limit (1200/min) would answer 429 to a load test from one address.",
       engine === "sqlite"
-        ? "The baseline (bench/baselines/submit-server.ts) parses the JSON body, inserts one row and adds one job with the run id; looprun also validates the body (zod), resolves and checks the workspace path (the worker creates the directory), writes the session, the run and its run_queued event in one BEGIN IMMEDIATE transaction."
-        : "The baseline (bench/baselines/submit-server.ts with DATABASE_URL) parses the JSON body, inserts one row through a pool of 10 and adds one job with the run id; looprun also validates the body (zod), resolves and checks the workspace path (the worker creates the directory), writes the session, the run and its run_queued event (one statement; see packages/db/src/pg/submit.ts).",
+        ? "The baseline (bench/baselines/submit-server.ts) parses the JSON body (`c.req.json()`, Hono's way), inserts one row and adds one job with the run id; looprun reads the body from Node's request (apps/api/src/request-body.ts), validates it (zod), resolves and checks the workspace path (the worker creates the directory), writes the session, the run and its run_queued event in one BEGIN IMMEDIATE transaction."
+        : "The baseline (bench/baselines/submit-server.ts with DATABASE_URL) parses the JSON body (`c.req.json()`, Hono's way), inserts one row through a pool of 10 and adds one job with the run id; looprun reads the body from Node's request (apps/api/src/request-body.ts), validates it (zod), resolves and checks the workspace path (the worker creates the directory), writes the session, the run and its run_queued event (one statement; see packages/db/src/pg/submit.ts).",
       ...(engine === "postgres" ? [POSTGRES_NOTE] : []),
     ],
   };

@@ -7,8 +7,8 @@ import { ApiError } from "./errors";
  * Request bodies read straight from Node's `IncomingMessage` when the app is served by
  * @hono/node-server. Hono's own way (`c.req.text()`, and `bodyLimit` before it) builds a
  * WHATWG `Request` with a web stream over the same bytes for every request: at 20 submits in
- * flight that was a fifth of the API's CPU time, and the submit path's throughput went from
- * 0.73–0.82× to 1.01–1.08× the bare handler's without it (bench/RESULTS.md). Elsewhere (the
+ * flight that was a sixth of the API's CPU time, and the submit path's throughput went from
+ * 0.71–0.76× to 1.00–1.13× the bare handler's without it (bench/RESULTS.md). Elsewhere (the
  * tests' `app.request()`) and for bodies of unknown length (chunked), Hono's way is kept.
  */
 

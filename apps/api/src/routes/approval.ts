@@ -57,7 +57,7 @@ export function approvalRoutes(deps: AppDeps): Hono {
     }
   };
 
-  /** The approve body is optional: none at all counts as `{}` (Hono keeps the text read). */
+  /** The approve body is optional: none at all counts as `{}` (the text is read once, kept). */
   const approveBody = async (c: Context): Promise<ApproveBody> =>
     (await readBodyText(c)).trim() === "" ? {} : parseBody(c, ApproveBody);
 

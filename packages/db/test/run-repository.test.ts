@@ -1,6 +1,7 @@
 import { LeaseLostError, RunAlreadyActiveError } from "@looprun/core";
 import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { iteration } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir } from "./support";
 
 let dir: string;
@@ -282,20 +283,7 @@ describe("RunRepository.finalizeStop", () => {
       claimed.run.epoch,
       {
         run: { status: "running", startedAt: 1000, iteration: 1 },
-        insertIteration: {
-          runId: run.id,
-          n: 1,
-          attempt: 1,
-          status: "running",
-          outcome: null,
-          prompt: "p",
-          agent: null,
-          validation: [],
-          reviewId: null,
-          feedback: null,
-          startedAt: 1000,
-          finishedAt: null,
-        },
+        insertIteration: iteration(run.id, 1, 1, { prompt: "p" }),
       },
       1000,
     );

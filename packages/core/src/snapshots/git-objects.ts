@@ -78,11 +78,6 @@ export function writeCommit(gitDir: string, fields: CommitFields): string {
   return writeLooseObject(gitDir, "commit", Buffer.from(`${lines.join("\n")}\n`, "utf8"));
 }
 
-/** The tree of a commit stored as a loose object, or null (not loose, or not a commit). */
-export async function readCommitTree(gitDir: string, id: string): Promise<string | null> {
-  return (await readCommitHeader(gitDir, id))?.tree ?? null;
-}
-
 /**
  * The tree and first parent (null for a root commit) of a commit stored as a loose object,
  * or null (not loose, or not a commit).

@@ -3,7 +3,7 @@ import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseChangeOutput } from "./change-output";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
-import { isSha1, readCommitHeader, readCommitTree, writeCommit, writeRef } from "./git-objects";
+import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
 import {
   filesFromIndex,
@@ -296,7 +296,9 @@ export class WorkspaceSnapshots {
 
   /** The tree of a snapshot: remembered when this process wrote it, else read from its object. */
   async treeOf(sessionId: string, commit: string): Promise<string | null> {
-    return this.commitTrees.get(commit) ?? readCommitTree(this.gitDir(sessionId), commit);
+    const known = this.commitTrees.get(commit);
+    if (known !== undefined) return known;
+    return (await readCommitHeader(this.gitDir(sessionId), commit))?.tree ?? null;
   }
 
   private objectsOf(gitDir: string): Set<string> {

@@ -11,7 +11,7 @@ import {
   waitForSuccess,
 } from "./support/looprun";
 import { removeTempDir, spawnTracked, spawnTs, tempDir } from "./support/processes";
-import type { ScenarioResult } from "./support/report";
+import { fmtRatio, type ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
 const ITERATIONS = 40;
@@ -170,8 +170,6 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
     ratio: summarize(pairedRatios(wall, node[mode])),
   });
   const floor = (mode: NodeLoopMode) => summarize(pairedRatios(node[mode], bash));
-  const times = (s: { median: number; min: number; max: number }) =>
-    `${s.median.toFixed(2)}× (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
   return {
     id: "iteration-overhead",
     title: "1. Iteration overhead",
@@ -220,7 +218,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
       'The bash loop runs each command as `sh -c "$CMD"` (the agent with a prompt file on stdin), as looprun does: a Ralph loop, not shell builtins.',
       "The breakdown comes from the stored iterations (whole milliseconds): the commands are the agent's and the test's durations as looprun records them (from spawn until the process group is reaped); \"engine inside the iteration\" is the rest of each iteration's startedAt → finishedAt: the prompt, the DB commits of the iteration (each a synchronous=FULL transaction), the workspace snapshot (git) and the decision; \"between iterations\" is one iteration's finishedAt to the next one's startedAt.",
       "The node loops (bench/baselines/node-loop.ts) run the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from the first command to the last one's exit, for context (no goal): `spawn` spawns them from Node; `helper` has them spawned by a small Perl process over a pipe (bench/baselines/fork-helper.pl: it forks 5 MB where Node forks its heap), the least a launcher costs; `helper-commit` adds one durable SQLite commit per iteration (WAL, synchronous=FULL, one row), the least a runner that keeps its history writes.",
-      `Against the bash loop, in this run: the spawn loop ${times(floor("spawn"))}, the helper loop ${times(floor("helper"))}, the helper loop with a commit per iteration ${times(floor("helper-commit"))}.`,
+      `Against the bash loop, in this run: the spawn loop ${fmtRatio(floor("spawn"))}, the helper loop ${fmtRatio(floor("helper"))}, the helper loop with a commit per iteration ${fmtRatio(floor("helper-commit"))}.`,
       "One warm-up run of each, not recorded.",
     ],
   };

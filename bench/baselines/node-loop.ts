@@ -21,6 +21,7 @@ const env = (name: string) => {
 };
 const dir = env("DIR");
 const mode = process.env.MODE ?? "spawn";
+if (!["spawn", "helper", "helper-commit"].includes(mode)) throw new Error(`unknown MODE ${mode}`);
 const commandEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
 function spawned(command: string, stdin: string): Promise<number | null> {

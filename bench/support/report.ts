@@ -38,6 +38,11 @@ export function fmtSummary(s: Summary, digits = 1): string {
   return `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
 }
 
+/** A ratio's summary: "1.23× (1.10–1.40)". */
+export function fmtRatio(s: Summary): string {
+  return `${fmt(s.median, 2)}× (${fmt(s.min, 2)}–${fmt(s.max, 2)})`;
+}
+
 const verdict = (f: Figure) => (f.met === undefined ? "" : f.met ? "met" : "MISSED");
 
 function rowsOf(results: readonly ScenarioResult[]): string[][] {
@@ -50,9 +55,7 @@ function rowsOf(results: readonly ScenarioResult[]): string[][] {
         `${f.name} [${f.unit}]`,
         fmtSummary(f.looprun, d),
         f.baseline ? `${fmtSummary(f.baseline.summary, d)} ${f.baseline.name}` : "—",
-        f.ratio
-          ? `${fmt(f.ratio.median, 2)}× (${fmt(f.ratio.min, 2)}–${fmt(f.ratio.max, 2)})`
-          : "—",
+        f.ratio ? fmtRatio(f.ratio) : "—",
         f.goal ?? "—",
         verdict(f),
       ]);

@@ -1,3 +1,54 @@
+import type { GitResult } from "./git";
+
+/** A diff as git printed it, cut after `capBytes`. */
+export interface CappedText {
+  text: string;
+  bytes: number;
+  truncated: boolean;
+}
+
+/** A change's file list, `--stat` and patch in one output (see parseChangeOutput). */
+export const CHANGE_DIFF_OPTIONS = [
+  "--numstat",
+  "-z",
+  "--stat=200",
+  "--binary",
+  "--no-color",
+  "--no-ext-diff",
+  "-p",
+] as const;
+
+/** The run's change between two snapshots: its files, git's `--stat` and the patch. */
+export interface SnapshotChange {
+  files: string[];
+  stat: string;
+  patch: CappedText;
+}
+
+/** Cuts a diff at its last complete line when it was truncated. */
+export function capped(result: GitResult): CappedText {
+  if (!result.truncated)
+    return { text: result.stdout, bytes: result.stdoutBytes, truncated: false };
+  const cut = result.stdout.lastIndexOf("\n");
+  return {
+    text: cut < 0 ? "" : result.stdout.slice(0, cut + 1),
+    bytes: result.stdoutBytes,
+    truncated: true,
+  };
+}
+
+/**
+ * A diff of `bytes` bytes whose first bytes are `head`, kept up to `capBytes` and cut at its
+ * last complete line — what `git diff` with that cap gives (see `capped`).
+ */
+export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedText {
+  if (bytes <= capBytes && head.length >= bytes)
+    return { text: head.toString("utf8"), bytes, truncated: false };
+  const kept = head.subarray(0, Math.min(capBytes, head.length));
+  const cut = kept.lastIndexOf(0x0a);
+  return { text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1), bytes, truncated: true };
+}
+
 /**
  * One `git diff --numstat -z --stat=200 --binary A B` prints, in this order: a numstat record
  * per file (`ADDED\tDELETED\tPATH\0`, or `ADDED\tDELETED\t\0OLD\0NEW\0` for a rename), the

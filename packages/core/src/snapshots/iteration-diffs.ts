@@ -1,11 +1,12 @@
-import { parseChangeOutput, splitTwoPairs } from "./change-output";
 import {
   type CappedText,
   CHANGE_DIFF_OPTIONS,
   capDiff,
+  parseChangeOutput,
   type SnapshotChange,
-  type WorkspaceSnapshots,
-} from "./workspace-snapshots";
+  splitTwoPairs,
+} from "./change-output";
+import type { WorkspaceSnapshots } from "./workspace-snapshots";
 
 export interface IterationDiffs {
   /** The iteration's own diff: its parent snapshot → its snapshot. */
@@ -25,8 +26,9 @@ export interface IterationDiffsInput {
 }
 
 /**
- * The two diffs of a snapshot after an iteration, from one git process where it can: `git
- * diff-tree --stdin` reads both tree pairs and prints each diff after its pair's line (with
+ * The two diffs of a snapshot after an iteration, from one git diff-tree where it can (the
+ * session's long-lived one, see diff-tree-process.ts): `git diff-tree --stdin` reads both tree
+ * pairs and prints each diff after its pair's line (with
  * `-M`, as `git diff` detects renames; the same bytes as the `git diff` of each pair — tested).
  * Iteration 1 (the parent is the baseline) needs only one diff. Whatever cannot be read that
  * way (a tree not at hand, output capped before the second diff) falls back to one `git diff`
@@ -53,16 +55,13 @@ export async function iterationDiffs(
   if (baseTree === null || parentTree === null || headTree === null) return separately();
   const first = `${parentTree} ${headTree}`;
   const second = `${baseTree} ${headTree}`;
-  const result = await snapshots.gitIn(
+  const result = await snapshots.diffTree(
     sessionId,
-    null,
-    ["diff-tree", "--stdin", "-r", "-M", ...CHANGE_DIFF_OPTIONS],
+    ["-r", "-M", ...CHANGE_DIFF_OPTIONS],
+    `${first}\n${second}\n`,
+    // Both diffs up to their caps, and room for the file lists and stats.
+    diffCapBytes + patchCapBytes + 2 * 1024 * 1024,
     signal,
-    {
-      stdin: `${first}\n${second}\n`,
-      // Both diffs up to their caps, and room for the file lists and stats.
-      maxStdoutBytes: diffCapBytes + patchCapBytes + 2 * 1024 * 1024,
-    },
   );
   const parts = splitTwoPairs(result.stdoutRaw, first, second);
   if (parts === null) return separately();

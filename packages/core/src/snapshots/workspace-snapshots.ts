@@ -1,7 +1,15 @@
 import { existsSync } from "node:fs";
 import { appendFile, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseChangeOutput } from "./change-output";
+import {
+  type CappedText,
+  CHANGE_DIFF_OPTIONS,
+  capDiff,
+  capped,
+  parseChangeOutput,
+  type SnapshotChange,
+} from "./change-output";
+import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
@@ -29,56 +37,10 @@ export interface SnapshotTarget {
   workspace: string;
 }
 
-/** A diff as git printed it, cut after `capBytes`. */
-export interface CappedText {
-  text: string;
-  bytes: number;
-  truncated: boolean;
-}
+/** How long a session's diff-tree process waits for the next iteration's diffs. */
+const DIFF_TREE_IDLE_MS = 30_000;
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** A change's file list, `--stat` and patch in one output (see change-output.ts). */
-export const CHANGE_DIFF_OPTIONS = [
-  "--numstat",
-  "-z",
-  "--stat=200",
-  "--binary",
-  "--no-color",
-  "--no-ext-diff",
-  "-p",
-] as const;
-
-/** The run's change between two snapshots: its files, git's `--stat` and the patch. */
-export interface SnapshotChange {
-  files: string[];
-  stat: string;
-  patch: CappedText;
-}
-
-/** Cuts a diff at its last complete line when it was truncated. */
-function capped(result: GitResult): CappedText {
-  if (!result.truncated)
-    return { text: result.stdout, bytes: result.stdoutBytes, truncated: false };
-  const cut = result.stdout.lastIndexOf("\n");
-  return {
-    text: cut < 0 ? "" : result.stdout.slice(0, cut + 1),
-    bytes: result.stdoutBytes,
-    truncated: true,
-  };
-}
-
-/**
- * A diff of `bytes` bytes whose first bytes are `head`, kept up to `capBytes` and cut at its
- * last complete line — what `git diff` with that cap gives (see `capped`).
- */
-export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedText {
-  if (bytes <= capBytes && head.length >= bytes)
-    return { text: head.toString("utf8"), bytes, truncated: false };
-  const kept = head.subarray(0, Math.min(capBytes, head.length));
-  const cut = kept.lastIndexOf(0x0a);
-  return { text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1), bytes, truncated: true };
-}
 
 /**
  * Snapshots of run workspaces in git, without touching the workspace's own repository: a
@@ -99,8 +61,11 @@ export class WorkspaceSnapshots {
   private readonly limits: ScanLimits;
   /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
   readonly reads = { scans: 0, gitAdds: 0 };
+  /** How diff-tree requests were answered: by a long-lived process, or by a git of their own. */
+  readonly diffTrees = { longLived: 0, oneShot: 0 };
   /** The trees of the snapshots this process took (commit id → tree id). */
   private readonly commitTrees = new Map<string, string>();
+  private readonly diffTreeProcesses = new DiffTreeProcesses();
 
   constructor(opts: WorkspaceSnapshotsOptions) {
     this.root = resolve(opts.root);
@@ -287,6 +252,43 @@ export class WorkspaceSnapshots {
       opts.maxStdoutBytes,
       opts.stdin,
     );
+  }
+
+  /**
+   * `git diff-tree --stdin ARGS` of `pairs` (lines of `TREE TREE`): from the session's
+   * long-lived diff-tree process (diff-tree-process.ts) when it answers, else from a git
+   * process of its own, which throws a `GitError` when git fails.
+   */
+  async diffTree(
+    sessionId: string,
+    args: string[],
+    pairs: string,
+    maxStdoutBytes: number,
+    signal?: AbortSignal,
+  ): Promise<DiffTreeOutput> {
+    const full = this.base(this.gitDir(sessionId), null, ["diff-tree", "--stdin", ...args]);
+    const proc = this.diffTreeProcesses.get(full.join("\0"), {
+      args: full,
+      env: this.env,
+      timeoutMs: this.timeoutMs,
+      idleMs: DIFF_TREE_IDLE_MS,
+    });
+    const output = await proc.run(pairs, maxStdoutBytes, signal);
+    if (output !== null) {
+      this.diffTrees.longLived++;
+      return output;
+    }
+    this.diffTrees.oneShot++;
+    const stdin = pairs.endsWith("\n") ? pairs : `${pairs}\n`;
+    return this.gitIn(sessionId, null, ["diff-tree", "--stdin", ...args], signal, {
+      stdin,
+      maxStdoutBytes,
+    });
+  }
+
+  /** The diff-tree processes this store keeps are ended (a worker shutting down, tests). */
+  close(): void {
+    this.diffTreeProcesses.closeAll();
   }
 
   /** The parent of a snapshot this store wrote (null: a root, or a commit git wrote). */

@@ -1,0 +1,198 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
+
+/**
+ * `git diff-tree --stdin` kept running for a snapshot git dir, so that an iteration's diffs
+ * cost a line written to a pipe instead of a git process. With quick commands a git process
+ * per iteration was a third of the processes an iteration started, and on a small machine the
+ * CPU it took slowed the agent's command beside which it ran (bench/RESULTS.md).
+ *
+ * diff-tree reads tree pairs from its stdin and prints each pair's line, then its diff. A line
+ * that is not an object id it prints as it is and flushes its output (what gitk relies on), so
+ * each request ends with a marker line of its own: the request's output is complete when the
+ * output ends with that marker. One request at a time; whatever goes wrong (git says anything
+ * on stderr, exits, times out, or the caller aborts) kills the process and answers `null`, and
+ * the caller runs git the usual way. An idle process ends after `idleMs`; it never keeps its
+ * own process alive, and it ends with it (its stdin closes). It is spawned here, not through
+ * the launcher (launch.ts), whose processes take their stdin at once: once per git dir, not
+ * once per request.
+ */
+
+export interface DiffTreeOutput {
+  /** The head of the output, up to the cap. */
+  stdoutRaw: Buffer;
+  /** Bytes of output, kept or not. */
+  stdoutBytes: number;
+  truncated: boolean;
+}
+
+interface Pending {
+  marker: Buffer;
+  cap: number;
+  chunks: Buffer[];
+  keptBytes: number;
+  bytes: number;
+  /** The last bytes received, as long as the marker. */
+  tail: Buffer;
+  done(output: DiffTreeOutput | null): void;
+}
+
+export interface DiffTreeProcessOptions {
+  /** git's arguments, `diff-tree --stdin …` included. */
+  args: readonly string[];
+  env: Record<string, string>;
+  timeoutMs: number;
+  idleMs: number;
+}
+
+export class DiffTreeProcess {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly nonce = randomBytes(12).toString("hex");
+  private seq = 0;
+  private pending: Pending | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | null = null;
+  dead = false;
+
+  constructor(private readonly opts: DiffTreeProcessOptions) {
+    this.child = spawn("git", [...opts.args], { env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.child.on("error", () => this.kill());
+    this.child.on("close", () => this.kill());
+    this.child.stdin.on("error", () => this.kill());
+    this.child.stdout.on("data", (chunk: Buffer) => this.receive(chunk));
+    // git says something only when a pair fails: the caller asks git again the usual way.
+    this.child.stderr.on("data", () => this.kill());
+    this.idle();
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The output for `pairs` (lines of `TREE TREE`), or null when this process could not tell. */
+  run(pairs: string, maxStdoutBytes: number, signal?: AbortSignal): Promise<DiffTreeOutput | null> {
+    const next = this.queue.then(() => this.request(pairs, maxStdoutBytes, signal));
+    this.queue = next;
+    return next;
+  }
+
+  /** Ends the process (its requests answer null). */
+  kill(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (!this.dead) {
+      this.dead = true;
+      this.child.kill("SIGKILL");
+    }
+    const pending = this.pending;
+    this.pending = null;
+    pending?.done(null);
+  }
+
+  private request(
+    pairs: string,
+    cap: number,
+    signal?: AbortSignal,
+  ): Promise<DiffTreeOutput | null> {
+    if (this.dead || signal?.aborted) return Promise.resolve(null);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    this.setRef(true);
+    const marker = Buffer.from(`looprun-sync ${this.nonce} ${++this.seq}\n`);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.kill(), this.opts.timeoutMs);
+      const onAbort = () => this.kill();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.pending = {
+        marker,
+        cap,
+        chunks: [],
+        keptBytes: 0,
+        bytes: 0,
+        tail: Buffer.alloc(0),
+        done: (output) => {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          if (!this.dead) this.idle();
+          resolve(output);
+        },
+      };
+      this.child.stdin.write(`${pairs.endsWith("\n") ? pairs : `${pairs}\n`}${marker}`);
+    });
+  }
+
+  private receive(chunk: Buffer): void {
+    const p = this.pending;
+    if (p === null) {
+      this.kill();
+      return;
+    }
+    p.bytes += chunk.length;
+    // Kept: the head of the output and room for the marker (cut off at the end).
+    const room = p.cap + p.marker.length - p.keptBytes;
+    if (room > 0) {
+      const part = chunk.subarray(0, room);
+      p.chunks.push(part);
+      p.keptBytes += part.length;
+    }
+    const tail = Buffer.concat([p.tail, chunk]);
+    p.tail = tail.subarray(Math.max(0, tail.length - p.marker.length));
+    if (!p.tail.equals(p.marker)) return;
+    this.pending = null;
+    const bytes = p.bytes - p.marker.length;
+    const kept = Buffer.concat(p.chunks).subarray(0, Math.min(p.cap, bytes));
+    p.done({ stdoutRaw: kept, stdoutBytes: bytes, truncated: bytes > kept.length });
+  }
+
+  private idle(): void {
+    this.setRef(false);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.pending === null && !this.dead) {
+        this.dead = true;
+        this.child.stdin.end();
+      }
+    }, this.opts.idleMs);
+    this.idleTimer.unref();
+  }
+
+  /** Busy, the process and its pipes keep this process alive; idle, they do not. */
+  private setRef(on: boolean): void {
+    // The pipes of a spawned process are sockets (its stdio types say streams).
+    const { stdin, stdout, stderr } = this.child as unknown as Record<string, Socket>;
+    for (const handle of [this.child, stdin, stdout, stderr]) {
+      if (on) handle?.ref();
+      else handle?.unref();
+    }
+  }
+}
+
+/** One diff-tree process per key (a git dir and its arguments), at most `max` of them. */
+export class DiffTreeProcesses {
+  private readonly processes = new Map<string, DiffTreeProcess>();
+
+  constructor(private readonly max = 8) {}
+
+  get(key: string, opts: DiffTreeProcessOptions): DiffTreeProcess {
+    let proc = this.processes.get(key);
+    if (proc?.dead) proc = undefined;
+    if (proc === undefined) {
+      proc = new DiffTreeProcess(opts);
+      for (const [other, old] of this.processes) {
+        if (this.processes.size < this.max && !old.dead) break;
+        this.processes.delete(other);
+        old.kill();
+      }
+    }
+    // The most recently used last: the first is the one to end when there are too many.
+    this.processes.delete(key);
+    this.processes.set(key, proc);
+    return proc;
+  }
+
+  closeAll(): void {
+    for (const proc of this.processes.values()) proc.kill();
+    this.processes.clear();
+  }
+}

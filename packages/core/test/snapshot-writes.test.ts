@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -40,6 +48,9 @@ describe("snapshot commits written without git", () => {
     expect(git("cat-file", "-t", next).trim()).toBe("commit");
     expect(git("rev-parse", `${next}^`).trim()).toBe(base);
     expect(git("rev-parse", "refs/looprun/01RUN").trim()).toBe(next);
+    // Rewritten in place from the second snapshot on: exactly the id and a newline, no lock left.
+    expect(readFileSync(join(gitDir(), "refs/looprun/01RUN"), "utf8")).toBe(`${next}\n`);
+    expect(existsSync(join(gitDir(), "refs/looprun/01RUN.lock"))).toBe(false);
     expect(git("log", "--format=%an <%ae>|%s", "refs/looprun/01RUN").trim().split("\n")).toEqual([
       "looprun <looprun@localhost>|looprun 01RUN iteration 1 attempt 1",
       "looprun <looprun@localhost>|looprun 01RUN baseline",

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { appendFile, mkdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
   type CappedText,
@@ -13,6 +13,7 @@ import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
+import { initSnapshotRepository } from "./snapshot-repository";
 import {
   filesFromIndex,
   type ScanLimits,
@@ -95,7 +96,7 @@ export class WorkspaceSnapshots {
     ref = `refs/looprun/${target.runId}`,
     opts: { index?: boolean } = {},
   ): Promise<string> {
-    const gitDir = await this.ensureRepository(target.sessionId, signal);
+    const gitDir = this.ensureRepository(target.sessionId);
     const key = `${gitDir}\0${resolve(target.workspace)}`;
     const known = this.objectsOf(gitDir);
     const previous = this.scans.get(key);
@@ -348,23 +349,13 @@ export class WorkspaceSnapshots {
     return result;
   }
 
-  private async ensureRepository(sessionId: string, signal?: AbortSignal): Promise<string> {
+  private ensureRepository(sessionId: string): string {
     const gitDir = this.gitDir(sessionId);
     if (existsSync(join(gitDir, "HEAD"))) return gitDir;
     // A new (or removed and made again) git dir holds none of the objects seen before.
     this.knownObjects.delete(gitDir);
     for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
-    await mkdir(this.root, { recursive: true });
-    // No template: sample hooks and the like have no use in a snapshot store.
-    const init = await runGit(["init", "--quiet", "--bare", "--template=", gitDir], {
-      env: this.env,
-      timeoutMs: this.timeoutMs,
-      ...(signal ? { signal } : {}),
-    });
-    if (init.exitCode !== 0) throw new GitError(["init"], init);
-    // Snapshots are only reachable through refs/looprun/*: never let a gc near them.
-    // (`git config gc.auto 0`, without one more git process.)
-    await appendFile(join(gitDir, "config"), "[gc]\n\tauto = 0\n");
+    initSnapshotRepository(this.root, gitDir);
     return gitDir;
   }
 }

@@ -1,0 +1,62 @@
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+
+/**
+ * A session's snapshot repository, made without a git process: what `git init --bare` makes
+ * that git needs (HEAD, config, refs/), with `objects` a link to the object store that every
+ * session's repository under the same root shares (`<root>/objects`).
+ *
+ * Shared, because a new session's first snapshots were mostly directories to make: git keeps
+ * a loose object under `objects/<first two hex digits>/`, so a fresh store makes a directory
+ * for nearly every object it writes, and on this project's bench machine making one costs more
+ * than writing the object (0.05–0.26 ms). A shared store has them after its first sessions; a
+ * file that several sessions hold is stored once.
+ *
+ * No repository may then prune what it does not reach itself — the other sessions' snapshots:
+ * each says `extensions.preciousObjects` (git refuses `gc`, `prune` and `repack -d` in it) and
+ * `gc.auto = 0`. A repository made before (its own `objects` directory) stays as it is.
+ */
+
+/** The object store of every session's snapshots under `root`. */
+export function sharedObjectsDir(root: string): string {
+  return join(root, "objects");
+}
+
+const CONFIG = [
+  "[core]",
+  "\trepositoryformatversion = 1",
+  "\tfilemode = true",
+  "\tbare = true",
+  "[extensions]",
+  "\tpreciousObjects = true",
+  "[gc]",
+  "\tauto = 0",
+  "",
+].join("\n");
+
+/**
+ * Makes the repository `gitDir` (`<root>/<session>.git`). Each step may be repeated (a maker
+ * that died half-way, two at once); HEAD comes last: a repository with a HEAD is complete.
+ */
+export function initSnapshotRepository(root: string, gitDir: string): void {
+  const objects = sharedObjectsDir(root);
+  mkdirSync(join(objects, "info"), { recursive: true });
+  mkdirSync(join(objects, "pack"), { recursive: true });
+  mkdirSync(join(gitDir, "refs", "heads"), { recursive: true });
+  mkdirSync(join(gitDir, "refs", "tags"), { recursive: true });
+  try {
+    // Relative: the root may move.
+    symlinkSync(relative(gitDir, objects), join(gitDir, "objects"));
+  } catch (error) {
+    // Made by an earlier try — or a directory of git's own, whose objects stay where they are.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  replaceFile(join(gitDir, "config"), CONFIG);
+  replaceFile(join(gitDir, "HEAD"), "ref: refs/heads/main\n");
+}
+
+function replaceFile(path: string, content: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, content);
+  renameSync(tmp, path);
+}

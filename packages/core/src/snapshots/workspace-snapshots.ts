@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -99,7 +99,9 @@ export class WorkspaceSnapshots {
     const gitDir = this.ensureRepository(target.sessionId);
     const key = `${gitDir}\0${resolve(target.workspace)}`;
     const known = this.objectsOf(gitDir);
-    const previous = this.scans.get(key);
+    // An empty workspace (one the worker has just made) is nothing to `git add -A`: a scan
+    // from no files at all gives its tree.
+    const previous = this.scans.get(key) ?? (isEmptyDir(target.workspace) ? new Map() : undefined);
     this.scans.delete(key);
     let tree: string | null = null;
     if (previous !== undefined && opts.index !== true) {
@@ -357,5 +359,13 @@ export class WorkspaceSnapshots {
     for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
     initSnapshotRepository(this.root, gitDir);
     return gitDir;
+  }
+}
+
+function isEmptyDir(path: string): boolean {
+  try {
+    return readdirSync(path).length === 0;
+  } catch {
+    return false;
   }
 }

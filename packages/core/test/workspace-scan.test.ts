@@ -202,13 +202,13 @@ describe("reading a workspace in-process", () => {
     expect(files.get("fresh.txt")?.trusted).toBe(false);
   });
 
-  it("reads the workspace in-process after every iteration but the baseline's", async () => {
-    write("README.md", "a workspace with files: its baseline is git's\n");
+  /** A run whose agent adds a line per iteration until there are `lines`, run to its end. */
+  async function runUntilLines(lines: number) {
     const store = new MemoryRunStore();
     const run = makeRun(
       {
         agent: { type: "command", command: "echo line >> lines.txt" },
-        testCommand: '[ "$(wc -l < lines.txt)" -ge 3 ]',
+        testCommand: `[ "$(wc -l < lines.txt)" -ge ${lines} ]`,
         cooldownMs: 0,
       },
       ws,
@@ -216,29 +216,24 @@ describe("reading a workspace in-process", () => {
     store.add(run);
     const res = resources(store);
     expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
-    expect(snapshotsOf(res).reads).toEqual({ scans: 3, gitAdds: 1 });
+    return { store, run, runSnapshots: snapshotsOf(res) };
+  }
+
+  it("reads the workspace in-process after every iteration but the baseline's", async () => {
+    write("README.md", "a workspace with files: its baseline is git's\n");
+    const { store, run, runSnapshots } = await runUntilLines(3);
+    expect(runSnapshots.reads).toEqual({ scans: 3, gitAdds: 1 });
     const [s1, s2, s3] = store.snapshotsOf(run.id);
     for (const s of [s1, s2, s3]) expect(s?.diff).toMatch(/^\+line$/m);
     expect(store.changes.get(run.id)?.patch).toContain("+line\n+line\n+line\n");
   });
 
   it("takes the baseline of an empty workspace without git", async () => {
-    const store = new MemoryRunStore();
-    const run = makeRun(
-      {
-        agent: { type: "command", command: "echo line >> lines.txt" },
-        testCommand: '[ "$(wc -l < lines.txt)" -ge 2 ]',
-        cooldownMs: 0,
-      },
-      ws,
-    );
-    store.add(run);
-    const res = resources(store);
-    expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
-    expect(snapshotsOf(res).reads).toEqual({ scans: 3, gitAdds: 0 });
+    const { store, run, runSnapshots } = await runUntilLines(2);
+    expect(runSnapshots.reads).toEqual({ scans: 3, gitAdds: 0 });
     const baseline = (await store.getRun(run.id))?.baselineSnapshot ?? "";
     // git's empty tree.
-    expect(await snapshotsOf(res).treeOf(run.sessionId, baseline)).toBe(
+    expect(await runSnapshots.treeOf(run.sessionId, baseline)).toBe(
       "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
     );
     expect(store.changes.get(run.id)?.patch).toContain("+line\n+line\n");

@@ -60,10 +60,14 @@ export function writeLooseObject(
 /** Object directories (`objects/xx`) known to exist: each is made at most once here. */
 const madeDirs = new Set<string>();
 
-/** Makes `dir` unless it is known to exist; returns whether this call made it. */
+/**
+ * Makes `dir` unless it is known to exist; returns whether this call made it. Looked for first:
+ * in the object store the sessions share (snapshot-repository.ts) most directories exist, and a
+ * `mkdir` that fails costs more than a look.
+ */
 function ensureDir(dir: string): boolean {
   if (madeDirs.has(dir)) return false;
-  const made = mkdirSync(dir, { recursive: true }) !== undefined;
+  const made = !existsSync(dir) && mkdirSync(dir, { recursive: true }) !== undefined;
   // A bound on what a long-lived worker remembers: forgetting costs one mkdir.
   if (madeDirs.size >= 100_000) madeDirs.clear();
   madeDirs.add(dir);

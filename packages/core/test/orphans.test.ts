@@ -1,7 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { runStep } from "@looprun/core";
+import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { killOrphanedGroup } from "../src/process/orphans";
+import { makeRun, removeDir, resources, tempDir } from "./support";
 
 const children: { child: ChildProcess; detached: boolean }[] = [];
 
@@ -84,5 +88,35 @@ describe.skipIf(process.platform !== "linux")("killOrphanedGroup", () => {
     expect(killOrphanedGroup(recorded, "run-c")).toBe(true);
     await until(() => !running(recorded) && !running(inOurGroup), "both to die");
     expect(running(process.pid)).toBe(true);
+  });
+});
+
+describe.skipIf(process.platform !== "linux")("a run's step and what earlier workers left", () => {
+  let dir: string;
+  afterEach(async () => {
+    await removeDir(dir);
+  });
+
+  it("kills the run's processes when it resumes the run, not when it starts it", async () => {
+    dir = await tempDir("looprun-orphans-");
+    const store = new MemoryRunStore();
+    const fresh = makeRun({ testCommand: "true" }, join(dir, "fresh"));
+    const resumed = {
+      ...makeRun({ testCommand: "true" }, join(dir, "resumed")),
+      status: "running" as const,
+      startedAt: Date.now() - 60_000,
+    };
+    store.add(fresh);
+    store.add(resumed);
+    // Processes carrying each run's id, as a dead worker's commands would.
+    const strayOfFresh = await started(start(fresh.id, "exec sleep 300", true), fresh.id);
+    const leftByResumed = await started(start(resumed.id, "exec sleep 300", true), resumed.id);
+
+    // Nothing ran the fresh run before this step: it reads no process table and kills nothing.
+    expect(await runStep(resources(store), fresh.id)).toMatchObject({ status: "succeeded" });
+    expect(running(strayOfFresh)).toBe(true);
+
+    expect(await runStep(resources(store), resumed.id)).toMatchObject({ status: "succeeded" });
+    await until(() => !running(leftByResumed), "the resumed run's orphan to die");
   });
 });

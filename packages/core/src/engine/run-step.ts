@@ -31,13 +31,16 @@ export async function runStep(
   runId: string,
   opts: StepOptions = {},
 ): Promise<StepResult> {
-  const claimed = await res.store.claimRun(runId, firstStart(res));
+  const first = firstStart(res);
+  const claimed = await res.store.claimRun(runId, first);
   if (claimed === null) return { kind: "missing" };
   const { run } = claimed;
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
+  // This claim started the run (see ClaimStart): no worker ran any of it before.
+  const firstStep = run.startedAt === first.now;
   try {
-    return await stepOnce(res, ctx, opts);
+    return await stepOnce(res, ctx, opts, firstStep);
   } finally {
     await ctx.releasePromptFile().catch(() => {});
   }
@@ -47,9 +50,10 @@ async function stepOnce(
   res: EngineResources,
   ctx: RunContext,
   opts: StepOptions,
+  firstStep: boolean,
 ): Promise<StepResult> {
   try {
-    const result = await drive(res, ctx, opts);
+    const result = await drive(res, ctx, opts, firstStep);
     // Rows still being computed when the step ended (it handed the run back) go in now.
     if (ctx.hasDeferred) await ctx.commit({});
     return result;
@@ -73,6 +77,7 @@ async function drive(
   res: EngineResources,
   ctx: RunContext,
   opts: StepOptions,
+  firstStep: boolean,
 ): Promise<StepResult> {
   if (ctx.run.status === "stopping") {
     // `stopped` means the run's processes are dead, including a crashed worker's orphans.
@@ -93,7 +98,7 @@ async function drive(
       return { kind: "cooldown", until: Math.min(heldUntil, now + HOLD_RECHECK_MS) };
     }
   }
-  await start(res, ctx);
+  await start(res, ctx, firstStep);
   // The API resolved and checked the workspace; it is created where the run runs.
   const workspaceError = await ensureWorkspace(ctx);
   const snapshotError = workspaceError === null ? await ensureBaseline(res, ctx) : null;
@@ -202,7 +207,7 @@ function firstStart(res: EngineResources): ClaimStart {
 }
 
 /** Marks the run resumed (after a person's answer, or an interrupted iteration). */
-async function start(res: EngineResources, ctx: RunContext): Promise<void> {
+async function start(res: EngineResources, ctx: RunContext, firstStep: boolean): Promise<void> {
   const now = ctx.now();
   const patch: RunPatch = {};
   const events: EventSpec[] = [];
@@ -212,8 +217,9 @@ async function start(res: EngineResources, ctx: RunContext): Promise<void> {
     patch.progress = "resumed after a person's answer";
   }
   // A worker that died mid-command may have left its process group running (same host),
-  // recorded or not (it may have died before it recorded the group).
-  if (ctx.run.status !== "queued") {
+  // recorded or not (it may have died before it recorded the group). Not when this step
+  // started the run: nothing ran before it, and the search reads every process's environment.
+  if (ctx.run.status !== "queued" && !firstStep) {
     if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
       res.logger.warn(
         { runId: ctx.run.id, pgid: ctx.run.activePgid },

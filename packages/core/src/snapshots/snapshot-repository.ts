@@ -1,9 +1,9 @@
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
 /**
- * A session's snapshot repository, made without a git process: what `git init --bare` makes
- * that git needs (HEAD, config, refs/), with `objects` a link to the object store that every
+ * A session's snapshot repository, made without a git process: what of `git init --bare` git
+ * needs (HEAD, config, refs/), with `objects` a link to the object store that every
  * session's repository under the same root shares (`<root>/objects`).
  *
  * Shared, because a new session's first snapshots were mostly directories to make: git keeps
@@ -13,8 +13,9 @@ import { join, relative } from "node:path";
  * file that several sessions hold is stored once.
  *
  * No repository may then prune what it does not reach itself — the other sessions' snapshots:
- * each says `extensions.preciousObjects` (git refuses `gc`, `prune` and `repack -d` in it) and
- * `gc.auto = 0`. A repository made before (its own `objects` directory) stays as it is.
+ * each says `extensions.preciousObjects` (git refuses `prune` and `repack -d` in it, and its
+ * `gc` drops nothing) and `gc.auto = 0`. A repository made before (its own `objects`
+ * directory) stays as it is.
  */
 
 /** The object store of every session's snapshots under `root`. */
@@ -40,10 +41,12 @@ const CONFIG = [
  */
 export function initSnapshotRepository(root: string, gitDir: string): void {
   const objects = sharedObjectsDir(root);
-  mkdirSync(join(objects, "info"), { recursive: true });
-  mkdirSync(join(objects, "pack"), { recursive: true });
-  mkdirSync(join(gitDir, "refs", "heads"), { recursive: true });
-  mkdirSync(join(gitDir, "refs", "tags"), { recursive: true });
+  if (!existsSync(join(objects, "pack"))) {
+    mkdirSync(join(objects, "info"), { recursive: true });
+    mkdirSync(join(objects, "pack"), { recursive: true });
+  }
+  // git needs `refs/`; the refs written here go under `refs/looprun/`.
+  mkdirSync(join(gitDir, "refs"), { recursive: true });
   try {
     // Relative: the root may move.
     symlinkSync(relative(gitDir, objects), join(gitDir, "objects"));
@@ -51,12 +54,11 @@ export function initSnapshotRepository(root: string, gitDir: string): void {
     // Made by an earlier try — or a directory of git's own, whose objects stay where they are.
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
-  replaceFile(join(gitDir, "config"), CONFIG);
-  replaceFile(join(gitDir, "HEAD"), "ref: refs/heads/main\n");
-}
-
-function replaceFile(path: string, content: string): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, content);
-  renameSync(tmp, path);
+  // Written as it is: until HEAD is there, a maker that died half-way is followed by another.
+  writeFileSync(join(gitDir, "config"), CONFIG);
+  // Renamed into place: git reads a repository whose HEAD is there, whole.
+  const head = join(gitDir, "HEAD");
+  const tmp = `${head}.${process.pid}.tmp`;
+  writeFileSync(tmp, "ref: refs/heads/main\n");
+  renameSync(tmp, head);
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -22,12 +22,21 @@ const git = (...args: string[]) =>
   );
 const patchOf = (from: string, to: string) =>
   git("diff", "--binary", "--no-color", "--no-ext-diff", from, to);
-/** The diff-tree processes this test process runs. */
+/** The diff-tree processes this test process runs (from /proc: no `ps` needed). */
 const diffTreePids = () =>
-  execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(process.pid)], { encoding: "utf8" })
-    .split("\n")
-    .filter((line) => line.includes("diff-tree --stdin"))
-    .map((line) => Number(line.trim().split(" ")[0]));
+  readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        return ppid === process.pid && args.includes("diff-tree") && args.includes("--stdin");
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
 
 const diffsOf = (baseline: string, parent: string, head: string, caps = 256 * 1024) =>
   iterationDiffs(snapshots, {
@@ -62,7 +71,7 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-describe("a session's long-lived git diff-tree", () => {
+describe.skipIf(process.platform !== "linux")("a session's long-lived git diff-tree", () => {
   it("answers iteration after iteration with git's bytes, seeing the snapshots taken since it started", async () => {
     const [baseline, first, second] = (await iterations(2)) as [string, string, string];
     const got2 = await diffsOf(baseline, first, second);

@@ -66,10 +66,6 @@ export class DiffTreeProcess {
     this.idle();
   }
 
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
-
   /** The output for `pairs` (lines of `TREE TREE`), or null when this process could not tell. */
   run(pairs: string, maxStdoutBytes: number, signal?: AbortSignal): Promise<DiffTreeOutput | null> {
     const next = this.queue.then(() => this.request(pairs, maxStdoutBytes, signal));
@@ -136,8 +132,12 @@ export class DiffTreeProcess {
       p.chunks.push(part);
       p.keptBytes += part.length;
     }
-    const tail = Buffer.concat([p.tail, chunk]);
-    p.tail = tail.subarray(Math.max(0, tail.length - p.marker.length));
+    // The last bytes seen, as many as the marker has: from this chunk alone when it is long enough.
+    const size = p.marker.length;
+    p.tail =
+      chunk.length >= size
+        ? chunk.subarray(chunk.length - size)
+        : Buffer.concat([p.tail, chunk]).subarray(-size);
     if (!p.tail.equals(p.marker)) return;
     this.pending = null;
     const bytes = p.bytes - p.marker.length;

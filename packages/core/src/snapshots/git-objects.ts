@@ -19,10 +19,9 @@ import { rewriteInPlace } from "../util/rewrite-in-place";
  * changed file, against 0.65–2.4 ms synchronously (bench/RESULTS.md; the spread is the disk).
  * The workspace scan that comes before them reads synchronously too.
  *
- * What the disk does is counted too: an object's directory is made before its first write
- * rather than after the write failed, and a ref that exists is rewritten in place (see
- * writeRef) — replacing a file frees its blocks, which on a disk mounted with `discard`
- * cost 0.2 ms against 0.01 ms for a write in place.
+ * What the disk does is counted too: an object's directory is looked for, and made, before
+ * its first write rather than after the write failed, and a ref that exists is rewritten in
+ * place (see writeRef and rewriteInPlace).
  */
 
 const SHA1_HEX = /^[0-9a-f]{40}$/;

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { type Dir, existsSync, opendirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -362,10 +362,17 @@ export class WorkspaceSnapshots {
   }
 }
 
+/** Whether `path` is a directory with nothing in it (one entry read, not the whole listing). */
 function isEmptyDir(path: string): boolean {
+  let dir: Dir;
   try {
-    return readdirSync(path).length === 0;
+    dir = opendirSync(path);
   } catch {
     return false;
+  }
+  try {
+    return dir.readSync() === null;
+  } finally {
+    dir.closeSync();
   }
 }

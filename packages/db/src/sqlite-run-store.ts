@@ -119,11 +119,13 @@ export class SqliteRunStore implements RunStore {
           if (!updated) throw new Error(`run ${runId} vanished while being claimed`);
           run = toRunRecord(updated);
         }
+        let started = false;
         if (
           start &&
           startsOnClaim(run) &&
           workspaceHeldUntil(this.db, run.workspace, start.now) === null
         ) {
+          started = true;
           run = this.apply(runId, run.epoch, start.mutation(run), start.now);
         }
         const last = st.lastIteration.get({ runId });
@@ -132,6 +134,7 @@ export class SqliteRunStore implements RunStore {
           run,
           lastIteration: last ? toIterationRecord(last) : null,
           lastDecided: decided ? toIterationRecord(decided) : null,
+          started,
         };
       },
       { behavior: "immediate" },

@@ -41,6 +41,7 @@ export function claimSuite(engine: string, harness: () => StoreHarness): void {
       expect(await h.store.claimRun(run.id)).toMatchObject({
         lastIteration: null,
         lastDecided: null,
+        started: false,
       });
       const { epoch: e2 } = (await h.store.claimRun(run.id))!.run;
       await h.store.commit(
@@ -83,16 +84,16 @@ export function claimSuite(engine: string, harness: () => StoreHarness): void {
       // The mutation saw the run at its new epoch, and the claim returns the run it wrote.
       expect(asked).toEqual([1]);
       expect(claimed.run).toMatchObject({ epoch: 1, status: "running", startedAt: 5000 });
+      expect(claimed.started).toBe(true);
       expect(await h.getRun(run.id)).toMatchObject({ epoch: 1, status: "running" });
       // (The API's harness may have written run_queued before.)
       const started = async () =>
         (await h.listEvents(run.id, 0, 10)).filter((e) => e.type !== "run_queued");
       expect((await started()).map((e) => [e.type, e.at])).toEqual([["run_started", 5000]]);
       // Claimed again (a resumed step): started already, so nothing more is written.
-      expect((await h.store.claimRun(run.id, start))?.run).toMatchObject({
-        epoch: 2,
-        startedAt: 5000,
-      });
+      const again = (await h.store.claimRun(run.id, start))!;
+      expect(again.run).toMatchObject({ epoch: 2, startedAt: 5000 });
+      expect(again.started).toBe(false);
       expect(asked).toEqual([1]);
       expect(await started()).toHaveLength(1);
     });
@@ -108,11 +109,16 @@ export function claimSuite(engine: string, harness: () => StoreHarness): void {
       const paused = await h.createRun(newRun({}));
       const e1 = (await h.store.claimRun(paused.id))!.run.epoch;
       await h.store.commit(paused.id, e1, { run: { status: "queued", startedAt: 10 } }, 10);
-      expect((await h.store.claimRun(paused.id, start))?.run).toMatchObject({ status: "queued" });
+      const queued = (await h.store.claimRun(paused.id, start))!;
+      expect(queued.run).toMatchObject({ status: "queued" });
+      expect(queued.started).toBe(false);
       // Stopped while queued: the engine ends it without starting it.
       const stopping = await h.createRun(newRun({}));
       await h.requestStop(stopping.id, 20);
-      expect((await h.store.claimRun(stopping.id, start))?.run.status).toBe("stopping");
+      expect(await h.store.claimRun(stopping.id, start)).toMatchObject({
+        run: { status: "stopping" },
+        started: false,
+      });
     });
   });
 }

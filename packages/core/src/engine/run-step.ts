@@ -37,10 +37,8 @@ export async function runStep(
   const { run } = claimed;
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
-  // This claim started the run (see ClaimStart): no worker ran any of it before.
-  const firstStep = run.startedAt === first.now;
   try {
-    return await stepOnce(res, ctx, opts, firstStep);
+    return await stepOnce(res, ctx, opts, claimed.started);
   } finally {
     await ctx.releasePromptFile().catch(() => {});
   }

@@ -72,6 +72,8 @@ export interface ClaimedRun {
   lastIteration: IterationRecord | null;
   /** The latest iteration that reached a decision (passed or failed), if any. */
   lastDecided: IterationRecord | null;
+  /** This claim started the run (see ClaimStart): no worker ran any of it before. */
+  started: boolean;
 }
 
 /**

@@ -66,11 +66,13 @@ export class MemoryRunStore implements RunStore {
     const run = this.runs.get(runId);
     if (!run) return null;
     if (!["succeeded", "failed", "stopped"].includes(run.status)) run.epoch += 1;
+    let started = false;
     if (
       start &&
       startsOnClaim(run) &&
       (await this.workspaceHeldUntil(run.workspace, start.now)) === null
     ) {
+      started = true;
       await this.commit(runId, run.epoch, start.mutation(structuredClone(run)), start.now);
     }
     const its = this.iterationsOf(runId);
@@ -79,6 +81,7 @@ export class MemoryRunStore implements RunStore {
       run: structuredClone(run),
       lastIteration: structuredClone(its.at(-1) ?? null),
       lastDecided: structuredClone(decided.at(-1) ?? null),
+      started,
     };
   }
 

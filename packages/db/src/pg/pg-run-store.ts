@@ -48,11 +48,13 @@ export class PgRunStore implements RunStore {
           .returning();
         if (updated) run = toRunRecord(updated);
       }
+      let started = false;
       if (
         start &&
         startsOnClaim(run) &&
         (await workspaceHeldUntil(tx, run.workspace, start.now)) === null
       ) {
+        started = true;
         run = await this.apply(tx, runId, run.epoch, start.mutation(run), start.now);
       }
       const [last] = await tx
@@ -71,6 +73,7 @@ export class PgRunStore implements RunStore {
         run,
         lastIteration: last ? toIterationRecord(last) : null,
         lastDecided: decided ? toIterationRecord(decided) : null,
+        started,
       };
     });
   }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildCommandEnv, hasCompletionPromise, runCommand, useLauncher } from "@looprun/core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -210,6 +210,35 @@ describe.each(["directly", "through the launcher"])("runCommand, spawned %s", (h
     });
     expect(result.exitCode).toBe(0);
     expect(result.output).toBe("ignored-stdin\n");
+  });
+
+  it("reads its stdin from a file when given one, which it cannot write through", async () => {
+    const input = join(dir, "input.txt");
+    writeFileSync(input, "from the file\n");
+    const result = await runCommand({
+      command: "cat; { echo overwritten >&0; } 2>/dev/null || echo read-only",
+      cwd: dir,
+      env: ENV,
+      stdin: "not this",
+      stdinFile: input,
+      timeoutMs: 10_000,
+    });
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toBe("from the file\nread-only\n");
+    expect(readFileSync(input, "utf8")).toBe("from the file\n");
+  });
+
+  it("does not start when its stdin file cannot be opened", async () => {
+    const result = await runCommand({
+      command: "echo ran > ran.txt",
+      cwd: dir,
+      env: ENV,
+      stdinFile: join(dir, "missing.txt"),
+      timeoutMs: 10_000,
+    });
+    expect(result.exitCode).toBeNull();
+    expect(result.output).toMatch(/could not start the command: ENOENT.*missing\.txt/);
+    expect(existsSync(join(dir, "ran.txt"))).toBe(false);
   });
 
   it("reports a command that cannot start instead of throwing", async () => {

@@ -97,8 +97,8 @@ function writePrompt(path: string, prompt: string): void {
 }
 
 /**
- * Runs the agent command in the workspace with the prompt on stdin and in
- * `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a file of its own,
+ * Runs the agent command in the workspace with the prompt on stdin (the prompt file, opened
+ * read-only) and in `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a file of its own,
  * removed afterwards. Both live outside the workspace.
  */
 export async function runCommandAgent(input: CommandAgentInput): Promise<CommandResult> {
@@ -110,7 +110,8 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       command: input.spec.command,
       cwd: input.workspace,
       env: { ...input.env, LOOPRUN_PROMPT_FILE: promptFile },
-      stdin: input.prompt,
+      // The prompt file itself, opened read-only: the prompt crosses no channel or pipe.
+      stdinFile: promptFile,
       timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,

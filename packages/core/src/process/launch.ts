@@ -1,5 +1,6 @@
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -25,6 +26,12 @@ export interface LaunchOptions {
   detached?: boolean;
   /** Written to the process's stdin, which is then closed. */
   stdin?: string;
+  /**
+   * The process's stdin is this file, opened read-only (then `stdin` is not used): what it
+   * reads never crosses the launcher's channel or a pipe. When it cannot be opened, the
+   * process does not start (an `error`, as for a missing program).
+   */
+  stdinFile?: string;
 }
 
 /** The part of a ChildProcess that the command runners use. */
@@ -76,12 +83,19 @@ export function launch(file: string, args: readonly string[], opts: LaunchOption
 }
 
 function spawnHere(file: string, args: readonly string[], opts: LaunchOptions): Launched {
-  const child: ChildProcess = spawn(file, [...args], {
-    ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
-    env: opts.env,
-    detached: opts.detached ?? false,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const input = opts.stdinFile !== undefined ? openSync(opts.stdinFile, "r") : "pipe";
+  let child: ChildProcess;
+  try {
+    child = spawn(file, [...args], {
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      env: opts.env,
+      detached: opts.detached ?? false,
+      stdio: [input, "pipe", "pipe"],
+    });
+  } finally {
+    // The child has its own copy once spawn() returns.
+    if (typeof input === "number") closeSync(input);
+  }
   child.stdin?.on("error", () => {
     // The process did not read its stdin (EPIPE): not an error of ours.
   });
@@ -146,6 +160,7 @@ class Launcher {
         detached: opts.detached ?? false,
       },
       stdin: opts.stdin ?? "",
+      ...(opts.stdinFile !== undefined ? { stdinFile: opts.stdinFile } : {}),
     });
     return remote;
   }

@@ -2,6 +2,7 @@
 // and relays what they do over its IPC channel. Plain JavaScript with no imports but Node's:
 // it runs as is, under `node`, whether the worker runs from sources or from its bundle.
 import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 
 const children = new Map();
 const send = (message) => {
@@ -17,21 +18,26 @@ process.on("message", (m) => {
   }
   if (m.op !== "spawn") return;
   let child;
+  let input = "pipe";
   try {
-    child = spawn(m.file, m.args, { ...m.options, stdio: ["pipe", "pipe", "pipe"] });
+    if (m.stdinFile !== undefined) input = openSync(m.stdinFile, "r");
+    child = spawn(m.file, m.args, { ...m.options, stdio: [input, "pipe", "pipe"] });
   } catch (error) {
     send({ id: m.id, ev: "error", message: error.message, code: error.code });
     return;
+  } finally {
+    // The child has its own copy once spawn() returns.
+    if (typeof input === "number") closeSync(input);
   }
   children.set(m.id, child);
   child.on("spawn", () => send({ id: m.id, ev: "spawn", pid: child.pid }));
   child.on("error", (error) =>
     send({ id: m.id, ev: "error", message: error.message, code: error.code }),
   );
-  child.stdin.on("error", () => {
+  child.stdin?.on("error", () => {
     // The command did not read its stdin (EPIPE): not an error of ours.
   });
-  child.stdin.end(m.stdin ?? "");
+  child.stdin?.end(m.stdin ?? "");
   child.stdout.on("data", (data) => send({ id: m.id, ev: "stdout", data }));
   child.stderr.on("data", (data) => send({ id: m.id, ev: "stderr", data }));
   child.on("exit", (code, signal) => send({ id: m.id, ev: "exit", code, signal }));

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { launch } from "./launch";
+import { type Launched, launch } from "./launch";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -7,6 +7,8 @@ export interface RunCommandOptions {
   cwd: string;
   env: Record<string, string>;
   stdin?: string;
+  /** The command's stdin is this file instead of `stdin` (see LaunchOptions.stdinFile). */
+  stdinFile?: string;
   timeoutMs: number;
   /** @defaultValue 65536 — bytes of output (stdout and stderr together) kept, from the end */
   outputCapBytes?: number;
@@ -94,12 +96,27 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const graceMs = opts.killGraceMs ?? 2000;
 
   return new Promise((resolve) => {
-    const child = launch("/bin/sh", ["-c", opts.command], {
-      cwd: opts.cwd,
-      env: opts.env,
-      detached: true,
-      stdin: opts.stdin ?? "",
-    });
+    let child: Launched;
+    try {
+      child = launch("/bin/sh", ["-c", opts.command], {
+        cwd: opts.cwd,
+        env: opts.env,
+        detached: true,
+        stdin: opts.stdin ?? "",
+        ...(opts.stdinFile !== undefined ? { stdinFile: opts.stdinFile } : {}),
+      });
+    } catch (error) {
+      // Spawned here (no launcher), its stdin file could not be opened: it never ran.
+      resolve({
+        exitCode: null,
+        signal: null,
+        output: `[looprun] could not start the command: ${(error as Error).message}`,
+        durationMs: Math.round(performance.now() - started),
+        timedOut: false,
+        aborted: false,
+      });
+      return;
+    }
     let timedOut = false;
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;

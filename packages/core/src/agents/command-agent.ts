@@ -98,8 +98,8 @@ function writePrompt(path: string, prompt: string): void {
 
 /**
  * Runs the agent command in the workspace with the prompt on stdin (the prompt file, opened
- * read-only) and in `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a file of its own,
- * removed afterwards. Both live outside the workspace.
+ * read-only) and in `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a
+ * file of its own, removed afterwards. Both live outside the workspace.
  */
 export async function runCommandAgent(input: CommandAgentInput): Promise<CommandResult> {
   const own = input.promptFile === undefined;

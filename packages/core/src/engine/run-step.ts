@@ -31,8 +31,7 @@ export async function runStep(
   runId: string,
   opts: StepOptions = {},
 ): Promise<StepResult> {
-  const first = firstStart(res);
-  const claimed = await res.store.claimRun(runId, first);
+  const claimed = await res.store.claimRun(runId, firstStart(res));
   if (claimed === null) return { kind: "missing" };
   const { run } = claimed;
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };

@@ -83,7 +83,12 @@ export function launch(file: string, args: readonly string[], opts: LaunchOption
 }
 
 function spawnHere(file: string, args: readonly string[], opts: LaunchOptions): Launched {
-  const input = opts.stdinFile !== undefined ? openSync(opts.stdinFile, "r") : "pipe";
+  let input: number | "pipe" = "pipe";
+  try {
+    if (opts.stdinFile !== undefined) input = openSync(opts.stdinFile, "r");
+  } catch (error) {
+    return notStarted(error as NodeJS.ErrnoException);
+  }
   let child: ChildProcess;
   try {
     child = spawn(file, [...args], {
@@ -101,6 +106,23 @@ function spawnHere(file: string, args: readonly string[], opts: LaunchOptions): 
   });
   child.stdin?.end(opts.stdin ?? "");
   return child as unknown as Launched;
+}
+
+/** A process that could not start, told as the launcher tells it: an `error` and nothing else. */
+function notStarted(error: NodeJS.ErrnoException): Launched {
+  const remote = new RemoteProcess(
+    () => {},
+    () => {},
+  );
+  process.nextTick(() =>
+    remote.deliver({
+      id: 0,
+      ev: "error",
+      message: error.message,
+      ...(error.code !== undefined ? { code: error.code } : {}),
+    }),
+  );
+  return remote;
 }
 
 type Event =

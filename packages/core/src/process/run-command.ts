@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { type Launched, launch } from "./launch";
+import { launch } from "./launch";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -96,27 +96,13 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const graceMs = opts.killGraceMs ?? 2000;
 
   return new Promise((resolve) => {
-    let child: Launched;
-    try {
-      child = launch("/bin/sh", ["-c", opts.command], {
-        cwd: opts.cwd,
-        env: opts.env,
-        detached: true,
-        stdin: opts.stdin ?? "",
-        ...(opts.stdinFile !== undefined ? { stdinFile: opts.stdinFile } : {}),
-      });
-    } catch (error) {
-      // Spawned here (no launcher), its stdin file could not be opened: it never ran.
-      resolve({
-        exitCode: null,
-        signal: null,
-        output: `[looprun] could not start the command: ${(error as Error).message}`,
-        durationMs: Math.round(performance.now() - started),
-        timedOut: false,
-        aborted: false,
-      });
-      return;
-    }
+    const child = launch("/bin/sh", ["-c", opts.command], {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdin: opts.stdin ?? "",
+      ...(opts.stdinFile !== undefined ? { stdinFile: opts.stdinFile } : {}),
+    });
     let timedOut = false;
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;

@@ -42,22 +42,24 @@ export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Data
   if (path !== ":memory:") mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = new BetterSqlite3(path);
   sqlite.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-  sqlite.pragma("journal_mode = WAL");
+  retriedAtOpen(() => sqlite.pragma("journal_mode = WAL"));
   sqlite.pragma(`synchronous = ${opts.synchronous === "NORMAL" ? "NORMAL" : "FULL"}`);
   sqlite.pragma("foreign_keys = ON");
   const db = drizzle(sqlite, { schema });
-  applyMigrations(db);
+  retriedAtOpen(() => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }));
   return { db, sqlite, close: () => sqlite.close() };
 }
 
 /**
- * Several processes (API, workers) may start at once on a fresh file: the loser of the race
- * sees the winner's migrations on its next try, and migrate skips them.
+ * Several processes (API, workers) may open a fresh file at once. Switching it to WAL can
+ * fail with SQLITE_BUSY at once, busy timeout or not, while another process converts it (1 open
+ * in 240, 8 processes at a time, here); and the loser of the migrations' race sees the
+ * winner's migrations on its next try, and migrate skips them.
  */
-function applyMigrations(db: Db): void {
+function retriedAtOpen(step: () => unknown): void {
   for (let attempt = 1; ; attempt++) {
     try {
-      migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      step();
       return;
     } catch (error) {
       if (attempt >= 5) throw error;

@@ -40,7 +40,8 @@ describe("Redis unreachable", () => {
 
   it("reports redis down on /readyz and answers 503 to submissions, storing nothing", async () => {
     const health = await stack.api("GET", "/healthz");
-    expect(health.status).toBe(200);
+    expect(health.status).toBe(503);
+    expect(health.body).toEqual({ redis: "down", db: "up" });
 
     const ready = await stack.api("GET", "/readyz");
     expect(ready.status).toBe(503);

@@ -397,7 +397,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   return stack;
 }
 
-/** Polls GET /healthz; fails at once if the process exits first. */
+/**
+ * Polls GET /healthz until the API answers it (200, or 503 when Redis or the database is
+ * down: some tests start it so); fails at once if the process exits first.
+ */
 export async function waitForHealthy(
   url: string,
   proc: ManagedProcess,
@@ -407,7 +410,7 @@ export async function waitForHealthy(
     async () => {
       if (proc.hasExited()) throw new Error(`${proc.name} exited: ${proc.output()}`);
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1000) });
-      return res.status === 200;
+      return res.status === 200 || res.status === 503;
     },
     { timeoutMs, intervalMs: 100, message: `${proc.name} answering /healthz` },
   );

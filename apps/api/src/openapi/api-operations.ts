@@ -60,7 +60,6 @@ export const NAMED = {
   ToolStats: R.ToolStatsView,
   ConvergenceStats: R.ConvergenceStatsView,
   ArtifactList: R.ArtifactList,
-  Health: R.Health,
   Readiness: R.Readiness,
 } as const;
 
@@ -382,10 +381,13 @@ export const OPERATIONS: OperationDoc[] = [
   {
     method: "get",
     path: "/healthz",
-    summary: "Liveness",
+    summary: "Health: Redis and the database (as /readyz)",
     tag: "ops",
     auth: "none",
-    responses: { 200: { description: "the process is up", json: "Health" } },
+    responses: {
+      200: { description: "both up", json: "Readiness" },
+      503: { description: "one is down", json: "Readiness" },
+    },
   },
   {
     method: "get",

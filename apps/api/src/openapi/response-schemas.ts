@@ -289,5 +289,4 @@ export const ArtifactList = z.object({
     .nullable(),
 });
 
-export const Health = z.object({ status: z.literal("ok") });
 export const Readiness = z.object({ redis: z.enum(["up", "down"]), db: z.enum(["up", "down"]) });

@@ -28,6 +28,11 @@ export async function devCommand(): Promise<void> {
   const env = { ...process.env };
   env.LOG_LEVEL ??= "warn";
   const dataDir = env.LOOPRUN_HOME ?? ".looprun";
+  // A bad setting stops it before anything starts (the managed Redis's URL is not known yet:
+  // any will do to check the rest).
+  const check = { ...env, REDIS_URL: env.REDIS_URL ?? "redis://127.0.0.1:6379" };
+  parseApiEnv(check);
+  parseWorkerEnv(check);
   let redisNote = "(from REDIS_URL)";
   const redis = env.REDIS_URL ? null : await startManagedRedis(`${dataDir}/redis`);
   if (redis) {
@@ -36,8 +41,16 @@ export async function devCommand(): Promise<void> {
   }
   const apiEnv = parseApiEnv(env);
   const workerEnv = parseWorkerEnv(env);
-  const api = await startApi(apiEnv);
-  const worker = await startWorker(workerEnv, process.env);
+  // One that fails to start (its port taken, say) takes what started before it with it.
+  const api = await startApi(apiEnv).catch(async (error: unknown) => {
+    await redis?.stop();
+    throw error;
+  });
+  const worker = await startWorker(workerEnv, process.env).catch(async (error: unknown) => {
+    await api.close().catch(() => {});
+    await redis?.stop();
+    throw error;
+  });
   process.stdout.write(
     [
       "",

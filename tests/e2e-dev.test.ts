@@ -1,0 +1,112 @@
+import { readdirSync, readlinkSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "./support/redis-server";
+import {
+  LOOPRUN_BIN,
+  type ManagedProcess,
+  request,
+  StopWaiting,
+  spawnManaged,
+  tempDir,
+  waitFor,
+} from "./support/stack";
+
+// `looprun dev` (what `npm start` runs): its own redis-server, the API and the workers in one
+// command, everything under `.looprun/` in the directory it runs in.
+
+/** Processes running in `dir` (a managed redis-server runs in its data directory). */
+function processesIn(dir: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readlinkSync(`/proc/${name}/cwd`) === dir) found.push(Number(name));
+    } catch {
+      // gone, or not ours to look at
+    }
+  }
+  return found;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function startDev(port: number, extraEnv: Record<string, string> = {}) {
+  const cwd = tempDir("looprun-dev-");
+  const { PATH, HOME, LANG, TMPDIR, USER, SHELL } = process.env;
+  const proc = spawnManaged("looprun dev", process.execPath, [LOOPRUN_BIN, "dev"], {
+    cwd,
+    env: { PATH, HOME, LANG, TMPDIR, USER, SHELL, PORT: String(port), ...extraEnv },
+  });
+  cleanups.push(async () => {
+    await proc.stop("SIGKILL");
+    for (const pid of processesIn(join(cwd, ".looprun", "redis"))) process.kill(pid, "SIGKILL");
+    rmSync(cwd, { recursive: true, force: true });
+  });
+  return { proc, cwd, redisDir: join(cwd, ".looprun", "redis") };
+}
+
+const exitOf = async (proc: ManagedProcess) => ({ ...(await proc.exited), output: proc.output() });
+
+describe("looprun dev", () => {
+  it("starts its Redis, the API and a worker, runs a loop, and leaves nothing running after Ctrl-C", async () => {
+    const port = await freePort();
+    const { proc, redisDir } = startDev(port);
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return proc.stdout().includes("looprun is running");
+      },
+      { timeoutMs: 60_000, message: "looprun dev ready" },
+    );
+    const redisPids = processesIn(redisDir);
+    expect(redisPids, proc.output()).toHaveLength(1);
+
+    const url = `http://127.0.0.1:${port}`;
+    const submitted = await request(url, "POST", "/api/runs", {
+      task: "count to two",
+      agent: { type: "command", command: "echo x >> lines" },
+      testCommand: '[ "$(wc -l < lines)" -ge 2 ]',
+      cooldownMs: 0,
+    });
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const run = await waitFor(
+      async () => {
+        const res = await request(url, "GET", `/api/runs/${submitted.body.id}`);
+        return res.body.status === "succeeded" ? res.body : undefined;
+      },
+      { timeoutMs: 30_000, message: "the run succeeding" },
+    );
+    expect(run.metrics.iterations).toBe(2);
+
+    proc.child.kill("SIGINT");
+    const exit = await exitOf(proc);
+    expect(exit.code, exit.output).toBe(0);
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
+  it("refuses a bad setting, naming it, before it starts anything", async () => {
+    const { proc, redisDir } = startDev(await freePort(), { WORKER_CONCURRENCY: "0" });
+    const exit = await exitOf(proc);
+    expect(exit.code).toBe(1);
+    expect(exit.output).toContain("WORKER_CONCURRENCY");
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
+  it("stops the Redis it started when the API cannot start (its port is taken)", async () => {
+    const port = await freePort();
+    const taken: Server = createServer();
+    await new Promise<void>((listening) => taken.listen(port, "127.0.0.1", listening));
+    cleanups.push(() => new Promise<void>((closed) => taken.close(() => closed())));
+
+    const { proc, redisDir } = startDev(port, { HOST: "127.0.0.1" });
+    const exit = await exitOf(proc);
+    expect(exit.code).toBe(1);
+    expect(exit.output).toContain("EADDRINUSE");
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+});

@@ -1,10 +1,13 @@
 // DATABASE_URL in both apps' environments: PostgreSQL when set, a clear stop naming the
 // variable when it is not a PostgreSQL URL, and never its password in the message.
 import { spawnSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseApiEnv } from "../apps/api/src/env";
 import { parseWorkerEnv } from "../apps/worker/src/env";
-import { LOOPRUN_BIN } from "./support/stack";
+import { postgresAdminUrl } from "./support/pg-test-database";
+import { LOOPRUN_BIN, tempDir } from "./support/stack";
 
 const parsers = [
   ["API", parseApiEnv],
@@ -59,6 +62,44 @@ describe("looprun api and worker with a bad DATABASE_URL", () => {
     });
     expect(res.status).not.toBe(0);
     expect(res.stderr).toContain("DATABASE_URL");
+    expect(`${res.stdout}${res.stderr}`).not.toContain("hunter2-secret");
+  });
+});
+
+describe("looprun api and worker with a database they cannot use", () => {
+  const run = (command: string, env: Record<string, string>) =>
+    spawnSync(process.execPath, [LOOPRUN_BIN, command], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: "0", ...env },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+
+  it.each(["api", "worker"])(
+    "%s names DATABASE_PATH and the file that is no database",
+    (command) => {
+      const dir = tempDir();
+      try {
+        const file = join(dir, "notes.txt");
+        writeFileSync(file, "not a database, but a text file of some length\n".repeat(100));
+        const res = run(command, { DATABASE_PATH: file });
+        expect(res.status).toBe(1);
+        expect(res.stderr).toContain(`DATABASE_PATH: cannot use ${file} as the SQLite database`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it("names DATABASE_URL, without its password, for a database that does not exist", () => {
+    const url = new URL(postgresAdminUrl());
+    url.pathname = "/looprun_no_such_database";
+    url.password = "hunter2-secret";
+    const res = run("api", { DATABASE_URL: url.toString() });
+    expect(res.status).toBe(1);
+    expect(res.stderr).toMatch(
+      /DATABASE_URL: cannot use postgres(ql)?:\/\/.*looprun_no_such_database/,
+    );
+    expect(res.stderr).toContain("does not exist");
     expect(`${res.stdout}${res.stderr}`).not.toContain("hunter2-secret");
   });
 });

@@ -58,6 +58,8 @@ export function redactUrl(url: string): string {
   return parsed.toString();
 }
 
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 /** How long /readyz waits for the database's answer. */
 const PING_TIMEOUT_MS = 2000;
 
@@ -71,15 +73,23 @@ export async function openStorage(opts: OpenStorageOptions): Promise<Storage> {
     if (!isPostgresUrl(opts.url)) {
       throw new Error("the database URL must start with postgres:// or postgresql://");
     }
+    const location = redactUrl(opts.url);
     const pg = await import("./pg");
-    const database = await pg.openPgDatabase(opts.url, {
-      ...(opts.applicationName !== undefined ? { applicationName: opts.applicationName } : {}),
-      ...(opts.maxConnections !== undefined ? { maxConnections: opts.maxConnections } : {}),
-      ...(opts.onIdleError !== undefined ? { onIdleError: opts.onIdleError } : {}),
-    });
+    const database = await pg
+      .openPgDatabase(opts.url, {
+        ...(opts.applicationName !== undefined ? { applicationName: opts.applicationName } : {}),
+        ...(opts.maxConnections !== undefined ? { maxConnections: opts.maxConnections } : {}),
+        ...(opts.onIdleError !== undefined ? { onIdleError: opts.onIdleError } : {}),
+      })
+      .catch((error: unknown) => {
+        throw new Error(
+          `DATABASE_URL: cannot use ${location}: ${messageOf(error)}`,
+          { cause: error },
+        );
+      });
     return {
       engine: "postgres",
-      location: redactUrl(opts.url),
+      location,
       database,
       store: new pg.PgRunStore(database.db),
       repo: new pg.PgRunRepository(database.db),
@@ -101,10 +111,19 @@ export async function openStorage(opts: OpenStorageOptions): Promise<Storage> {
       close: () => database.close(),
     };
   }
-  const database = openDatabase(
-    opts.path,
-    opts.sqliteSynchronous !== undefined ? { synchronous: opts.sqliteSynchronous } : {},
-  );
+  let database: Database;
+  try {
+    database = openDatabase(
+      opts.path,
+      opts.sqliteSynchronous !== undefined ? { synchronous: opts.sqliteSynchronous } : {},
+    );
+  } catch (error) {
+    // "unable to open database file" alone does not say which file, nor where it was set.
+    throw new Error(
+      `DATABASE_PATH: cannot use ${opts.path} as the SQLite database: ${messageOf(error)}`,
+      { cause: error },
+    );
+  }
   return {
     engine: "sqlite",
     location: opts.path,

@@ -129,12 +129,14 @@ describe("idempotent submit across API processes", () => {
     expect(run.status).toBe("succeeded");
     expect(await getIterations(stack, id!)).toHaveLength(1);
 
-    // The key again, later, with the same body: the same run, nothing new.
+    // The key again, later, with the same body: the same run, nothing new, and the first
+    // request's answer (the run has succeeded since).
     const replay = await api2.api("POST", "/api/runs", body, {
       headers: { "Idempotency-Key": key },
     });
     expect(replay.status).toBe(202);
-    expect(replay.body.id).toBe(id);
+    expect(replay.body).toEqual(replies[0]?.body);
+    expect(replay.body).toMatchObject({ id, status: "queued" });
     // Another body with the key: refused, nothing stored.
     for (const api of [stack.api, api2.api]) {
       const other = await api(

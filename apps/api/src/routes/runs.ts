@@ -122,13 +122,14 @@ export function runRoutes(deps: AppDeps): Hono {
       }
       throw error;
     }
+    // The same key and body again get the first request's answer, whatever the run has done
+    // since (GET /api/runs/:id says that).
     const accepted = {
       id: run.id,
       sessionId: run.sessionId,
-      status: run.status,
+      status: "queued",
       createdAt: new Date(run.createdAt).toISOString(),
     };
-    // The same key and body again: the run that the first request created.
     if (run.replayed) return c.json(accepted, 202);
     try {
       await deps.queue.enqueue(run.id);
@@ -136,7 +137,7 @@ export function runRoutes(deps: AppDeps): Hono {
       await deps.repo.deleteRun(run.id);
       throw unavailable("the queue (Redis)");
     }
-    return c.json({ ...accepted, status: "queued" }, 202);
+    return c.json(accepted, 202);
   });
 
   app.get("/", async (c) => {

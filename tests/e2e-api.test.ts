@@ -63,6 +63,9 @@ describe("POST /api/runs with a bad body", () => {
     ["workspace escaping with ..", { ...valid(), workspace: "../x" }, "workspace"],
     ["absolute workspace", { ...valid(), workspace: "/etc" }, "workspace"],
     ["workspace escaping through ..", { ...valid(), workspace: "a/../../escaped" }, "workspace"],
+    ["absolute focus file", { ...valid(), filePaths: ["src/a.ts", "/etc/passwd"] }, "filePaths.1"],
+    ["focus file escaping with ..", { ...valid(), filePaths: ["../../etc/passwd"] }, "filePaths.0"],
+    ["focus file escaping through ..", { ...valid(), filePaths: ["a/../../x"] }, "filePaths.0"],
   ];
 
   for (const [name, body, path] of cases) {

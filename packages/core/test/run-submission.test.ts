@@ -75,6 +75,26 @@ describe("RunSubmission + normalizeSubmission", () => {
     expect(spec.validationCommands).toEqual([]);
   });
 
+  it("takes focus files inside the workspace and refuses those outside it", () => {
+    const body = { task: "t", agent, testCommand: "x" };
+    for (const inside of ["src/cart.ts", "./a", "a/../b", "a/b/../../c", "a//b", "..x/y", "a/.."]) {
+      expect(parse({ ...body, filePaths: [inside] }).success, inside).toBe(true);
+    }
+    for (const outside of [
+      "/etc/passwd",
+      "..",
+      "../x",
+      "a/../../x",
+      "./../x",
+      "a/b/../../..",
+      "a\0b",
+    ]) {
+      const result = parse({ ...body, filePaths: ["ok.ts", outside] });
+      expect(result.success, outside).toBe(false);
+      expect(result.error?.issues.map((i) => i.path.join("."))).toEqual(["filePaths.1"]);
+    }
+  });
+
   it("refuses a body without any gate, with an issue on the body as a whole", () => {
     const result = parse({ task: "t", agent });
     expect(result.success).toBe(false);

@@ -13,6 +13,29 @@ export const SPEC_LIMITS = {
 
 const command = z.string().trim().min(1).max(SPEC_LIMITS.command);
 const sessionId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
+/** Whether a relative path stays inside its base: no ".." takes it above where it starts. */
+function staysInside(path: string): boolean {
+  let depth = 0;
+  for (const part of path.split("/")) {
+    if (part === "" || part === ".") continue;
+    depth += part === ".." ? -1 : 1;
+    if (depth < 0) return false;
+  }
+  return true;
+}
+
+/**
+ * A focus file: a path relative to the workspace that stays inside it. Only named in the
+ * prompt, but a prompt that points the agent at /etc/passwd or ../.. is not the run's to give.
+ */
+const focusFile = z
+  .string()
+  .min(1)
+  .max(SPEC_LIMITS.filePath)
+  .refine(
+    (path) => !path.startsWith("/") && !path.includes("\0") && staysInside(path),
+    "must be a path relative to the workspace, inside it",
+  );
 
 export const CommandAgentSpec = z.strictObject({
   type: z.literal("command"),
@@ -122,10 +145,7 @@ export const RunSubmission = z
     task: z.string().trim().min(1).max(SPEC_LIMITS.task),
     sessionId: sessionId.optional(),
     requirements: z.string().max(SPEC_LIMITS.requirements).optional(),
-    filePaths: z
-      .array(z.string().min(1).max(SPEC_LIMITS.filePath))
-      .max(SPEC_LIMITS.listItems)
-      .optional(),
+    filePaths: z.array(focusFile).max(SPEC_LIMITS.listItems).optional(),
     workspace: z
       .string()
       .min(1)

@@ -30,7 +30,7 @@ export async function devCommand(): Promise<void> {
   const dataDir = env.LOOPRUN_HOME ?? ".looprun";
   // A bad setting stops it before anything starts (the managed Redis's URL is not known yet:
   // any will do to check the rest).
-  const check = { ...env, REDIS_URL: env.REDIS_URL ?? "redis://127.0.0.1:6379" };
+  const check = { ...env, REDIS_URL: env.REDIS_URL || "redis://127.0.0.1:6379" };
   parseApiEnv(check);
   parseWorkerEnv(check);
   let redisNote = "(from REDIS_URL)";

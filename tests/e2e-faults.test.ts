@@ -142,6 +142,55 @@ describe("Redis going away and coming back", () => {
   });
 });
 
+describe("Redis that stops answering", () => {
+  let redis: RedisHandle;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    stack = await startStack({ redisUrl: redis.url, workers: 0 });
+  });
+
+  afterAll(async () => {
+    redis?.process.kill("SIGCONT");
+    await stack?.stop();
+    await redis?.stop();
+  });
+
+  it("answers 503 within seconds, storing nothing, while a connected Redis does not answer", async () => {
+    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
+      message: "/readyz answering 200 once the API has connected to Redis",
+    });
+    // Frozen, not gone: the connection stays open and nothing comes back.
+    redis.process.kill("SIGSTOP");
+    try {
+      // Without an answer the requests time out below (20 s): the API must answer first.
+      const ready = await stack.api("GET", "/readyz", undefined, { timeoutMs: 20_000 });
+      expect(ready).toMatchObject({ status: 503, body: { redis: "down", db: "up" } });
+      const refused = await stack.api(
+        "POST",
+        "/api/runs",
+        commandRun("true", { sessionId: "frozen", testCommand: "true" }),
+        { timeoutMs: 20_000 },
+      );
+      expect(refused.status).toBe(503);
+      expect(refused.body.error.code).toBe("unavailable");
+      expect((await stack.api("GET", "/api/runs")).body.items).toEqual([]);
+      expect((await stack.api("GET", "/api/sessions/frozen")).status).toBe(404);
+    } finally {
+      redis.process.kill("SIGCONT");
+    }
+    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
+      message: "/readyz reporting redis up again",
+    });
+    const accepted = await submit(
+      stack,
+      commandRun("true", { sessionId: "frozen", testCommand: "true" }),
+    );
+    expect((await getRun(stack, accepted.id)).status).toBe("queued");
+  });
+});
+
 describe("worker shutdown and crash", () => {
   let stack: Stack;
 

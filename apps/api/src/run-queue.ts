@@ -34,12 +34,20 @@ export interface RunQueueOptions {
   prefix?: string;
 }
 
+/**
+ * How long the API waits for Redis' answer to a command: a Redis that is connected but does not
+ * answer (stopped, a stalled host) gets the same 503 as one that is down. This connection
+ * never blocks (BZPOPMIN and the like are the workers'), so no answer takes longer.
+ */
+const COMMAND_TIMEOUT_MS = 3000;
+
 export function createRunQueue(opts: RunQueueOptions): RunQueue {
   const connection = new Redis(opts.redisUrl, {
     // Fail fast while Redis is down so the API answers 503 instead of hanging.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
+    commandTimeout: COMMAND_TIMEOUT_MS,
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });
   connection.on("error", () => {

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import type { NewEvent } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/app";
@@ -101,6 +102,58 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(await sse.next()).toBeNull();
     // The data is the event exactly as GET /events shows it.
     expect([...first, ...more, ...rest].map(payload)).toEqual(await allEvents(id));
+  });
+
+  it("writes each message as its id, event and data lines, in that order", async () => {
+    const { id } = await submit();
+    await finish(id, await claim(id));
+    const res = await app.request(`/api/runs/${id}/events/stream`);
+    const text = await res.text();
+    const messages = text.split("\n\n").filter((m) => !m.startsWith("retry:") && m !== "");
+    expect(
+      messages.map((m) => m.split("\n").map((line) => line.slice(0, line.indexOf(":")))),
+    ).toEqual([
+      ["id", "event", "data"],
+      ["id", "event", "data"],
+    ]);
+    expect(messages[0]).toMatch(/^id: 1\nevent: run_queued\ndata: \{.*\}$/);
+    expect(messages[1]).toMatch(/^id: 2\nevent: run_finished\ndata: \{.*\}$/);
+  });
+
+  it("lets go of the server's shutdown signal when a stream ends, and ends open streams on it", async () => {
+    const shutdown = new AbortController();
+    const withShutdown = createApp({
+      repo: h.repo,
+      queue: h.queue,
+      workspacesRoot: h.workspacesRoot,
+      dbHealthy: () => true,
+      live: { pollMs: 20, heartbeatMs: 100 },
+      shutdown: shutdown.signal,
+    });
+    const listeners = () => getEventListeners(shutdown.signal, "abort").length;
+    const { id } = await submit();
+    // More streams, one after the other, than an AbortSignal's listener limit (10).
+    for (let i = 0; i < 12; i++) {
+      const path = i % 2 === 0 ? `/api/runs/${id}/events/stream` : "/api/runs/stream";
+      const res = await withShutdown.request(path);
+      const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+      await sse.next(); // `retry:`: the stream is open
+      expect(listeners()).toBe(1);
+      await sse.cancel();
+      for (let wait = 0; listeners() > 0 && wait < 100; wait++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(listeners(), `after stream ${i + 1}`).toBe(0);
+    }
+    const open = new SseReader(
+      (await withShutdown.request(`/api/runs/${id}/events/stream`))
+        .body as ReadableStream<Uint8Array>,
+    );
+    await open.next();
+    shutdown.abort();
+    await open.rest();
+    expect(await open.next()).toBeNull();
+    expect(listeners()).toBe(0);
   });
 
   it("resumes after Last-Event-ID (or ?after=) with no gap and no duplicate; the header wins", async () => {

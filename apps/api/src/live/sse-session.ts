@@ -11,11 +11,12 @@ export const LIVE_DEFAULTS: LiveOptions = { pollMs: 250, heartbeatMs: 15_000 };
 
 /**
  * One open SSE response: writes messages, pings while idle and sleeps until the next poll,
- * waking at once when the client goes away or `wake()` is called.
+ * waking at once when the client goes away or `wake()` is called. `close()` when done.
  */
 export class SseSession {
   private lastWrite = Date.now();
   private wakeUp: (() => void) | null = null;
+  private readonly onShutdown = () => this.wake();
 
   constructor(
     private readonly stream: SSEStreamingApi,
@@ -24,7 +25,12 @@ export class SseSession {
     private readonly shutdown?: AbortSignal,
   ) {
     stream.onAbort(() => this.wake());
-    shutdown?.addEventListener("abort", () => this.wake(), { once: true });
+    shutdown?.addEventListener("abort", this.onShutdown, { once: true });
+  }
+
+  /** The response has ended: the server's shutdown signal no longer holds on to it. */
+  close(): void {
+    this.shutdown?.removeEventListener("abort", this.onShutdown);
   }
 
   get open(): boolean {
@@ -37,12 +43,11 @@ export class SseSession {
     this.lastWrite = Date.now();
   }
 
+  /** One message: `id` (when given), `event`, `data` — in that order, one line each. */
   async send(event: string, data: unknown, id?: number): Promise<void> {
-    await this.stream.writeSSE({
-      event,
-      data: JSON.stringify(data),
-      ...(id === undefined ? {} : { id: String(id) }),
-    });
+    // JSON.stringify escapes line breaks: the data is one line.
+    const head = id === undefined ? "" : `id: ${id}\n`;
+    await this.stream.write(`${head}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     this.lastWrite = Date.now();
   }
 

@@ -62,6 +62,7 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         }
       } finally {
         unsubscribe();
+        session.close();
       }
     });
   });
@@ -73,20 +74,24 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
     return streamSSE(c, async (stream) => {
       const session = new SseSession(stream, live, deps.shutdown);
-      await session.start();
-      while (session.open) {
-        // The run is read before its events: when it is already finished, its run_finished
-        // event (written in the same transaction) is in the page read next.
-        const run = await deps.repo.getRun(id);
-        const page = await deps.repo.listEvents(id, last, PAGE);
-        for (const event of page) {
-          await session.send(event.type, presentEvent(event), event.seq);
-          last = event.seq;
-          if (event.type === "run_finished") return;
+      try {
+        await session.start();
+        while (session.open) {
+          // The run is read before its events: when it is already finished, its run_finished
+          // event (written in the same transaction) is in the page read next.
+          const run = await deps.repo.getRun(id);
+          const page = await deps.repo.listEvents(id, last, PAGE);
+          for (const event of page) {
+            await session.send(event.type, presentEvent(event), event.seq);
+            last = event.seq;
+            if (event.type === "run_finished") return;
+          }
+          if (page.length === PAGE) continue;
+          if (!run || isTerminal(run.status)) return;
+          await session.idle();
         }
-        if (page.length === PAGE) continue;
-        if (!run || isTerminal(run.status)) return;
-        await session.idle();
+      } finally {
+        session.close();
       }
     });
   });

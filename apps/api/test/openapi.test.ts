@@ -59,6 +59,26 @@ describe("GET /api/openapi.json", () => {
     ).toEqual([]);
   });
 
+  it("lists the error statuses the API answers: the submit's, and 429 on every /api route", () => {
+    expect(Object.keys(doc.paths["/api/runs"]?.post?.responses ?? {}).sort()).toEqual([
+      "202",
+      "400",
+      "401",
+      "409",
+      "413",
+      "422",
+      "429",
+      "503",
+    ]);
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(op.responses["429"] !== undefined, `${method} ${path}`).toBe(
+          path.startsWith("/api/"),
+        );
+      }
+    }
+  });
+
   it("takes the request schemas from the zod schemas that validate requests", () => {
     const submission = doc.components.schemas.RunSubmission;
     expect(submission?.required).toEqual(expect.arrayContaining(["task", "agent"]));

@@ -93,6 +93,7 @@ export const OPERATIONS: OperationDoc[] = [
       401: unauthorized,
       409: err("run_already_active: the session has an active run (`activeRunId`)"),
       413: err("payload_too_large"),
+      422: err("idempotency_conflict: the Idempotency-Key came before with another body"),
       503: err("unavailable: the queue (Redis) is down"),
     },
   },

@@ -108,10 +108,20 @@ function operation(op: OperationDoc): JsonSchema {
         }
       : {}),
     responses: Object.fromEntries(
-      Object.entries(op.responses).map(([status, doc]) => [status, response(doc)]),
+      Object.entries({
+        ...op.responses,
+        // RATE_LIMIT_PER_MINUTE covers every /api route (see app.ts).
+        ...(op.path.startsWith("/api/") ? { 429: RATE_LIMITED } : {}),
+      }).map(([status, doc]) => [status, response(doc)]),
     ),
   };
 }
+
+const RATE_LIMITED: ResponseDoc = {
+  description:
+    "rate_limited: over RATE_LIMIT_PER_MINUTE requests from this client (`Retry-After` says when to try again)",
+  json: "Error",
+};
 
 /** The OpenAPI 3.1 document, generated from the zod schemas that validate requests and describe responses. */
 export function buildOpenApiDocument(version = "0.1.0"): JsonSchema {

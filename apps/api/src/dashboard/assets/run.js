@@ -181,7 +181,8 @@ function renderEvents() {
 async function loadDiffs() {
   for (const it of state.iterations) {
     const key = `${it.n}.${it.attempt}`;
-    if (it.status === "running" || diffs.has(key)) continue;
+    // No snapshot (yet: its rows may come a moment after the decision), no diff to ask for.
+    if (it.status === "running" || !it.snapshot || diffs.has(key)) continue;
     diffs.set(key, null);
     const text = await optional(`/api/runs/${id}/iterations/${it.n}/diff`);
     if (text) {

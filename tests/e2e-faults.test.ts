@@ -78,7 +78,7 @@ describe("Redis unreachable", () => {
   });
 });
 
-describe("Redis going away and coming back", () => {
+describe("Redis going away, or not answering, and coming back", () => {
   let redis: RedisHandle;
   let stack: Stack;
 
@@ -88,9 +88,19 @@ describe("Redis going away and coming back", () => {
   });
 
   afterAll(async () => {
+    redis?.process.kill("SIGCONT");
     await stack?.stop();
     await redis?.stop();
   });
+
+  /** Once Redis answers again, /readyz says so and a run for `sessionId` is queued. */
+  async function acceptsRunsAgain(sessionId: string): Promise<void> {
+    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
+      message: "/readyz reporting redis up again",
+    });
+    const again = await submit(stack, commandRun("true", { sessionId, testCommand: "true" }));
+    expect((await getRun(stack, again.id)).status).toBe("queued");
+  }
 
   it("answers 503 while Redis is down and accepts runs again once it is back", async () => {
     // The stack waited for /healthz only: the API's queue connection may still be opening.
@@ -131,36 +141,16 @@ describe("Redis going away and coming back", () => {
     expect(existsSync(join(stack.workspacesRoot, "while-down"))).toBe(false);
 
     redis = await startRedis({ port });
-    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
-      message: "/readyz reporting redis up again",
-    });
-    const again = await submit(
-      stack,
-      commandRun("true", { sessionId: "while-down", testCommand: "true" }),
-    );
-    expect((await getRun(stack, again.id)).status).toBe("queued");
-  });
-});
-
-describe("Redis that stops answering", () => {
-  let redis: RedisHandle;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url, workers: 0 });
-  });
-
-  afterAll(async () => {
-    redis?.process.kill("SIGCONT");
-    await stack?.stop();
-    await redis?.stop();
+    await acceptsRunsAgain("while-down");
   });
 
   it("answers 503 within seconds, storing nothing, while a connected Redis does not answer", async () => {
     await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
       message: "/readyz answering 200 once the API has connected to Redis",
     });
+    const runIds = async () =>
+      (await stack.api("GET", "/api/runs")).body.items.map((r: { id: string }) => r.id);
+    const before = await runIds();
     // Frozen, not gone: the connection stays open and nothing comes back.
     redis.process.kill("SIGSTOP");
     try {
@@ -175,19 +165,12 @@ describe("Redis that stops answering", () => {
       );
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe("unavailable");
-      expect((await stack.api("GET", "/api/runs")).body.items).toEqual([]);
+      expect(await runIds()).toEqual(before);
       expect((await stack.api("GET", "/api/sessions/frozen")).status).toBe(404);
     } finally {
       redis.process.kill("SIGCONT");
     }
-    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
-      message: "/readyz reporting redis up again",
-    });
-    const accepted = await submit(
-      stack,
-      commandRun("true", { sessionId: "frozen", testCommand: "true" }),
-    );
-    expect((await getRun(stack, accepted.id)).status).toBe("queued");
+    await acceptsRunsAgain("frozen");
   });
 });
 

@@ -82,10 +82,9 @@ export async function openStorage(opts: OpenStorageOptions): Promise<Storage> {
         ...(opts.onIdleError !== undefined ? { onIdleError: opts.onIdleError } : {}),
       })
       .catch((error: unknown) => {
-        throw new Error(
-          `DATABASE_URL: cannot use ${location}: ${messageOf(error)}`,
-          { cause: error },
-        );
+        throw new Error(`DATABASE_URL: cannot use ${location}: ${messageOf(error)}`, {
+          cause: error,
+        });
       });
     return {
       engine: "postgres",

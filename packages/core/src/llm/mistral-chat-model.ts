@@ -51,6 +51,14 @@ function textOf(content: unknown): string | null {
   return null;
 }
 
+/** Rejects with the signal's reason once it is aborted. */
+function abortedBy(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
 /**
  * The ChatModel on the official Mistral SDK (or any endpoint that speaks its API).
  *
@@ -94,7 +102,7 @@ export class MistralChatModel implements ChatModel {
     const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
     try {
       const client = await this.sdk();
-      const res = await client.chat.complete(
+      const call = client.chat.complete(
         {
           model: request.model,
           messages: request.messages.map(toSdkMessage),
@@ -112,6 +120,10 @@ export class MistralChatModel implements ChatModel {
         },
         { signal: callSignal },
       );
+      // The SDK's wait between two tries (Retry-After: 30, say) does not heed the signal: a
+      // stop or the timeout ends the call at once, and the next try, aborted, ends the SDK's.
+      call.catch(() => {});
+      const res = await Promise.race([call, abortedBy(callSignal)]);
       const choice = res.choices[0];
       const toolCalls: ChatToolCall[] = (choice?.message?.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${i}`,

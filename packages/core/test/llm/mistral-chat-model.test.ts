@@ -82,6 +82,42 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     expect(fake.requests.length).toBeGreaterThan(1);
   });
 
+  describe("while the SDK waits to try again (Retry-After: 30)", () => {
+    const waiting = (timeoutMs?: number) =>
+      new MistralChatModel({
+        apiKey: "test-key-123",
+        serverURL: fake.url,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        retry: { initialIntervalMs: 10, maxIntervalMs: 60_000, maxElapsedMs: 120_000 },
+      });
+    const question = { model: "m", messages: [{ role: "user" as const, content: "hi" }] };
+
+    // The wait is 30 s and each test has 10: one that waited for the next try would time out.
+    it("is aborted by its signal without waiting for the next try", {
+      timeout: 10_000,
+    }, async () => {
+      fake.replies({ status: 429, headers: { "retry-after": "30" } });
+      const controller = new AbortController();
+      const pending = waiting().complete(question, controller.signal);
+      while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+      controller.abort();
+      const error = await pending.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ChatModelError);
+      expect((error as Error).message).toBe("the call was aborted");
+      expect(fake.requests).toHaveLength(1);
+    });
+
+    it("ends at its timeout without waiting for the next try", { timeout: 10_000 }, async () => {
+      fake.replies({ status: 429, headers: { "retry-after": "30" } });
+      const error = await waiting(300)
+        .complete(question, new AbortController().signal)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ChatModelError);
+      expect((error as Error).message).toMatch(/chat completion failed: .*timeout/i);
+      expect(fake.requests).toHaveLength(1);
+    });
+  });
+
   it("is aborted by its signal while the server hangs", async () => {
     fake.replies({ hang: true });
     const controller = new AbortController();

@@ -173,7 +173,8 @@ export async function runAgentPhase(
         return {
           exitCode: r.exitCode,
           output: r.output,
-          durationMs: r.durationMs,
+          // The whole phase, as for a command agent: its tool servers' start-up included.
+          durationMs: Math.round(performance.now() - started),
           phaseFailed: r.phaseFailed,
           blocked: r.blocked,
         };

@@ -181,6 +181,50 @@ describe("the command reviewer", () => {
     });
   });
 
+  it("records the passed validation as the review starts, not once it is over", async () => {
+    // The reviewer says it runs, then waits for the test's go.
+    const reviewing = join(tools, "reviewing");
+    const go = join(tools, "go");
+    const run = makeRun(
+      {
+        task: "Greet",
+        agent: { type: "command", command: "echo hello > greet.txt" },
+        testCommand: "test -f greet.txt",
+        review: {
+          type: "command",
+          command: `touch ${sq(reviewing)}; while [ ! -f ${sq(go)} ]; do sleep 0.02; done; echo '{"blockingIssues": [], "nonBlockingIssues": [], "score": 90, "fixPlan": []}'`,
+        },
+        cooldownMs: 0,
+      },
+      ws,
+    );
+    store.add(run);
+    const step = runStep(resources(store), run.id);
+    for (let wait = 0; !readdirSync(tools).includes("reviewing"); wait++) {
+      if (wait > 500) throw new Error("the reviewer never ran");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(types(run.id).slice(-2)).toEqual(["agent_finished", "validation_passed"]);
+    expect(store.eventsOf(run.id).at(-1)?.data).toMatchObject({
+      iteration: 1,
+      results: [{ command: "test -f greet.txt", exitCode: 0 }],
+    });
+    expect(store.iterationsOf(run.id)[0]).toMatchObject({
+      status: "running",
+      validation: [{ command: "test -f greet.txt", exitCode: 0 }],
+    });
+    expect((await store.getRun(run.id))?.progress).toContain("reviewing the change (command)");
+
+    writeFileSync(go, "");
+    expect(await step).toMatchObject({ kind: "finished", status: "succeeded" });
+    expect(types(run.id).slice(-4)).toEqual([
+      "agent_finished",
+      "validation_passed",
+      "review_approved",
+      "run_finished",
+    ]);
+  });
+
   it("is skipped while validation fails: no reviewer time on a change that goes back anyway", async () => {
     const run = makeRun(
       {

@@ -13,41 +13,52 @@ import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
 import { type SnapshotArtifacts, snapshotIteration } from "./snapshot-step";
+import { validationEvents } from "./validation-events";
 
-export type IterationResult =
-  | {
-      kind: "decided";
-      decision: IterationDecision;
-      agent: AgentResult;
-      validation: ValidationResult[];
-      /** The review of this iteration (not yet stored), when one ran. */
-      review: { artifact: ReviewArtifact; notes: string | null } | null;
-      /** The iteration's snapshot. */
-      snapshotId: string;
-      /** Its diffs and rows, computed when first asked for (see snapshotIteration). */
-      artifacts: () => Promise<SnapshotArtifacts>;
-      /** The validation commands under the run's `successThreshold`. */
-      gates: GateReport;
-      /** The iteration changed the workspace (its snapshot differs from the previous one). */
-      changed: boolean;
-    }
-  | {
-      kind: "phase_failed";
-      phase: string;
-      error: string;
-      /** The iteration's snapshot, when it got that far. */
-      snapshot?: string;
-      /** The phases of the iteration that did not run because of it. */
-      skipped: string[];
-      agent: AgentResult;
-      validation: ValidationResult[];
-    }
-  | {
-      kind: "interrupted";
-      why: Interruption;
-      agent: AgentResult | null;
-      validation: ValidationResult[];
-    };
+/** What every result says of the iteration's validation. */
+interface ValidationOutcome {
+  /** Its gates, once weighed (see gateReport). */
+  gates?: GateReport;
+  /** Its validation event is written (when its review started): not again with the result. */
+  validationRecorded?: boolean;
+}
+
+export type IterationResult = ValidationOutcome &
+  (
+    | {
+        kind: "decided";
+        decision: IterationDecision;
+        agent: AgentResult;
+        validation: ValidationResult[];
+        /** The review of this iteration (not yet stored), when one ran. */
+        review: { artifact: ReviewArtifact; notes: string | null } | null;
+        /** The iteration's snapshot. */
+        snapshotId: string;
+        /** Its diffs and rows, computed when first asked for (see snapshotIteration). */
+        artifacts: () => Promise<SnapshotArtifacts>;
+        /** The validation commands under the run's `successThreshold`. */
+        gates: GateReport;
+        /** The iteration changed the workspace (its snapshot differs from the previous one). */
+        changed: boolean;
+      }
+    | {
+        kind: "phase_failed";
+        phase: string;
+        error: string;
+        /** The iteration's snapshot, when it got that far. */
+        snapshot?: string;
+        /** The phases of the iteration that did not run because of it. */
+        skipped: string[];
+        agent: AgentResult;
+        validation: ValidationResult[];
+      }
+    | {
+        kind: "interrupted";
+        why: Interruption;
+        agent: AgentResult | null;
+        validation: ValidationResult[];
+      }
+  );
 
 /**
  * Runs the agent, then the validation commands, snapshots the workspace, runs the reviewer
@@ -194,11 +205,14 @@ export async function runIteration(
       return { kind: "interrupted", why, agent, validation: validation.results };
     }
 
+    // Once the review starts, the validation's event is written (see below).
+    let recorded: ValidationOutcome = {};
     const interrupted = (why: Interruption): IterationResult => ({
       kind: "interrupted",
       why,
       agent,
       validation: validation.results,
+      ...recorded,
     });
     const hasReviewer = spec.review.type !== "none";
 
@@ -225,10 +239,13 @@ export async function runIteration(
     // not spent on a change that goes back anyway.
     let review: { artifact: ReviewArtifact; notes: string | null } | null = null;
     if (hasReviewer && gates.ok && promiseFound !== false) {
+      // The validation passed: watchers see it while the review runs, not after.
+      recorded = { gates, validationRecorded: true };
       const reviewed = await runReviewPhase(res, ctx, {
         n,
         diff: snapshot.reviewDiff,
         validation: validation.results,
+        validationEvents: validationEvents(n, validation.results, gates),
         env,
         msLeft: left,
         outputCapBytes,
@@ -246,6 +263,7 @@ export async function runIteration(
           skipped: [],
           agent,
           validation: validation.results,
+          ...recorded,
         };
       }
       review = { artifact: reviewed.artifact, notes: reviewed.notes };
@@ -272,6 +290,7 @@ export async function runIteration(
       artifacts: snapshot.artifacts,
       gates,
       changed: snapshot.changed,
+      validationRecorded: recorded.validationRecorded ?? false,
     };
   } finally {
     watch.dispose();

@@ -6,6 +6,7 @@ import { describeInterruption, type IterationResult } from "./iteration";
 import type { EventSpec, RunContext } from "./run-context";
 import type { RunPatch } from "./run-store";
 import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+import { validationEvents as validationEventsOf, validationFailed } from "./validation-events";
 
 /** Writes an iteration's result and says what comes next. */
 export async function recordIteration(
@@ -14,34 +15,18 @@ export async function recordIteration(
 ): Promise<StepResult | "continue"> {
   const now = ctx.now();
   const { spec } = ctx.run;
-  // A decided iteration's validation passes under the run's `successThreshold`.
-  const validationFailed =
-    result.kind === "decided" ? !result.gates.ok : result.validation.some((v) => v.exitCode !== 0);
+  const { gates } = result;
   const metrics = {
     ...ctx.run.metrics,
     iterations: ctx.run.metrics.iterations + 1,
-    validationFailures: ctx.run.metrics.validationFailures + (validationFailed ? 1 : 0),
+    validationFailures:
+      ctx.run.metrics.validationFailures + (validationFailed(result.validation, gates) ? 1 : 0),
   };
   const n = ctx.lastIteration?.n ?? 0;
-  const validationEvents: EventSpec[] =
-    result.validation.length === 0
-      ? []
-      : [
-          [
-            validationFailed ? "validation_failed" : "validation_passed",
-            {
-              iteration: n,
-              results: result.validation.map(({ command, exitCode, durationMs }) => ({
-                command,
-                exitCode,
-                durationMs,
-              })),
-              ...(result.kind === "decided" && result.gates.ok && result.gates.failed.length > 0
-                ? { partial: true, failed: result.gates.failed }
-                : {}),
-            },
-          ],
-        ];
+  // Written when the review started already (see runIteration), when one did.
+  const validationEvents: EventSpec[] = result.validationRecorded
+    ? []
+    : validationEventsOf(n, result.validation, gates);
 
   if (result.kind === "interrupted") {
     const { why } = result;

@@ -8,13 +8,15 @@ import type { ReviewInput } from "../review/review-input";
 import { runTriangularReview } from "../review/triangular-reviewer";
 import { assertNever } from "../util/assert-never";
 import type { EngineResources } from "./resources";
-import type { RunContext } from "./run-context";
+import type { EventSpec, RunContext } from "./run-context";
 
 export interface ReviewPhaseInput {
   n: number;
   /** The run's change so far (baseline → this iteration's snapshot). */
   diff: string;
   validation: ValidationResult[];
+  /** The validation's event, written as the review starts. */
+  validationEvents: EventSpec[];
   env: Record<string, string>;
   /** Time left before the run's deadline. */
   msLeft: () => number;
@@ -35,9 +37,13 @@ export async function runReviewPhase(
 ): Promise<ReviewPhaseResult> {
   const { spec } = ctx.run;
   const review = spec.review;
-  await ctx.commit({
-    progress: `iteration ${input.n}/${spec.maxIterations}: reviewing the change (${review.type})`,
-  });
+  await ctx.commit(
+    {
+      progress: `iteration ${input.n}/${spec.maxIterations}: reviewing the change (${review.type})`,
+    },
+    input.validationEvents,
+    ctx.updateIteration({ validation: input.validation }),
+  );
   const reviewInput: ReviewInput = {
     task: spec.task,
     requirements: spec.requirements,

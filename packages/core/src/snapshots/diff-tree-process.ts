@@ -35,6 +35,8 @@ interface Pending {
   bytes: number;
   /** The last bytes received, as long as the marker. */
   tail: Buffer;
+  /** Set once the marker came: the answer, given a moment later (see receive). */
+  answered: boolean;
   done(output: DiffTreeOutput | null): void;
 }
 
@@ -107,6 +109,7 @@ export class DiffTreeProcess {
         keptBytes: 0,
         bytes: 0,
         tail: Buffer.alloc(0),
+        answered: false,
         done: (output) => {
           clearTimeout(timer);
           signal?.removeEventListener("abort", onAbort);
@@ -120,7 +123,7 @@ export class DiffTreeProcess {
 
   private receive(chunk: Buffer): void {
     const p = this.pending;
-    if (p === null) {
+    if (p === null || p.answered) {
       this.kill();
       return;
     }
@@ -139,10 +142,17 @@ export class DiffTreeProcess {
         ? chunk.subarray(chunk.length - size)
         : Buffer.concat([p.tail, chunk]).subarray(-size);
     if (!p.tail.equals(p.marker)) return;
-    this.pending = null;
     const bytes = p.bytes - p.marker.length;
     const kept = Buffer.concat(p.chunks).subarray(0, Math.min(p.cap, bytes));
-    p.done({ stdoutRaw: kept, stdoutBytes: bytes, truncated: bytes > kept.length });
+    // git writes a complaint on stderr before the marker on stdout, but both pipes may be read
+    // in the same turn of the event loop, stdout first: the answer waits for the end of that
+    // turn, so that a complaint read in it still kills the process and answers null.
+    p.answered = true;
+    setImmediate(() => {
+      if (this.pending !== p) return;
+      this.pending = null;
+      p.done({ stdoutRaw: kept, stdoutBytes: bytes, truncated: bytes > kept.length });
+    });
   }
 
   private idle(): void {

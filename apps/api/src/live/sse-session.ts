@@ -1,4 +1,5 @@
-import type { SSEStreamingApi } from "hono/streaming";
+import type { Context } from "hono";
+import { type SSEStreamingApi, streamSSE } from "hono/streaming";
 
 export interface LiveOptions {
   /** How often a stream reads the database for news. @defaultValue 250 */
@@ -10,8 +11,29 @@ export interface LiveOptions {
 export const LIVE_DEFAULTS: LiveOptions = { pollMs: 250, heartbeatMs: 15_000 };
 
 /**
+ * An SSE response served by `body` through a session (below), which lets go of the server's
+ * shutdown signal once the response ends, however it ends.
+ */
+export function streamSession(
+  c: Context,
+  opts: LiveOptions,
+  shutdown: AbortSignal | undefined,
+  body: (session: SseSession) => Promise<void>,
+): Response {
+  return streamSSE(c, async (stream) => {
+    const session = new SseSession(stream, opts, shutdown);
+    try {
+      await body(session);
+    } finally {
+      session.close();
+    }
+  });
+}
+
+/**
  * One open SSE response: writes messages, pings while idle and sleeps until the next poll,
- * waking at once when the client goes away or `wake()` is called. `close()` when done.
+ * waking at once when the client goes away or `wake()` is called. `close()` when done
+ * (streamSession does).
  */
 export class SseSession {
   private lastWrite = Date.now();

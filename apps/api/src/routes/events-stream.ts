@@ -1,11 +1,10 @@
 import { isTerminal, type RunRecord } from "@looprun/core";
 import { Hono } from "hono";
-import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
 import type { RunFeed } from "../live/run-feed";
-import { type LiveOptions, SseSession } from "../live/sse-session";
+import { type LiveOptions, streamSession } from "../live/sse-session";
 import { presentEvent, presentRun } from "../presenters";
 import { parseQuery } from "../request-parsing";
 
@@ -44,8 +43,7 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     const wanted = (run: RunRecord) =>
       (q.sessionId === undefined || run.sessionId === q.sessionId) &&
       (q.runId === undefined || run.id === q.runId);
-    return streamSSE(c, async (stream) => {
-      const session = new SseSession(stream, live, deps.shutdown);
+    return streamSession(c, live, deps.shutdown, async (session) => {
       const pending: RunRecord[] = [];
       const unsubscribe = feed.subscribe((run) => {
         if (!wanted(run)) return;
@@ -62,7 +60,6 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         }
       } finally {
         unsubscribe();
-        session.close();
       }
     });
   });
@@ -72,26 +69,21 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     const id = c.req.param("id");
     if (!(await deps.repo.getRun(id))) throw notFound(`run ${id}`);
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
-    return streamSSE(c, async (stream) => {
-      const session = new SseSession(stream, live, deps.shutdown);
-      try {
-        await session.start();
-        while (session.open) {
-          // The run is read before its events: when it is already finished, its run_finished
-          // event (written in the same transaction) is in the page read next.
-          const run = await deps.repo.getRun(id);
-          const page = await deps.repo.listEvents(id, last, PAGE);
-          for (const event of page) {
-            await session.send(event.type, presentEvent(event), event.seq);
-            last = event.seq;
-            if (event.type === "run_finished") return;
-          }
-          if (page.length === PAGE) continue;
-          if (!run || isTerminal(run.status)) return;
-          await session.idle();
+    return streamSession(c, live, deps.shutdown, async (session) => {
+      await session.start();
+      while (session.open) {
+        // The run is read before its events: when it is already finished, its run_finished
+        // event (written in the same transaction) is in the page read next.
+        const run = await deps.repo.getRun(id);
+        const page = await deps.repo.listEvents(id, last, PAGE);
+        for (const event of page) {
+          await session.send(event.type, presentEvent(event), event.seq);
+          last = event.seq;
+          if (event.type === "run_finished") return;
         }
-      } finally {
-        session.close();
+        if (page.length === PAGE) continue;
+        if (!run || isTerminal(run.status)) return;
+        await session.idle();
       }
     });
   });

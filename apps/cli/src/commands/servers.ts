@@ -28,19 +28,18 @@ export async function devCommand(): Promise<void> {
   const env = { ...process.env };
   env.LOG_LEVEL ??= "warn";
   const dataDir = env.LOOPRUN_HOME ?? ".looprun";
-  // A bad setting stops it before anything starts (the managed Redis's URL is not known yet:
-  // any will do to check the rest).
-  const check = { ...env, REDIS_URL: env.REDIS_URL || "redis://127.0.0.1:6379" };
-  parseApiEnv(check);
-  parseWorkerEnv(check);
+  // Empty counts as unset: the managed Redis, whose URL replaces the default parsed here.
+  if (!env.REDIS_URL) delete env.REDIS_URL;
+  // A bad setting stops it before anything starts.
+  const apiEnv = parseApiEnv(env);
+  const workerEnv = parseWorkerEnv(env);
   let redisNote = "(from REDIS_URL)";
   const redis = env.REDIS_URL ? null : await startManagedRedis(`${dataDir}/redis`);
   if (redis) {
-    env.REDIS_URL = redis.url;
+    apiEnv.REDIS_URL = redis.url;
+    workerEnv.REDIS_URL = redis.url;
     redisNote = `(managed redis-server, data in ${redis.dir})`;
   }
-  const apiEnv = parseApiEnv(env);
-  const workerEnv = parseWorkerEnv(env);
   // One that fails to start (its port taken, say) takes what started before it with it.
   const api = await startApi(apiEnv).catch(async (error: unknown) => {
     await redis?.stop();
@@ -57,7 +56,7 @@ export async function devCommand(): Promise<void> {
       "looprun is running",
       `  Dashboard  ${api.url}/`,
       `  API        ${api.url}/api  (OpenAPI: ${api.url}/api/openapi.json, metrics: ${api.url}/metrics)`,
-      `  Redis      ${env.REDIS_URL} ${redisNote}`,
+      `  Redis      ${apiEnv.REDIS_URL} ${redisNote}`,
       `  Database   ${api.database}`,
       `  Workspaces ${apiEnv.WORKSPACES_ROOT}`,
       `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,

@@ -290,7 +290,7 @@ export async function runIteration(
       artifacts: snapshot.artifacts,
       gates,
       changed: snapshot.changed,
-      validationRecorded: recorded.validationRecorded ?? false,
+      ...recorded,
     };
   } finally {
     watch.dispose();

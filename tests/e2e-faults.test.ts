@@ -25,6 +25,13 @@ function killGroup(pgid: number): void {
   }
 }
 
+/** POST /api/runs of a trivial run in `sessionId`, waiting up to `timeoutMs` for the answer. */
+function postRun(stack: Stack, sessionId: string, timeoutMs: number) {
+  return stack.api("POST", "/api/runs", commandRun("true", { sessionId, testCommand: "true" }), {
+    timeoutMs,
+  });
+}
+
 describe("Redis unreachable", () => {
   let stack: Stack;
 
@@ -47,12 +54,7 @@ describe("Redis unreachable", () => {
     expect(ready.status).toBe(503);
     expect(ready.body).toEqual({ redis: "down", db: "up" });
 
-    const res = await stack.api(
-      "POST",
-      "/api/runs",
-      commandRun("true", { sessionId: "no-redis", testCommand: "true" }),
-      { timeoutMs: 10_000 },
-    );
+    const res = await postRun(stack, "no-redis", 10_000);
     expect(res.status).toBe(503);
     expect(res.body.error).toMatchObject({ code: "unavailable", message: expect.any(String) });
 
@@ -125,14 +127,7 @@ describe("Redis going away, or not answering, and coming back", () => {
     );
     expect(down.body).toEqual({ redis: "down", db: "up" });
 
-    const refused = await stack.api(
-      "POST",
-      "/api/runs",
-      commandRun("true", { sessionId: "while-down", testCommand: "true" }),
-      {
-        timeoutMs: 10_000,
-      },
-    );
+    const refused = await postRun(stack, "while-down", 10_000);
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe("unavailable");
     const list = await stack.api("GET", "/api/runs");
@@ -157,12 +152,7 @@ describe("Redis going away, or not answering, and coming back", () => {
       // Without an answer the requests time out below (20 s): the API must answer first.
       const ready = await stack.api("GET", "/readyz", undefined, { timeoutMs: 20_000 });
       expect(ready).toMatchObject({ status: 503, body: { redis: "down", db: "up" } });
-      const refused = await stack.api(
-        "POST",
-        "/api/runs",
-        commandRun("true", { sessionId: "frozen", testCommand: "true" }),
-        { timeoutMs: 20_000 },
-      );
+      const refused = await postRun(stack, "frozen", 20_000);
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe("unavailable");
       expect(await runIds()).toEqual(before);

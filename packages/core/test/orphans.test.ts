@@ -48,12 +48,18 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   }
 }
 
-/** Waits until `sh -c` has started (its environment is readable). */
+/**
+ * Waits until `sh -c … exec sleep` runs `sleep` (its environment readable): mid-exec, a
+ * process's environment cannot be read, and a search by run id would miss it.
+ */
 async function started(child: ChildProcess, runId: string): Promise<number> {
   const pid = child.pid!;
   await until(() => {
     try {
-      return readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`);
+      return (
+        readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep" &&
+        readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`)
+      );
     } catch {
       return false;
     }

@@ -80,7 +80,9 @@ export function makeRun(
     }),
   );
   return {
-    id: opts.id ?? `run-${process.pid}-${counter}`,
+    // Padded: run ids sort in the order they were made, as real ones (UUIDv7) do; stores rely
+    // on it ("earlier runs" of a session are the smaller ids), and `run-1-10` < `run-1-9`.
+    id: opts.id ?? `run-${process.pid}-${String(counter).padStart(6, "0")}`,
     sessionId: opts.sessionId ?? `session-${process.pid}-${counter}`,
     spec,
     workspace,

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { MistralChatModel, runStep } from "@looprun/core";
+import { MistralChatModel, runStep, workspaceServerLaunch } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
@@ -289,6 +289,34 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(echo.isError).toBe(false);
     expect(echo.result).toContain("hello from the loop");
     expect(offered.some((n) => n.startsWith("workspace__"))).toBe(true);
+  });
+
+  it("counts its tool servers' start-up in the agent's durationMs, as for a command agent", async () => {
+    fake.replies(
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+        ],
+      },
+      { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] },
+    );
+    // A second workspace server that takes more than 2 s to start: the phase cannot be shorter
+    // than that, however quick the model's answers are (counted from after the start-up, the
+    // agent's own part is about 0.6 s here).
+    const slow = workspaceServerLaunch(workspace, {});
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "slow",
+          command: "/bin/sh",
+          args: ["-c", 'sleep 2; exec "$@"', "sh", slow.command, ...slow.args],
+        },
+      ],
+    });
+    store.add(run);
+    expect(await runStep(resources(store, { llm }), run.id)).toMatchObject({ status: "succeeded" });
+    expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
   });
 
   it("gives the model the session's earlier runs and the files they touched", async () => {

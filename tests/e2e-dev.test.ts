@@ -2,7 +2,7 @@ import { readdirSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort } from "./support/redis-server";
+import { freePort, startRedis } from "./support/redis-server";
 import {
   LOOPRUN_BIN,
   type ManagedProcess,
@@ -87,6 +87,24 @@ describe("looprun dev", () => {
     const exit = await exitOf(proc);
     expect(exit.code, exit.output).toBe(0);
     expect(processesIn(redisDir)).toEqual([]);
+  });
+
+  it("does not print the password of the REDIS_URL it is given", async () => {
+    const password = "dev-redis-password-0123456789";
+    const redis = await startRedis({ args: ["--requirepass", password] });
+    cleanups.push(() => redis.stop());
+    const { proc } = startDev(await freePort(), {
+      REDIS_URL: `redis://:${password}@127.0.0.1:${redis.port}`,
+    });
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return proc.stdout().includes("Press Ctrl-C to stop.");
+      },
+      { timeoutMs: 60_000, message: "looprun dev ready" },
+    );
+    expect(proc.stdout()).toContain(`Redis      redis://:xxxxx@127.0.0.1:${redis.port}`);
+    expect(proc.output()).not.toContain(password);
   });
 
   it("refuses a bad setting, naming it, before it starts anything", async () => {

@@ -25,7 +25,9 @@ export interface RedisHandle {
 }
 
 /** A throwaway redis-server on a free port, with its data in a temporary directory. */
-export async function startRedis(opts: { port?: number; dir?: string } = {}): Promise<RedisHandle> {
+export async function startRedis(
+  opts: { port?: number; dir?: string; args?: string[] } = {},
+): Promise<RedisHandle> {
   const port = opts.port ?? (await freePort());
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "looprun-redis-"));
   const child = spawn(
@@ -43,6 +45,7 @@ export async function startRedis(opts: { port?: number; dir?: string } = {}): Pr
       "no",
       "--maxmemory-policy",
       "noeviction",
+      ...(opts.args ?? []),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

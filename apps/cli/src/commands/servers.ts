@@ -1,3 +1,4 @@
+import { redactUrl } from "@looprun/db";
 import { closeOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
 
@@ -56,7 +57,7 @@ export async function devCommand(): Promise<void> {
       "looprun is running",
       `  Dashboard  ${api.url}/`,
       `  API        ${api.url}/api  (OpenAPI: ${api.url}/api/openapi.json, metrics: ${api.url}/metrics)`,
-      `  Redis      ${apiEnv.REDIS_URL} ${redisNote}`,
+      `  Redis      ${redactUrl(apiEnv.REDIS_URL)} ${redisNote}`,
       `  Database   ${api.database}`,
       `  Workspaces ${apiEnv.WORKSPACES_ROOT}`,
       `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,

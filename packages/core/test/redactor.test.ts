@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { TailBuffer } from "../src/process/tail-buffer";
 import { collectSecrets, REDACTED, Redactor } from "../src/util/redactor";
 
 describe("Redactor", () => {
@@ -49,6 +50,34 @@ describe("Redactor", () => {
       a: [`x ${REDACTED}`],
       b: { c: 1, d: REDACTED },
     });
+  });
+});
+
+describe("Redactor on capped text", () => {
+  const secret = "abcdefghijklmnopqrstuvwxyz0123456789ABCD";
+  const r = new Redactor([secret]);
+
+  it("redacts the end of a secret that an output's tail begins with, after the omission line", () => {
+    const tail = new TailBuffer(1024);
+    tail.write(Buffer.from(`${"x".repeat(2000)}KEY=${secret}`));
+    tail.write(Buffer.from(`\n${"y".repeat(1024 - 20 - 1)}`));
+    const text = tail.toString();
+    // The cap cut the secret: its last 20 characters open the kept tail.
+    expect(text).toContain("omitted …]\nuvwxyz0123456789ABCD\ny");
+    const redacted = r.text(text);
+    expect(redacted).toContain(`omitted …]\n${REDACTED}\ny`);
+    expect(redacted).not.toContain("uvwxyz0123");
+  });
+
+  it("redacts the start of a secret that a capped head ends with, and one a text begins with", () => {
+    expect(r.text(`error: token ${secret}`.slice(0, 30))).toBe(`error: token ${REDACTED}`);
+    expect(r.text(`${secret.slice(25)} and more`)).toBe(`${REDACTED} and more`);
+  });
+
+  it("leaves pieces shorter than six characters, and pieces inside a text, alone", () => {
+    expect(r.text("ends with abcde")).toBe("ends with abcde");
+    expect(r.text("6789ABCD begins")).toBe(`${REDACTED} begins`);
+    expect(r.text("has klmnopqrst inside")).toBe("has klmnopqrst inside");
   });
 });
 

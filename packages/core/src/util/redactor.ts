@@ -44,6 +44,7 @@ export class Redactor {
     let out = input;
     for (const value of this.values) {
       if (out.includes(value)) out = out.split(value).join(REDACTED);
+      out = redactCutPieces(out, value);
     }
     if (!MAYBE_SECRET.test(out)) return out;
     for (const pattern of PATTERNS) {
@@ -69,6 +70,42 @@ export class Redactor {
     }
     return value;
   }
+}
+
+/** The shortest piece of a secret, cut by a cap at a text's edge, that is still redacted. */
+const MIN_PIECE = 6;
+
+/**
+ * Text is capped before it is redacted (an output's tail, a result's head, a message's first
+ * 2,000 characters), so a cap can cut through a secret and leave a piece of it at an edge: a
+ * tail may begin with the end of one (at the text's start, or after the line that says what
+ * was omitted), and a head may end with its start. Such pieces go too.
+ */
+function redactCutPieces(text: string, value: string): string {
+  let out = text;
+  const newline = out.indexOf("\n");
+  for (const start of newline >= 0 ? [0, newline + 1] : [0]) {
+    // The longest end of `value` that `out` has at `start` (shorter than the whole value); it
+    // begins at a place where `value` has the character `out` has there.
+    const char = out.charAt(start);
+    if (char === "") continue;
+    for (let from = value.indexOf(char, 1); from !== -1; from = value.indexOf(char, from + 1)) {
+      if (value.length - from < MIN_PIECE) break;
+      if (out.startsWith(value.slice(from), start)) {
+        out = out.slice(0, start) + REDACTED + out.slice(start + value.length - from);
+        break;
+      }
+    }
+  }
+  // The longest start of `value` that `out` ends with; it ends where `value` has `out`'s last
+  // character.
+  const last = out.charAt(out.length - 1);
+  if (last === "") return out;
+  for (let at = value.lastIndexOf(last, value.length - 2); at >= MIN_PIECE - 1; ) {
+    if (out.endsWith(value.slice(0, at + 1))) return out.slice(0, out.length - at - 1) + REDACTED;
+    at = at > 0 ? value.lastIndexOf(last, at - 1) : -1;
+  }
+  return out;
 }
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { MistralChatModel, runStep, workspaceServerLaunch } from "@looprun/core";
+import { MistralChatModel, Redactor, REDACTED, runStep, workspaceServerLaunch } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
@@ -317,6 +317,39 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     store.add(run);
     expect(await runStep(resources(store, { llm }), run.id)).toMatchObject({ status: "succeeded" });
     expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
+  });
+
+  it("redacts what ${NAME} put into a server's secret variable wherever the server repeats it", async () => {
+    const pat = "pat-0123456789abcdefghij";
+    const store = new MemoryRunStore();
+    // A server that fails to start, saying its token on stderr (which the error quotes).
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "gh",
+          command: "/bin/sh",
+          args: ["-c", 'echo "auth failed for $GITHUB_PERSONAL_ACCESS_TOKEN" >&2; exit 1'],
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: "${GH_PAT}" },
+        },
+      ],
+    });
+    store.add(run);
+    // GH_PAT is allowed, but its name does not look secret: the workers' redactor does not
+    // know its value.
+    const res = resources(store, {
+      llm,
+      commandEnv: { ...process.env, GH_PAT: pat },
+      envAllowlist: ["GH_PAT"],
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+    const stored = JSON.stringify([
+      store.runs.get(run.id),
+      store.eventsOf(run.id),
+      store.iterationsOf(run.id),
+    ]);
+    expect(stored).toContain(`auth failed for ${REDACTED}`);
+    expect(stored).not.toContain(pat);
   });
 
   it("gives the model the session's earlier runs and the files they touched", async () => {

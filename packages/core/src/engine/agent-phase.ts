@@ -4,6 +4,7 @@ import type { AgentResult, NewToolCall } from "../domain/run";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
+import { looksSecret } from "../util/redactor";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
 
@@ -27,16 +28,24 @@ export interface AgentPhaseResult extends AgentResult {
 
 /**
  * `${NAME}` in an MCP server's env or headers takes the value of an allowed variable of the
- * worker: secrets are configured on the workers, never sent in (and stored with) a run.
+ * worker: secrets are configured on the workers, never sent in (and stored with) a run. What
+ * it puts into a header, or into a variable whose name looks secret, is added to `secrets`:
+ * whatever the server then says with it (its stderr in an error, a tool's result) is redacted.
  */
 function expandVars(
   values: Record<string, string>,
   env: Record<string, string>,
+  secrets: string[],
+  allSecret: boolean,
 ): Record<string, string> {
   return Object.fromEntries(
     Object.entries(values).map(([k, v]) => [
       k,
-      v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => env[name] ?? ""),
+      v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+        const value = env[name] ?? "";
+        if (allSecret || looksSecret(k) || looksSecret(name)) secrets.push(value);
+        return value;
+      }),
     ]),
   );
 }
@@ -85,6 +94,13 @@ export async function runAgentPhase(
       const deadline = AbortSignal.timeout(Math.max(1, input.msLeft()));
       const signal = AbortSignal.any([input.signal, deadline]);
       const started = performance.now();
+      const secrets: string[] = [];
+      const servers = spec.mcpServers.map((s) =>
+        "url" in s
+          ? { ...s, headers: expandVars(s.headers, input.env, secrets, true) }
+          : { ...s, env: expandVars(s.env, input.env, secrets, false), cwd: ctx.run.workspace },
+      );
+      ctx.keepSecrets(secrets);
       let hub: ToolHub;
       try {
         hub = await ToolHub.connect(
@@ -94,11 +110,7 @@ export async function runAgentPhase(
               ...workspaceServerLaunch(ctx.run.workspace, input.env),
               cwd: ctx.run.workspace,
             },
-            ...spec.mcpServers.map((s) =>
-              "url" in s
-                ? { ...s, headers: expandVars(s.headers, input.env) }
-                : { ...s, env: expandVars(s.env, input.env), cwd: ctx.run.workspace },
-            ),
+            ...servers,
           ],
           {
             reservedNames: ["finish", "update_step"],

@@ -5,6 +5,7 @@ import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
 import { LeaseLostError } from "../util/errors";
+import { Redactor } from "../util/redactor";
 import type { EngineResources } from "./resources";
 import { rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
@@ -37,13 +38,32 @@ export function mutationOf(
 
 /** The engine's view of one claimed run: its latest state and the epoch it writes with. */
 export class RunContext {
+  /** The workers' redactor, with the secrets this run's step came to hold (keepSecrets). */
+  private redactor: Redactor | undefined;
+
   constructor(
     private readonly res: EngineResources,
     public run: RunRecord,
     readonly epoch: number,
     public lastIteration: IterationRecord | null,
     public lastDecided: IterationRecord | null,
-  ) {}
+  ) {
+    this.redactor = res.redactor;
+  }
+
+  /**
+   * Values this step's writes (and its error log) must not hold from now on: what `${NAME}`
+   * put into a tool server's credentials, for example — the workers' own redactor knows only
+   * the variables whose names look secret.
+   */
+  keepSecrets(values: readonly string[]): void {
+    if (values.length > 0) this.redactor = (this.redactor ?? new Redactor()).with(values);
+  }
+
+  /** `text` with this step's secrets redacted (for a log line). */
+  redact(text: string): string {
+    return this.redactor ? this.redactor.text(text) : text;
+  }
 
   private history: Promise<SessionRunSummary[]> | null = null;
   private prompt: string | null = null;
@@ -186,7 +206,7 @@ export class RunContext {
     this.run = await this.res.store.commit(
       this.run.id,
       this.epoch,
-      mutationOf(this.res, this.run, patch, events, extras, now),
+      mutationOf({ redactor: this.redactor }, this.run, patch, events, extras, now),
       now,
     );
     return this.run;

@@ -56,8 +56,13 @@ async function stepOnce(
     return result;
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
-    res.logger.error({ err: error, runId: ctx.run.id }, "run step failed");
     const message = error instanceof Error ? error.message : String(error);
+    // Redacted with the step's own secrets too (the workers' logger knows only theirs).
+    const err =
+      error instanceof Error
+        ? { type: error.name, message: ctx.redact(message), stack: ctx.redact(error.stack ?? "") }
+        : ctx.redact(message);
+    res.logger.error({ err, runId: ctx.run.id }, "run step failed");
     try {
       await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
         iteration: { status: "failed", outcome: "error" },

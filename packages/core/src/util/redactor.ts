@@ -55,6 +55,11 @@ export class Redactor {
     return out;
   }
 
+  /** This redactor with more secret values to replace. */
+  with(secretValues: readonly string[]): Redactor {
+    return new Redactor([...this.values, ...secretValues]);
+  }
+
   /** Redacts every string inside a JSON-like value (objects, arrays), keys included. */
   deep<T>(value: T): T {
     return this.walk(value) as T;
@@ -109,6 +114,11 @@ function redactCutPieces(text: string, value: string): string {
 }
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+/** Whether a variable's (or a header's) name says that its value is a secret. */
+export function looksSecret(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
 
 /** Variables holding URLs whose password (in the authority, or a `password` parameter) is secret. */
 const URL_VARIABLES = ["DATABASE_URL", "REDIS_URL"];

@@ -66,6 +66,43 @@ describe("POST /api/runs with a bad body", () => {
     ["absolute focus file", { ...valid(), filePaths: ["src/a.ts", "/etc/passwd"] }, "filePaths.1"],
     ["focus file escaping with ..", { ...valid(), filePaths: ["../../etc/passwd"] }, "filePaths.0"],
     ["focus file escaping through ..", { ...valid(), filePaths: ["a/../../x"] }, "filePaths.0"],
+    ...(
+      [
+        [
+          "a secret in an MCP server's env",
+          { env: { GITHUB_TOKEN: "plainvalue0123456789" } },
+          "env.GITHUB_TOKEN",
+        ],
+        [
+          "a secret after an MCP server's --api-key",
+          { args: ["--api-key", "zzKEY0123456789"] },
+          "args.1",
+        ],
+        [
+          "a secret in an MCP server's --token=",
+          { args: ["serve", "--token=zz0123456789"] },
+          "args.1",
+        ],
+        [
+          "a secret in an MCP server's header",
+          { url: "https://mcp.example/mcp", headers: { Authorization: "Token tkn0123456789" } },
+          "headers.Authorization",
+        ],
+        [
+          "a key in an MCP server's url",
+          { url: "https://mcp.example/mcp?key=qqSECRET0123" },
+          "url",
+        ],
+      ] as const
+    ).map(([name, server, path]): [string, Record<string, unknown>, string] => [
+      name,
+      {
+        ...valid(),
+        agent: { type: "mistral" },
+        mcpServers: [{ name: "s", ...("url" in server ? {} : { command: "server" }), ...server }],
+      },
+      `mcpServers.0.${path}`,
+    ]),
   ];
 
   for (const [name, body, path] of cases) {

@@ -1,6 +1,14 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { MistralChatModel, Redactor, REDACTED, runStep, workspaceServerLaunch } from "@looprun/core";
+import {
+  MistralChatModel,
+  REDACTED,
+  Redactor,
+  runStep,
+  workspaceServerLaunch,
+} from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
@@ -319,7 +327,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
   });
 
-  it("redacts what ${NAME} put into a server's secret variable wherever the server repeats it", async () => {
+  it(`redacts what \${NAME} put into a server's secret variable wherever the server repeats it`, async () => {
     const pat = "pat-0123456789abcdefghij";
     const store = new MemoryRunStore();
     // A server that fails to start, saying its token on stderr (which the error quotes).
@@ -329,7 +337,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
           name: "gh",
           command: "/bin/sh",
           args: ["-c", 'echo "auth failed for $GITHUB_PERSONAL_ACCESS_TOKEN" >&2; exit 1'],
-          env: { GITHUB_PERSONAL_ACCESS_TOKEN: "${GH_PAT}" },
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
         },
       ],
     });
@@ -350,6 +358,40 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     ]);
     expect(stored).toContain(`auth failed for ${REDACTED}`);
     expect(stored).not.toContain(pat);
+  });
+
+  it(`puts \${NAME} into an MCP server's url, and keeps its value out of what is stored`, async () => {
+    const key = "url-key-0123456789abcdef";
+    const asked: string[] = [];
+    // A server that refuses everyone, saying which url it was asked for.
+    const http = createServer((req, res) => {
+      asked.push(req.url ?? "");
+      res.writeHead(401, { "content-type": "text/plain" }).end(`unknown key in ${req.url}`);
+    });
+    await new Promise<void>((listening) => http.listen(0, "127.0.0.1", listening));
+    try {
+      const { port } = http.address() as AddressInfo;
+      const store = new MemoryRunStore();
+      const run = mistralRun({
+        mcpServers: [{ name: "remote", url: `http://127.0.0.1:${port}/mcp?key=\${MCP_KEY}` }],
+      });
+      store.add(run);
+      expect(run.spec.mcpServers[0]).toMatchObject({ url: expect.stringContaining("MCP_KEY") });
+      const res = resources(store, {
+        llm,
+        commandEnv: { ...process.env, MCP_KEY: key },
+        envAllowlist: ["MCP_KEY"],
+        redactor: new Redactor([]),
+      });
+      expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+      expect(asked[0]).toBe(`/mcp?key=${key}`);
+      const stored = JSON.stringify([store.runs.get(run.id), store.eventsOf(run.id)]);
+      expect(stored).toContain("MCP servers could not start");
+      expect(stored).not.toContain(key);
+    } finally {
+      http.closeAllConnections();
+      await new Promise((closed) => http.close(closed));
+    }
   });
 
   it("gives the model the session's earlier runs and the files they touched", async () => {

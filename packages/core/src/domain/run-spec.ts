@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { APPROVAL_MODES, type ApprovalMode } from "./approval";
 import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
+import { literalSecretArgs, literalSecretNames, urlWritesOutSecret } from "./literal-secrets";
 
 /** Limits on a submitted run, shared by the API (validation) and the docs. */
 export const SPEC_LIMITS = {
@@ -68,19 +69,37 @@ export type AgentSpec = z.infer<typeof AgentSpec>;
 const serverName = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, "must match [A-Za-z0-9_-]{1,32}");
 
 /** An MCP server a run adds to the mistral agent's tools: a stdio command or a Streamable HTTP url. */
-export const McpServerSpec = z.union([
-  z.strictObject({
-    name: serverName,
-    command: z.string().min(1).max(SPEC_LIMITS.command),
-    args: z.array(z.string().max(SPEC_LIMITS.command)).max(SPEC_LIMITS.listItems).default([]),
-    env: z.record(z.string(), z.string()).default({}),
-  }),
-  z.strictObject({
-    name: serverName,
-    url: z.url({ protocol: /^https?$/ }),
-    headers: z.record(z.string(), z.string()).default({}),
-  }),
-]);
+export const McpServerSpec = z
+  .union([
+    z.strictObject({
+      name: serverName,
+      command: z.string().min(1).max(SPEC_LIMITS.command),
+      args: z.array(z.string().max(SPEC_LIMITS.command)).max(SPEC_LIMITS.listItems).default([]),
+      env: z.record(z.string(), z.string()).default({}),
+    }),
+    z.strictObject({
+      name: serverName,
+      url: z.url({ protocol: /^https?$/ }),
+      headers: z.record(z.string(), z.string()).default({}),
+    }),
+  ])
+  .superRefine((server, ctx) => {
+    const refuse = (path: (string | number)[], what: string) =>
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: `${what} is written out: a run's settings are stored, so name a variable of the workers instead (\${NAME}, allowed by AGENT_ENV_ALLOWLIST)`,
+      });
+    if ("url" in server) {
+      if (urlWritesOutSecret(server.url))
+        refuse(["url"], "a credential (a password or a key parameter)");
+      for (const name of literalSecretNames(server.headers, true))
+        refuse(["headers", name], "a secret");
+      return;
+    }
+    for (const name of literalSecretNames(server.env)) refuse(["env", name], "a secret");
+    for (const i of literalSecretArgs(server.args)) refuse(["args", i], "a secret");
+  });
 export type McpServerSpec = z.infer<typeof McpServerSpec>;
 
 const reviewModel = z.string().trim().min(1).max(200).optional();

@@ -27,11 +27,25 @@ export interface AgentPhaseResult extends AgentResult {
 }
 
 /**
- * `${NAME}` in an MCP server's env or headers takes the value of an allowed variable of the
- * worker: secrets are configured on the workers, never sent in (and stored with) a run. What
- * it puts into a header, or into a variable whose name looks secret, is added to `secrets`:
- * whatever the server then says with it (its stderr in an error, a tool's result) is redacted.
+ * `${NAME}` in an MCP server's url, env or headers takes the value of an allowed variable of
+ * the worker: secrets are configured on the workers, never sent in (and stored with) a run.
+ * What it puts into a url, a header, or a variable whose name looks secret is added to
+ * `secrets`: whatever the server then says with it (its stderr in an error, a tool's result)
+ * is redacted.
  */
+function expand(
+  value: string,
+  env: Record<string, string>,
+  secrets: string[],
+  secret: boolean,
+): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+    const found = env[name] ?? "";
+    if (secret || looksSecret(name)) secrets.push(found);
+    return found;
+  });
+}
+
 function expandVars(
   values: Record<string, string>,
   env: Record<string, string>,
@@ -41,11 +55,7 @@ function expandVars(
   return Object.fromEntries(
     Object.entries(values).map(([k, v]) => [
       k,
-      v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
-        const value = env[name] ?? "";
-        if (allSecret || looksSecret(k) || looksSecret(name)) secrets.push(value);
-        return value;
-      }),
+      expand(v, env, secrets, allSecret || looksSecret(k)),
     ]),
   );
 }
@@ -97,7 +107,11 @@ export async function runAgentPhase(
       const secrets: string[] = [];
       const servers = spec.mcpServers.map((s) =>
         "url" in s
-          ? { ...s, headers: expandVars(s.headers, input.env, secrets, true) }
+          ? {
+              ...s,
+              url: expand(s.url, input.env, secrets, true),
+              headers: expandVars(s.headers, input.env, secrets, true),
+            }
           : { ...s, env: expandVars(s.env, input.env, secrets, false), cwd: ctx.run.workspace },
       );
       ctx.keepSecrets(secrets);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TailBuffer } from "../src/process/tail-buffer";
+import { capText } from "../src/tools/call-result-text";
 import { collectSecrets, REDACTED, Redactor } from "../src/util/redactor";
 
 describe("Redactor", () => {
@@ -69,15 +70,19 @@ describe("Redactor on capped text", () => {
     expect(redacted).not.toContain("uvwxyz0123");
   });
 
-  it("redacts the start of a secret that a capped head ends with, and one a text begins with", () => {
-    expect(r.text(`error: token ${secret}`.slice(0, 30))).toBe(`error: token ${REDACTED}`);
-    expect(r.text(`${secret.slice(25)} and more`)).toBe(`${REDACTED} and more`);
+  it("redacts the start of a secret that a capped head ends with, before the line saying so", () => {
+    const head = capText(`error: token ${secret} and more`, 30);
+    expect(head).toMatch(/^error: token abcdefghijklmnopq\n\[… \d+ of \d+ bytes cut …\]$/);
+    expect(r.text(head)).toMatch(new RegExp(`^error: token \\${REDACTED}\\n\\[…`));
   });
 
-  it("leaves pieces shorter than six characters, and pieces inside a text, alone", () => {
-    expect(r.text("ends with abcde")).toBe("ends with abcde");
-    expect(r.text("6789ABCD begins")).toBe(`${REDACTED} begins`);
-    expect(r.text("has klmnopqrst inside")).toBe("has klmnopqrst inside");
+  it("leaves pieces anywhere else alone: a word that a secret happens to begin with", () => {
+    const wordy = new Redactor(["mistral-secret-key-0123456789"]);
+    expect(wordy.text("mistral")).toBe("mistral");
+    expect(wordy.text("model mistral")).toBe("model mistral");
+    expect(wordy.text("0123456789 begins")).toBe("0123456789 begins");
+    // At a cut, a piece shorter than six characters stays too.
+    expect(r.text(capText(`ends with ${secret}`, 15))).toMatch(/^ends with abcde\n/);
   });
 });
 

@@ -11,7 +11,7 @@ export async function failRun(res: EngineResources, runId: string, message: stri
   if (claimed === null || isTerminal(claimed.run.status)) return;
   const { run } = claimed;
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
-  await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
+  await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
     iteration: { status: "failed", outcome: "error" },
   });
 }

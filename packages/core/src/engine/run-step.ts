@@ -64,7 +64,7 @@ async function stepOnce(
         : ctx.redact(message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
     try {
-      await ctx.finish("failed", "error", `error: ${message}`.slice(0, 2000), {
+      await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
         iteration: { status: "failed", outcome: "error" },
       });
     } catch (finishError) {

@@ -79,35 +79,48 @@ export class Redactor {
 
 /** The shortest piece of a secret, cut by a cap at a text's edge, that is still redacted. */
 const MIN_PIECE = 6;
+/** How a kept tail begins (tail-buffer.ts, the mistral agent's transcript). */
+const TAIL_KEPT = /^\[… [^\n]*omitted …\]\n/;
+/** How a kept head ends (capText). */
+const HEAD_KEPT = /\n\[… [^\n]* bytes cut …\]$/;
 
 /**
- * Text is capped before it is redacted (an output's tail, a result's head, a message's first
- * 2,000 characters), so a cap can cut through a secret and leave a piece of it at an edge: a
- * tail may begin with the end of one (at the text's start, or after the line that says what
- * was omitted), and a head may end with its start. Such pieces go too.
+ * Text is capped before it is redacted (an output's tail, a tool result's head), so a cap can
+ * cut through a secret and leave a piece of it at the cut: a kept tail may begin with the end
+ * of one, right after the line that says what was omitted, and a kept head may end with its
+ * start, right before the line that says what was cut. Such pieces go too. Only at those
+ * marks: elsewhere a short word that a secret happens to begin with ("mistral" of
+ * "mistral-…") is left alone.
  */
 function redactCutPieces(text: string, value: string): string {
   let out = text;
-  const newline = out.indexOf("\n");
-  for (const start of newline >= 0 ? [0, newline + 1] : [0]) {
-    // The longest end of `value` that `out` has at `start` (shorter than the whole value); it
-    // begins at a place where `value` has the character `out` has there.
-    const char = out.charAt(start);
-    if (char === "") continue;
-    for (let from = value.indexOf(char, 1); from !== -1; from = value.indexOf(char, from + 1)) {
-      if (value.length - from < MIN_PIECE) break;
-      if (out.startsWith(value.slice(from), start)) {
-        out = out.slice(0, start) + REDACTED + out.slice(start + value.length - from);
-        break;
-      }
+  const tail = TAIL_KEPT.exec(out);
+  const start = tail?.[0].length ?? -1;
+  const char = start >= 0 ? out.charAt(start) : "";
+  // The longest end of `value` (shorter than the whole value) that `out` has at `start`; it
+  // begins at a place where `value` has the character `out` has there.
+  for (let from = char === "" ? -1 : value.indexOf(char, 1); from !== -1; ) {
+    if (value.length - from < MIN_PIECE) break;
+    if (out.startsWith(value.slice(from), start)) {
+      out = out.slice(0, start) + REDACTED + out.slice(start + value.length - from);
+      break;
     }
+    from = value.indexOf(char, from + 1);
   }
-  // The longest start of `value` that `out` ends with; it ends where `value` has `out`'s last
-  // character.
-  const last = out.charAt(out.length - 1);
-  if (last === "") return out;
-  for (let at = value.lastIndexOf(last, value.length - 2); at >= MIN_PIECE - 1; ) {
-    if (out.endsWith(value.slice(0, at + 1))) return out.slice(0, out.length - at - 1) + REDACTED;
+  const head = HEAD_KEPT.exec(out);
+  if (head === null) return out;
+  const end = head.index;
+  const last = out.charAt(end - 1);
+  // The longest start of `value` that `out` has just before `end`; it ends where `value` has
+  // the character `out` has there.
+  for (
+    let at = last === "" ? -1 : value.lastIndexOf(last, value.length - 2);
+    at >= MIN_PIECE - 1;
+  ) {
+    const piece = value.slice(0, at + 1);
+    if (out.startsWith(piece, end - piece.length)) {
+      return out.slice(0, end - piece.length) + REDACTED + out.slice(end);
+    }
     at = at > 0 ? value.lastIndexOf(last, at - 1) : -1;
   }
   return out;

@@ -8,7 +8,8 @@ import { looksSecret } from "../util/redactor";
  * it, or stored redacted and then failing at the server.
  */
 
-const REFERENCE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/g;
+/** `${NAME}`: the value of a variable the workers allow (agent-phase.ts puts it in). */
+export const VAR_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 /** An authorization scheme before the credentials (`Bearer ${TOKEN}`). */
 const SCHEME = /^\s*(?:Bearer|Basic|Token|Bot)\s+/i;
 /** Header names that hold credentials whatever they are called. */
@@ -19,7 +20,7 @@ const CREDENTIAL_HEADER = /^(?:authorization|proxy-authorization|cookie)$/i;
  * more characters that are not all digits (`TOKEN_LIMIT: "4000"` is a setting, not a secret).
  */
 export function writesOutSecret(value: string): boolean {
-  const literal = value.replace(SCHEME, "").replace(REFERENCE, "").trim();
+  const literal = value.replace(SCHEME, "").replace(VAR_REFERENCE, "").trim();
   return literal.length >= 8 && !/^\d+$/.test(literal);
 }
 

@@ -1,5 +1,6 @@
 import { runCommandAgent } from "../agents/command-agent";
 import { runMistralAgent } from "../agents/mistral-agent";
+import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceServerLaunch } from "../tools/workspace-server-launch";
@@ -39,7 +40,7 @@ function expand(
   secrets: string[],
   secret: boolean,
 ): string {
-  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+  return value.replace(VAR_REFERENCE, (_m, name: string) => {
     const found = env[name] ?? "";
     if (secret || looksSecret(name)) secrets.push(found);
     return found;

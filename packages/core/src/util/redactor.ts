@@ -44,7 +44,9 @@ export class Redactor {
     let out = input;
     for (const value of this.values) {
       if (out.includes(value)) out = out.split(value).join(REDACTED);
-      out = redactCutPieces(out, value);
+    }
+    if (out.startsWith(TAIL_MARK) || out.endsWith(HEAD_MARK)) {
+      out = redactCutPieces(out, this.values);
     }
     if (!MAYBE_SECRET.test(out)) return out;
     for (const pattern of PATTERNS) {
@@ -79,9 +81,11 @@ export class Redactor {
 
 /** The shortest piece of a secret, cut by a cap at a text's edge, that is still redacted. */
 const MIN_PIECE = 6;
-/** How a kept tail begins (tail-buffer.ts, the mistral agent's transcript). */
+/** How a kept tail begins (tail-buffer.ts, the mistral agent's transcript)… */
+const TAIL_MARK = "[… ";
 const TAIL_KEPT = /^\[… [^\n]*omitted …\]\n/;
-/** How a kept head ends (capText). */
+/** …and how a kept head ends (capText). */
+const HEAD_MARK = " bytes cut …]";
 const HEAD_KEPT = /\n\[… [^\n]* bytes cut …\]$/;
 
 /**
@@ -92,38 +96,40 @@ const HEAD_KEPT = /\n\[… [^\n]* bytes cut …\]$/;
  * marks: elsewhere a short word that a secret happens to begin with ("mistral" of
  * "mistral-…") is left alone.
  */
-function redactCutPieces(text: string, value: string): string {
+function redactCutPieces(text: string, values: readonly string[]): string {
   let out = text;
-  const tail = TAIL_KEPT.exec(out);
-  const start = tail?.[0].length ?? -1;
-  const char = start >= 0 ? out.charAt(start) : "";
-  // The longest end of `value` (shorter than the whole value) that `out` has at `start`; it
-  // begins at a place where `value` has the character `out` has there.
-  for (let from = char === "" ? -1 : value.indexOf(char, 1); from !== -1; ) {
-    if (value.length - from < MIN_PIECE) break;
-    if (out.startsWith(value.slice(from), start)) {
-      out = out.slice(0, start) + REDACTED + out.slice(start + value.length - from);
-      break;
-    }
-    from = value.indexOf(char, from + 1);
+  const start = TAIL_KEPT.exec(out)?.[0].length;
+  if (start !== undefined) {
+    const piece = longestPiece(values, (p) => out.startsWith(p, start), "end");
+    if (piece > 0) out = out.slice(0, start) + REDACTED + out.slice(start + piece);
   }
-  const head = HEAD_KEPT.exec(out);
-  if (head === null) return out;
-  const end = head.index;
-  const last = out.charAt(end - 1);
-  // The longest start of `value` that `out` has just before `end`; it ends where `value` has
-  // the character `out` has there.
-  for (
-    let at = last === "" ? -1 : value.lastIndexOf(last, value.length - 2);
-    at >= MIN_PIECE - 1;
-  ) {
-    const piece = value.slice(0, at + 1);
-    if (out.startsWith(piece, end - piece.length)) {
-      return out.slice(0, end - piece.length) + REDACTED + out.slice(end);
-    }
-    at = at > 0 ? value.lastIndexOf(last, at - 1) : -1;
+  const end = HEAD_KEPT.exec(out)?.index;
+  if (end !== undefined) {
+    const piece = longestPiece(values, (p) => out.startsWith(p, end - p.length), "start");
+    if (piece > 0) out = out.slice(0, end - piece) + REDACTED + out.slice(end);
   }
   return out;
+}
+
+/**
+ * The length of the longest proper end (or start) of one of `values`, at least MIN_PIECE long,
+ * that `found` finds in the text; 0 when there is none.
+ */
+function longestPiece(
+  values: readonly string[],
+  found: (piece: string) => boolean,
+  side: "start" | "end",
+): number {
+  let longest = 0;
+  for (const value of values) {
+    for (let length = value.length - 1; length >= Math.max(MIN_PIECE, longest + 1); length--) {
+      if (found(side === "end" ? value.slice(-length) : value.slice(0, length))) {
+        longest = length;
+        break;
+      }
+    }
+  }
+  return longest;
 }
 
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;

@@ -151,7 +151,7 @@ describe("looprun CLI", () => {
     });
   });
 
-  it("stop stops a running run; a second stop fails with run_finished", async () => {
+  it("stop stops a running run; a second stop says stopped again; a succeeded run cannot be stopped", async () => {
     const { id } = await submit(stack, commandRun("sleep 300", { testCommand: "true" }));
     await waitForStatus(stack, id, ["running"]);
 
@@ -163,8 +163,14 @@ describe("looprun CLI", () => {
     });
 
     const again = await runCli(["stop", id], cliEnv);
-    expect(again.code).toBe(1);
-    expect(again.output).toContain("409 run_finished");
+    expect(again.code, again.output).toBe(0);
+    expect(again.output).toContain(`run ${id}: stopped`);
+
+    const done = await submit(stack, commandRun("true", { testCommand: "true" }));
+    expect(await waitForStatus(stack, done.id)).toMatchObject({ status: "succeeded" });
+    const late = await runCli(["stop", done.id], cliEnv);
+    expect(late.code).toBe(1);
+    expect(late.output).toContain("409 run_finished");
   });
 
   it("says where it tried to reach the API when nothing listens", async () => {

@@ -195,8 +195,8 @@ describe("stop from anywhere", () => {
 
       for (const api of [api2.api, stack.api]) {
         const again = await api("POST", `/api/runs/${id}/stop`);
-        expect(again.status).toBe(409);
-        expect(again.body.error).toMatchObject({ code: "run_finished" });
+        expect(again.status).toBe(202);
+        expect(again.body).toEqual({ id, status: "stopped" });
       }
       const events = await getEvents(stack, id);
       expectWellFormedEvents(events);

@@ -247,10 +247,14 @@ export const OPERATIONS: OperationDoc[] = [
     tag: "runs",
     auth: "bearer",
     responses: {
-      202: { description: "stopping, or stopped when no worker held it", json: "StopAccepted" },
+      202: {
+        description:
+          "stopping, or stopped when no worker held it; a stopped run answers stopped again (idempotent)",
+        json: "StopAccepted",
+      },
       401: unauthorized,
       404: missing,
-      409: err("run_finished"),
+      409: err("run_finished: the run ended otherwise (succeeded or failed)"),
     },
   },
   {

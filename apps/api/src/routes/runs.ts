@@ -206,6 +206,9 @@ export function runRoutes(deps: AppDeps): Hono {
       case "not_found":
         throw notFound(`run ${id}`);
       case "finished":
+        // Stopping is idempotent: a stopped run answers as the first stop did. A run that
+        // ended otherwise (succeeded, failed) cannot be stopped.
+        if (request.run.status === "stopped") return c.json({ id, status: "stopped" }, 202);
         throw new ApiError(
           409,
           "run_finished",

@@ -308,7 +308,7 @@ describe("a blocked agent waits for a person's reply", () => {
     const stillWaiting = await getRun(stack, run.id);
     expect(stillWaiting.budget.elapsedMs).toBe(askedAt - Date.parse(stillWaiting.startedAt!));
     const [blocked] = await getIterations(stack, run.id);
-    expect(blocked).toMatchObject({ status: "failed", outcome: "blocked" });
+    expect(blocked).toMatchObject({ status: "failed", outcome: "validation_failed" });
     const asked = (await getEvents(stack, run.id)).find((e) => e.type === "approval_requested");
     expect(asked?.data).toMatchObject({ kind: "question", question: QUESTION, iteration: 1 });
 

@@ -167,7 +167,7 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
     expect(waiting.consecutiveFailures).toBe(0);
     expect(waiting.metrics.iterations).toBe(1);
     const [first] = store.iterationsOf(run.id);
-    expect(first).toMatchObject({ status: "failed", outcome: "blocked" });
+    expect(first).toMatchObject({ status: "failed", outcome: "validation_failed" });
     expect(first?.feedback).toContain(QUESTION);
     const requested = store.eventsOf(run.id).find((e) => e.type === "approval_requested");
     expect(requested?.data).toMatchObject({ kind: "question", question: QUESTION, iteration: 1 });

@@ -101,8 +101,6 @@ export type IterationOutcome =
   | "promise_missing"
   | "stopped"
   | "budget_exhausted"
-  /** The agent reported `blocked` with a question: the run waits for a person's reply. */
-  | "blocked"
   | "error";
 
 /** A success under `successThreshold`: how many validation commands ("gates") passed, which failed. */

@@ -128,8 +128,9 @@ export async function planApprovalStep(
 }
 
 /**
- * An iteration whose agent reported `blocked` with a question: recorded as decided (outcome
- * `blocked`), then the run waits for a person's reply — unless its budget is spent anyway.
+ * An iteration whose agent reported `blocked` with a question: recorded as decided (outcome:
+ * the gate that failed), then the run waits for a person's reply — unless its budget is spent
+ * anyway.
  */
 export async function awaitReply(
   ctx: RunContext,

@@ -77,26 +77,28 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     );
   }
   if (reviewBlocking && facts.review) feedback.push(reviewFeedback(facts.review));
+  // The first gate that failed (one did: the iteration did not complete).
+  const gateOutcome: IterationOutcome = !facts.validationPassed
+    ? "validation_failed"
+    : !promiseOk
+      ? "promise_missing"
+      : "review_blocking";
   // Asking a person is not a failed agent phase: it neither counts towards
-  // `consecutive_failures` nor resets the count; the reply is added to this feedback.
+  // `consecutive_failures` nor resets the count; the reply is added to this feedback. The
+  // outcome is the gate that failed (the design's list has no "blocked"); the question is
+  // the run's `approval`.
   if (blocked !== null) {
     feedback.push(`You reported that you are blocked and asked:\n${blocked}`);
     return {
       kind: "await_reply",
       status: "failed",
-      outcome: "blocked",
+      outcome: gateOutcome,
       feedback: feedback.join("\n\n"),
       question: blocked,
       consecutiveFailures: facts.consecutiveFailures,
     };
   }
-  const outcome: IterationOutcome = agentFailed
-    ? "agent_failed"
-    : !facts.validationPassed
-      ? "validation_failed"
-      : !promiseOk
-        ? "promise_missing"
-        : "review_blocking";
+  const outcome: IterationOutcome = agentFailed ? "agent_failed" : gateOutcome;
   const consecutiveFailures = agentFailed ? facts.consecutiveFailures + 1 : 0;
   const text = feedback.join("\n\n");
   if (consecutiveFailures >= MAX_CONSECUTIVE_FAILURES) {

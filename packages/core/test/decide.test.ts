@@ -1,0 +1,75 @@
+import { decideIteration, type IterationFacts } from "@looprun/core";
+import { describe, expect, it } from "vitest";
+
+/** DESIGN's list of iteration outcomes: an iteration records one of these, and no other. */
+const DESIGN_OUTCOMES = [
+  "complete",
+  "agent_failed",
+  "validation_failed",
+  "review_blocking",
+  "promise_missing",
+  "stopped",
+  "budget_exhausted",
+  "error",
+];
+
+const facts = (patch: Partial<IterationFacts> = {}): IterationFacts => ({
+  agentExitCode: 0,
+  agentOutput: "",
+  validationPassed: true,
+  validationFeedback: "",
+  promiseFound: null,
+  completionPromise: null,
+  consecutiveFailures: 0,
+  review: null,
+  blockedQuestion: null,
+  ...patch,
+});
+
+const blocking = { blockingIssues: ["x is wrong"], nonBlockingIssues: [], score: 10, fixPlan: [] };
+
+describe("decideIteration", () => {
+  it("names the first gate that failed, or the agent when it failed", () => {
+    expect(decideIteration(facts()).outcome).toBe("complete");
+    expect(decideIteration(facts({ validationPassed: false })).outcome).toBe("validation_failed");
+    expect(decideIteration(facts({ promiseFound: false, completionPromise: "DONE" })).outcome).toBe(
+      "promise_missing",
+    );
+    expect(decideIteration(facts({ review: blocking })).outcome).toBe("review_blocking");
+    expect(decideIteration(facts({ agentExitCode: 1, validationPassed: false })).outcome).toBe(
+      "agent_failed",
+    );
+  });
+
+  it("a blocked agent waits for a reply, recorded with the gate that failed (an outcome of the design's list)", () => {
+    const cases: [Partial<IterationFacts>, string][] = [
+      [{ validationPassed: false }, "validation_failed"],
+      [{ promiseFound: false, completionPromise: "DONE" }, "promise_missing"],
+      [{ review: blocking }, "review_blocking"],
+      // The mistral agent's turn ends with exit code 1 when it is blocked: asking is not a
+      // failed agent phase.
+      [{ agentExitCode: 1, validationPassed: false }, "validation_failed"],
+    ];
+    for (const [patch, outcome] of cases) {
+      const decision = decideIteration(
+        facts({ ...patch, blockedQuestion: "which one?", consecutiveFailures: 2 }),
+      );
+      expect(decision, outcome).toMatchObject({
+        kind: "await_reply",
+        status: "failed",
+        outcome,
+        question: "which one?",
+        consecutiveFailures: 2,
+      });
+      expect(DESIGN_OUTCOMES).toContain(decision.outcome);
+      expect(decision.kind === "await_reply" && decision.feedback).toContain("which one?");
+    }
+  });
+
+  it("a blocked agent whose gates all passed completes: the gates decide", () => {
+    expect(decideIteration(facts({ blockedQuestion: "which one?" }))).toMatchObject({
+      kind: "complete",
+      outcome: "complete",
+    });
+  });
+});

@@ -360,34 +360,97 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(stored).not.toContain(pat);
   });
 
-  it(`puts \${NAME} into an MCP server's url, and keeps its value out of what is stored`, async () => {
-    const key = "url-key-0123456789abcdef";
-    const asked: string[] = [];
-    // A server that refuses everyone, saying which url it was asked for.
+  it(`redacts what \${NAME} put into a server from the log line of a step that failed`, async () => {
+    const pat = "pat-9876543210zyxwvutsrq";
+    const serverEverything = join(
+      process.cwd(),
+      "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
+    // A store that fails once the agent has finished, quoting the token (as a driver's error
+    // might quote a value it was given).
+    class FailingStore extends MemoryRunStore {
+      override async commit(...args: Parameters<MemoryRunStore["commit"]>) {
+        if (args[2].events?.some((e) => e.type === "agent_finished")) {
+          throw new Error(`cannot write the row holding ${pat}`);
+        }
+        return super.commit(...args);
+      }
+    }
+    const store = new FailingStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "everything",
+          command: process.execPath,
+          args: [serverEverything, "stdio"],
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
+        },
+      ],
+    });
+    store.add(run);
+    const logged: unknown[] = [];
+    const logger = {
+      info: () => {},
+      warn: () => {},
+      error: (obj: object, msg?: string) => logged.push({ obj, msg }),
+    };
+    const res = resources(store, {
+      llm,
+      logger,
+      commandEnv: { ...process.env, GH_PAT: pat },
+      envAllowlist: ["GH_PAT"],
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed", reason: "error" });
+    expect(store.runs.get(run.id)?.summary).toBe(`error: cannot write the row holding ${REDACTED}`);
+    const line = JSON.stringify(logged);
+    expect(line).toContain("run step failed");
+    expect(line).toContain(`cannot write the row holding ${REDACTED}`);
+    expect(line).not.toContain(pat);
+  });
+
+  it(`puts \${NAME} into an MCP server's url and headers, and redacts their values from what is stored`, async () => {
+    const tenant = "tenant-0123456789abcdef";
+    const region = "region-fedcba9876543210";
+    const asked: { url: string; region: string }[] = [];
+    // A server that refuses everyone, saying which url and region it was asked for.
     const http = createServer((req, res) => {
-      asked.push(req.url ?? "");
-      res.writeHead(401, { "content-type": "text/plain" }).end(`unknown key in ${req.url}`);
+      const said = { url: req.url ?? "", region: String(req.headers["x-region"]) };
+      asked.push(said);
+      res
+        .writeHead(401, { "content-type": "text/plain" })
+        .end(`unknown tenant in ${said.url} (region ${said.region})`);
     });
     await new Promise<void>((listening) => http.listen(0, "127.0.0.1", listening));
     try {
       const { port } = http.address() as AddressInfo;
       const store = new MemoryRunStore();
       const run = mistralRun({
-        mcpServers: [{ name: "remote", url: `http://127.0.0.1:${port}/mcp?key=\${MCP_KEY}` }],
+        mcpServers: [
+          {
+            name: "remote",
+            url: `http://127.0.0.1:${port}/mcp?tenant=\${MCP_TENANT}`,
+            headers: { "X-Region": `\${MCP_REGION}` },
+          },
+        ],
       });
       store.add(run);
-      expect(run.spec.mcpServers[0]).toMatchObject({ url: expect.stringContaining("MCP_KEY") });
+      expect(run.spec.mcpServers[0]).toMatchObject({ url: expect.stringContaining("MCP_TENANT") });
+      // Neither name looks secret, and the workers' redactor knows neither value: what a
+      // server's url or headers get is redacted because it went there.
       const res = resources(store, {
         llm,
-        commandEnv: { ...process.env, MCP_KEY: key },
-        envAllowlist: ["MCP_KEY"],
+        commandEnv: { ...process.env, MCP_TENANT: tenant, MCP_REGION: region },
+        envAllowlist: ["MCP_TENANT", "MCP_REGION"],
         redactor: new Redactor([]),
       });
       expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
-      expect(asked[0]).toBe(`/mcp?key=${key}`);
+      expect(asked[0]).toEqual({ url: `/mcp?tenant=${tenant}`, region });
       const stored = JSON.stringify([store.runs.get(run.id), store.eventsOf(run.id)]);
-      expect(stored).toContain("MCP servers could not start");
-      expect(stored).not.toContain(key);
+      expect(stored).toContain(`unknown tenant in /mcp?tenant=${REDACTED} (region ${REDACTED})`);
+      expect(stored).not.toContain(tenant);
+      expect(stored).not.toContain(region);
     } finally {
       http.closeAllConnections();
       await new Promise((closed) => http.close(closed));

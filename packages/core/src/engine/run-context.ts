@@ -65,6 +65,11 @@ export class RunContext {
     return this.redactor ? this.redactor.text(text) : text;
   }
 
+  /** `value` with this step's secrets redacted from every string in it (for a log line). */
+  redactDeep<T>(value: T): T {
+    return this.redactor ? this.redactor.deep(value) : value;
+  }
+
   private history: Promise<SessionRunSummary[]> | null = null;
   private prompt: string | null = null;
 

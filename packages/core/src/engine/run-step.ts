@@ -4,6 +4,7 @@ import type { BudgetReason } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError } from "../util/errors";
+import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
 import { runIteration } from "./iteration";
 import { runPreparation } from "./preparation";
@@ -58,10 +59,7 @@ async function stepOnce(
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     const message = error instanceof Error ? error.message : String(error);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
-    const err =
-      error instanceof Error
-        ? { type: error.name, message: ctx.redact(message), stack: ctx.redact(error.stack ?? "") }
-        : ctx.redact(message);
+    const err = ctx.redactDeep(error instanceof Error ? errorFields(error) : message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
     try {
       await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {

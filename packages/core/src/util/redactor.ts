@@ -185,14 +185,18 @@ export function collectSecrets(
   ].filter((v): v is string => typeof v === "string" && v.length > 0);
 }
 
+/** An error as a log line shows it (pino's `err` fields), as plain data a redactor can walk. */
+export function errorFields(error: Error): { type: string; message: string; stack?: string } {
+  return { type: error.name, message: error.message, stack: error.stack };
+}
+
 /**
  * pino options that pass every log line through the redactor (objects, errors, messages),
  * so no secret reaches the logs. Plain functions: the apps own their logger.
  */
 export function redactingLogOptions(redactor: Redactor) {
   const plain = (value: unknown): unknown => {
-    if (value instanceof Error)
-      return { type: value.name, message: value.message, stack: value.stack };
+    if (value instanceof Error) return errorFields(value);
     if (Array.isArray(value)) return value.map(plain);
     if (value !== null && typeof value === "object") {
       return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));

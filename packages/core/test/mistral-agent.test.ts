@@ -360,6 +360,26 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(stored).not.toContain(pat);
   });
 
+  it("redacts the piece of a secret its capped transcript begins with", async () => {
+    const secret = "transcript-secret-0123456789abcdefghij";
+    const finishLine = "finish (done): ok";
+    fake.replies({
+      content: `${"x".repeat(100)}${secret}\n${"y".repeat(50)}`,
+      toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
+    });
+    const store = new MemoryRunStore();
+    const run = mistralRun({ testCommand: "true" });
+    store.add(run);
+    // The cap keeps the transcript's last 20 characters of the secret, then the rest.
+    const cap = 20 + 1 + 50 + 1 + finishLine.length;
+    const res = resources(store, { llm, outputCapBytes: cap, redactor: new Redactor([secret]) });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
+    const output = store.iterationsOf(run.id)[0]?.agent?.output;
+    expect(output).toBe(
+      `[… earlier transcript omitted …]\n${REDACTED}\n${"y".repeat(50)}\n${finishLine}`,
+    );
+  });
+
   it(`redacts what \${NAME} put into a server from the log line of a step that failed`, async () => {
     const pat = "pat-9876543210zyxwvutsrq";
     const serverEverything = join(

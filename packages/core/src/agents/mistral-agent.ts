@@ -1,6 +1,7 @@
 import type { Plan } from "../domain/plan";
 import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
+import { keptTail } from "../util/cut-marks";
 import {
   parsePlanAnswer,
   planFromAnswer,
@@ -139,7 +140,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     const text = transcript.join("\n");
     return {
       exitCode,
-      output: text.length > cap ? `[… earlier transcript omitted …]\n${text.slice(-cap)}` : text,
+      output: text.length > cap ? keptTail("earlier transcript", text.slice(-cap)) : text,
       durationMs: Math.round(performance.now() - started),
       plan,
       phaseFailed,

@@ -1,3 +1,5 @@
+import { keptTail } from "../util/cut-marks";
+
 /** Keeps the last `capBytes` bytes written to it, and counts what it dropped. */
 export class TailBuffer {
   private chunks: Buffer[] = [];
@@ -24,8 +26,6 @@ export class TailBuffer {
   toString(): string {
     this.compact();
     const text = Buffer.concat(this.chunks).toString("utf8");
-    return this.dropped > 0
-      ? `[… ${this.dropped} bytes of earlier output omitted …]\n${text}`
-      : text;
+    return this.dropped > 0 ? keptTail(`${this.dropped} bytes of earlier output`, text) : text;
   }
 }

@@ -1,4 +1,5 @@
 import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
+import { keptHead } from "../util/cut-marks";
 
 function base64Bytes(data: string): number {
   return Math.floor((data.length * 3) / 4);
@@ -47,5 +48,5 @@ export function capText(text: string, capBytes: number): string {
   // Back up to the first byte of a character the cap would split (UTF-8 continuation bytes are 10xxxxxx).
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   const kept = bytes.subarray(0, end).toString("utf8");
-  return `${kept}\n[… ${bytes.length - end} of ${bytes.length} bytes cut …]`;
+  return keptHead(kept, bytes.length - end, bytes.length);
 }

@@ -1,3 +1,5 @@
+import { headCut, mayBeCut, tailCut } from "./cut-marks";
+
 /** Common shapes of credentials, redacted wherever they appear. */
 const PATTERNS: RegExp[] = [
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
@@ -45,9 +47,7 @@ export class Redactor {
     for (const value of this.values) {
       if (out.includes(value)) out = out.split(value).join(REDACTED);
     }
-    if (out.startsWith(TAIL_MARK) || out.endsWith(HEAD_MARK)) {
-      out = redactCutPieces(out, this.values);
-    }
+    if (mayBeCut(out)) out = redactCutPieces(out, this.values);
     if (!MAYBE_SECRET.test(out)) return out;
     for (const pattern of PATTERNS) {
       out = out.replace(pattern, (match, prefix?: unknown) =>
@@ -81,12 +81,6 @@ export class Redactor {
 
 /** The shortest piece of a secret, cut by a cap at a text's edge, that is still redacted. */
 const MIN_PIECE = 6;
-/** How a kept tail begins (tail-buffer.ts, the mistral agent's transcript)… */
-const TAIL_MARK = "[… ";
-const TAIL_KEPT = /^\[… [^\n]*omitted …\]\n/;
-/** …and how a kept head ends (capText). */
-const HEAD_MARK = " bytes cut …]";
-const HEAD_KEPT = /\n\[… [^\n]* bytes cut …\]$/;
 
 /**
  * Text is capped before it is redacted (an output's tail, a tool result's head), so a cap can
@@ -98,12 +92,12 @@ const HEAD_KEPT = /\n\[… [^\n]* bytes cut …\]$/;
  */
 function redactCutPieces(text: string, values: readonly string[]): string {
   let out = text;
-  const start = TAIL_KEPT.exec(out)?.[0].length;
+  const start = tailCut(out);
   if (start !== undefined) {
     const piece = longestPiece(values, (p) => out.startsWith(p, start), "end");
     if (piece > 0) out = out.slice(0, start) + REDACTED + out.slice(start + piece);
   }
-  const end = HEAD_KEPT.exec(out)?.index;
+  const end = headCut(out);
   if (end !== undefined) {
     const piece = longestPiece(values, (p) => out.startsWith(p, end - p.length), "start");
     if (piece > 0) out = out.slice(0, end - piece) + REDACTED + out.slice(end);

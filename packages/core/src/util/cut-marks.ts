@@ -1,0 +1,38 @@
+/**
+ * The lines a cap leaves where it cut text, in one place: a kept tail (a command's output, the
+ * mistral agent's transcript) begins with a line that says what was omitted before it; a kept
+ * head (a tool result) ends with a line that says how much was cut after it. The redactor
+ * looks for them: text is capped before it is redacted, so a secret's piece may sit at a cut.
+ */
+
+/** What every kept tail begins with (a quick test before the pattern). */
+const TAIL_PREFIX = "[… ";
+const TAIL_LINE = /^\[… [^\n]*omitted …\]\n/;
+/** What every kept head ends with. */
+const HEAD_SUFFIX = " bytes cut …]";
+const HEAD_LINE = /\n\[… \d+ of \d+ bytes cut …\]$/;
+
+/** `tail` after the line that says what was omitted before it (`what`: "1234 bytes of earlier output"). */
+export function keptTail(what: string, tail: string): string {
+  return `${TAIL_PREFIX}${what} omitted …]\n${tail}`;
+}
+
+/** `head` before the line that says how many of `total` bytes were cut after it. */
+export function keptHead(head: string, cut: number, total: number): string {
+  return `${head}\n[… ${cut} of ${total} bytes cut …]`;
+}
+
+/** Whether `text` may carry a cut's line (cheap; `tailCut`/`headCut` tell for sure). */
+export function mayBeCut(text: string): boolean {
+  return text.startsWith(TAIL_PREFIX) || text.endsWith(HEAD_SUFFIX);
+}
+
+/** Where a kept tail's text starts (after its line), or undefined when `text` is none. */
+export function tailCut(text: string): number | undefined {
+  return TAIL_LINE.exec(text)?.[0].length;
+}
+
+/** Where a kept head's text ends (before its line), or undefined when `text` is none. */
+export function headCut(text: string): number | undefined {
+  return HEAD_LINE.exec(text)?.index;
+}

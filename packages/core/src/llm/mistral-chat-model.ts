@@ -51,12 +51,19 @@ function textOf(content: unknown): string | null {
   return null;
 }
 
-/** Rejects with the signal's reason once it is aborted. */
-function abortedBy(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+/** `promise`, unless `signal` aborts first: then its reason. Leaves no listener behind. */
+async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
   });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }
 
 /**
@@ -123,7 +130,7 @@ export class MistralChatModel implements ChatModel {
       // The SDK's wait between two tries (Retry-After: 30, say) does not heed the signal: a
       // stop or the timeout ends the call at once, and the next try, aborted, ends the SDK's.
       call.catch(() => {});
-      const res = await Promise.race([call, abortedBy(callSignal)]);
+      const res = await unlessAborted(call, callSignal);
       const choice = res.choices[0];
       const toolCalls: ChatToolCall[] = (choice?.message?.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${i}`,

@@ -2,6 +2,10 @@ import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+/** The default rate limit of an API bound beyond loopback, per client address and minute. */
+const PUBLIC_RATE_LIMIT = 1200;
+/** A token shorter than this is taken, with a warning at start-up. */
+export const SHORT_TOKEN = 16;
 
 export const ApiEnv = z
   .object({
@@ -17,7 +21,11 @@ export const ApiEnv = z
       .string()
       .regex(/^[A-Za-z0-9_-]+$/)
       .default("looprun"),
-    API_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    /** Empty counts as unset. Any length is taken; under 16 characters the API warns at start-up. */
+    API_TOKEN: z
+      .string()
+      .optional()
+      .transform((v) => (v === "" ? undefined : v)),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
     LOOPRUN_SECRET_ENV: z
       .string()
@@ -38,8 +46,12 @@ export const ApiEnv = z
           .map((n) => n.trim())
           .filter(Boolean),
       ),
-    /** Requests per client address per minute on /api (0: no limit). */
-    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(1200),
+    /**
+     * Requests per client address per minute on /api (0: no limit). Unset: 1200 when HOST is
+     * not a loopback address, no limit on loopback (local clients are trusted there, as they
+     * need no token).
+     */
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).optional(),
     /** How often a live stream (SSE) reads the database for new events and run changes. */
     LOOPRUN_SSE_POLL_MS: z.coerce.number().int().min(10).default(250),
     /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */
@@ -56,7 +68,12 @@ export const ApiEnv = z
         message: `is required when HOST (${env.HOST}) is not a loopback address`,
       });
     }
-  });
+  })
+  .transform((env) => ({
+    ...env,
+    RATE_LIMIT_PER_MINUTE:
+      env.RATE_LIMIT_PER_MINUTE ?? (LOOPBACK.has(env.HOST) ? 0 : PUBLIC_RATE_LIMIT),
+  }));
 export type ApiEnv = z.infer<typeof ApiEnv>;
 
 /** Parses the API's environment once; a bad variable stops the process with its name. */

@@ -10,7 +10,7 @@ import {
 import { openStorage } from "@looprun/db";
 import { pino } from "pino";
 import { createApp } from "./app";
-import type { ApiEnv } from "./env";
+import { type ApiEnv, SHORT_TOKEN } from "./env";
 import { createRunQueue } from "./run-queue";
 import { WriteBatcher } from "./write-batcher";
 
@@ -33,6 +33,11 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     base: { app: "api" },
     ...redactingLogOptions(redactor),
   });
+  if (env.API_TOKEN !== undefined && env.API_TOKEN.length < SHORT_TOKEN) {
+    logger.warn(
+      `API_TOKEN is shorter than ${SHORT_TOKEN} characters: a token that short is easy to guess`,
+    );
+  }
   const storage = await openStorage({
     ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
     path: env.DATABASE_PATH,

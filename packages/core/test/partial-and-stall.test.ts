@@ -133,6 +133,23 @@ describe("stall detection", () => {
     expect(await runStep(resources(store), run.id)).toMatchObject({ reason: "max_iterations" });
   });
 
+  it("ends by budget when the budget is spent by the iteration that would stall the run", async () => {
+    // With the default of 3, iteration 4 stalls a run that does nothing; a budget of 4
+    // iterations is spent by the same iteration: the design's budget end wins.
+    const run = seed({
+      agent: { type: "command", command: "true" },
+      testCommand: "exit 1",
+      maxIterations: 4,
+    });
+    expect(await runStep(resources(store), run.id)).toMatchObject({
+      status: "failed",
+      reason: "max_iterations",
+    });
+    const final = (await store.getRun(run.id))!;
+    expect(final).toMatchObject({ iteration: 4, summary: "failed_budget_exhausted" });
+    expect(store.eventsOf(run.id).map((e) => e.type)).toContain("budget_exhausted");
+  });
+
   it("counts across cooldowns (the count is stored with the run)", async () => {
     const run = seed({ testCommand: "exit 1", maxIterations: 10, cooldownMs: 5 });
     const res = resources(store);

@@ -159,21 +159,7 @@ export async function recordIteration(
     case "retry": {
       // The run ends here after all: the snapshot's rows go with its end.
       const ending = async () => ({ ...(await result.artifacts()).writes, ...writes });
-      const stall = stallWrites(ctx, result, decision.outcome);
-      if (stall.stalled) {
-        await ctx.finish("failed", "stalled", stall.summary, {
-          patch: {
-            metrics,
-            consecutiveFailures: decision.consecutiveFailures,
-            ...stall.patch,
-            ...decided,
-          },
-          events: gateEvents,
-          iteration: iterationPatch,
-          writes: await ending(),
-        });
-        return finished(ctx);
-      }
+      // A budget spent by this iteration ends the run by budget, even when it also stalled.
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
@@ -185,6 +171,21 @@ export async function recordIteration(
             ...decided,
           },
           events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
+          iteration: iterationPatch,
+          writes: await ending(),
+        });
+        return finished(ctx);
+      }
+      const stall = stallWrites(ctx, result, decision.outcome);
+      if (stall.stalled) {
+        await ctx.finish("failed", "stalled", stall.summary, {
+          patch: {
+            metrics,
+            consecutiveFailures: decision.consecutiveFailures,
+            ...stall.patch,
+            ...decided,
+          },
+          events: gateEvents,
           iteration: iterationPatch,
           writes: await ending(),
         });

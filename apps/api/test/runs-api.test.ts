@@ -260,6 +260,10 @@ describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => 
       const res = await h.request("POST", "/api/runs", valid);
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe("unavailable");
+      // Bad input is still named (400), not hidden behind the 503.
+      const bad = await h.request("POST", "/api/runs", { ...valid, workspace: "../outside" });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.issues[0].path).toBe("workspace");
       expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
       const ready = await h.request("GET", "/readyz");
       expect(ready).toEqual({ status: 503, body: { redis: "down", db: "up" } });

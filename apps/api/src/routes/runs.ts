@@ -84,8 +84,6 @@ export function runRoutes(deps: AppDeps): Hono {
     const normalized = normalizeSubmission(body);
     // Secrets never reach the DB: a literal key in a command or task is stored redacted.
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
-    // Before the workspace is created: a refused submission leaves nothing behind.
-    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     const sessionId = body.sessionId ?? newId();
     const sessionWorkspace = body.sessionId
       ? await deps.repo.sessionWorkspace(body.sessionId)
@@ -96,6 +94,9 @@ export function runRoutes(deps: AppDeps): Hono {
       workspaceName === null
         ? (sessionWorkspace ?? resolveWorkspace(deps.workspacesRoot, sessionId))
         : resolveWorkspace(deps.workspacesRoot, workspaceName);
+    // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
+    // before anything is stored: a refused submission leaves nothing behind.
+    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
     try {
       const input = {

@@ -474,6 +474,14 @@ export function expectWellFormedEvents(events: EventView[]): void {
       elapsedMs: expect.any(Number),
       remainingIterations: expect.any(Number),
     });
+    // The same snapshot, spread into the data itself.
+    expect(e.data, `data of event ${e.seq} (${e.type})`).toMatchObject({
+      elapsedMs: e.data.budget.elapsedMs,
+      remainingIterations: e.data.budget.remainingIterations,
+    });
+    if (e.data.budget.reason !== undefined) {
+      expect(e.data.reason, `reason of event ${e.seq} (${e.type})`).toBe(e.data.budget.reason);
+    }
     expect(Number.isNaN(Date.parse(e.at)), `time of event ${e.seq}`).toBe(false);
   }
 }

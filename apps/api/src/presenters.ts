@@ -88,8 +88,14 @@ export function presentIteration(it: IterationRecord, snapshot?: SnapshotRef) {
   };
 }
 
+/**
+ * An event as the API shows it. Its data carries the budget snapshot twice: as `budget` (as
+ * stored) and spread into `data` itself (`elapsedMs`, `remainingIterations`, `reason`), so
+ * that either reading of "every event's data carries the budget snapshot" finds it. The
+ * event's own fields win (a `budget_exhausted`'s or `run_finished`'s own `reason`).
+ */
 export function presentEvent(e: EventRecord) {
-  return { seq: e.seq, type: e.type, at: iso(e.at), data: e.data };
+  return { seq: e.seq, type: e.type, at: iso(e.at), data: { ...e.data.budget, ...e.data } };
 }
 
 export function presentToolCall(t: ToolCallRow) {

@@ -190,6 +190,12 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     // Nothing is recorded twice.
     const after = (await h.request("GET", `/api/runs/${created.body.id}/events`)).body.items;
     expect(after.map((e: { type: string }) => e.type)).toEqual(types);
+    // Each event's data carries the budget snapshot, as `budget` and spread into the data.
+    for (const e of after) {
+      expect(e.data.budget).toMatchObject({ elapsedMs: 0, remainingIterations: 6 });
+      expect(e.data).toMatchObject({ elapsedMs: 0, remainingIterations: 6 });
+    }
+    expect(after.at(-1).data).toMatchObject({ reason: "stopped", budget: { reason: "stopped" } });
     // The session is free again.
     const next = await h.request("POST", "/api/runs", { ...valid, sessionId: "stop-1" });
     expect(next.status).toBe(202);

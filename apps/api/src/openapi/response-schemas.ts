@@ -170,17 +170,21 @@ export const IterationView = z.object({
 });
 export const IterationList = z.object({ items: z.array(IterationView) });
 
+const BudgetSnapshotView = z.object({
+  elapsedMs: z.number(),
+  remainingIterations: z.number().int(),
+  reason: z.string().optional(),
+});
+
 export const EventView = z.object({
   seq: z.number().int().min(1),
   type: z.enum(EVENT_TYPES),
   at: isoDate,
   data: z
     .object({
-      budget: z.object({
-        elapsedMs: z.number(),
-        remainingIterations: z.number().int(),
-        reason: z.string().optional(),
-      }),
+      budget: BudgetSnapshotView,
+      // The same snapshot, spread into the data itself.
+      ...BudgetSnapshotView.shape,
     })
     .catchall(z.unknown()),
 });

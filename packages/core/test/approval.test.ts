@@ -145,6 +145,39 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
     for (const e of store.eventsOf(run.id)) expect(e.data.budget.elapsedMs).toBe(0);
   });
 
+  it("a question starts the stall count over: the iterations after the reply are not stalled by the ones before it", async () => {
+    const IDLE: Reply = {
+      toolCalls: [{ name: "finish", arguments: { summary: "nothing to do", status: "done" } }],
+    };
+    fake.replies(
+      { toolCalls: [{ name: "finish", arguments: { summary: "Which case?", status: "blocked" } }] },
+      IDLE,
+      IDLE,
+    );
+    const store = new MemoryRunStore();
+    const seeded = mistralRun({
+      agent: { type: "mistral", model: "mistral-small-latest" },
+      approval: undefined,
+      maxIterations: 3,
+    });
+    // Two iterations without progress before this step (the default ends a run at three).
+    const run = { ...seeded, stalledIterations: 2 };
+    store.add(run);
+    const res = resources(store, { llm, now });
+
+    expect(await runStep(res, run.id)).toEqual({ kind: "awaiting_approval" });
+    expect((await store.getRun(run.id))!.stalledIterations).toBe(0);
+    clock += 1_000;
+    answer(store, run.id, clock, "lower case");
+    // The two idle iterations after the reply count 1 and 2: the budget ends the run.
+    expect(await runStep(res, run.id)).toMatchObject({
+      status: "failed",
+      reason: "max_iterations",
+    });
+    expect(store.iterationsOf(run.id)).toHaveLength(3);
+    expect((await store.getRun(run.id))!.stalledIterations).toBe(2);
+  });
+
   it("a blocked agent waits for a reply; the reply is the next iteration's feedback", async () => {
     const QUESTION = "Should bug.txt say fixed or FIXED?";
     fake.replies(

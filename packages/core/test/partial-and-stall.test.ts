@@ -146,7 +146,11 @@ describe("stall detection", () => {
       reason: "max_iterations",
     });
     const final = (await store.getRun(run.id))!;
-    expect(final).toMatchObject({ iteration: 4, summary: "failed_budget_exhausted" });
+    expect(final).toMatchObject({
+      iteration: 4,
+      summary: "failed_budget_exhausted",
+      stalledIterations: 3,
+    });
     expect(store.eventsOf(run.id).map((e) => e.type)).toContain("budget_exhausted");
   });
 

@@ -144,7 +144,14 @@ export async function awaitReply(
     writes: MutationExtras;
   },
 ): Promise<StepResult> {
-  const patch: RunPatch = { ...input.patch, metrics: input.metrics, activePgid: null };
+  // A person's reply is new input: the stall count starts over (the iteration after the
+  // reply is compared with this one, which failed its gates like the ones before it).
+  const patch: RunPatch = {
+    ...input.patch,
+    metrics: input.metrics,
+    activePgid: null,
+    stalledIterations: 0,
+  };
   const budget = checkBudget({ ...ctx.run, metrics: input.metrics }, ctx.now());
   if (budget.kind === "exhausted") {
     await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {

@@ -159,7 +159,9 @@ export async function recordIteration(
     case "retry": {
       // The run ends here after all: the snapshot's rows go with its end.
       const ending = async () => ({ ...(await result.artifacts()).writes, ...writes });
-      // A budget spent by this iteration ends the run by budget, even when it also stalled.
+      const stall = stallWrites(ctx, result, decision.outcome);
+      // A budget that leaves no further iteration ends the run by budget, even when this
+      // iteration also stalled it.
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
@@ -168,6 +170,7 @@ export async function recordIteration(
             metrics,
             consecutiveFailures: decision.consecutiveFailures,
             activePgid: null,
+            ...stall.patch,
             ...decided,
           },
           events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
@@ -176,7 +179,6 @@ export async function recordIteration(
         });
         return finished(ctx);
       }
-      const stall = stallWrites(ctx, result, decision.outcome);
       if (stall.stalled) {
         await ctx.finish("failed", "stalled", stall.summary, {
           patch: {

@@ -90,12 +90,20 @@ export function presentIteration(it: IterationRecord, snapshot?: SnapshotRef) {
 
 /**
  * An event as the API shows it. Its data carries the budget snapshot twice: as `budget` (as
- * stored) and spread into `data` itself (`elapsedMs`, `remainingIterations`, `reason`), so
- * that either reading of "every event's data carries the budget snapshot" finds it. The
- * event's own fields win (a `budget_exhausted`'s or `run_finished`'s own `reason`).
+ * stored) and its figures spread into `data` itself (`elapsedMs`, `remainingIterations`), so
+ * that either reading of "every event's data carries the budget snapshot" finds them. The
+ * snapshot's `reason` is not spread: the events that have one (`budget_exhausted`,
+ * `run_finished`) carry the same `reason` of their own, and others (`approval_rejected`,
+ * `plan_updated`) have a `reason` that means something else.
  */
 export function presentEvent(e: EventRecord) {
-  return { seq: e.seq, type: e.type, at: iso(e.at), data: { ...e.data.budget, ...e.data } };
+  const { elapsedMs, remainingIterations } = e.data.budget;
+  return {
+    seq: e.seq,
+    type: e.type,
+    at: iso(e.at),
+    data: { elapsedMs, remainingIterations, ...e.data },
+  };
 }
 
 export function presentToolCall(t: ToolCallRow) {

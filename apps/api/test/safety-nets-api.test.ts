@@ -205,6 +205,15 @@ describe.each(ENGINES)("safety-net settings and answers: validation on %s", (eng
       ["approval_rejected", expect.objectContaining({ kind: "question", reason: "out of scope" })],
       ["run_finished", expect.objectContaining({ status: "stopped", reason: "stopped" })],
     ]);
+    // As the API shows them: the snapshot's figures spread into data, and an event's own
+    // `reason` left as it is.
+    const shown = (await h.request("GET", `/api/runs/${id}/events`)).body.items;
+    const rejected = shown.find((e: { type: string }) => e.type === "approval_rejected");
+    expect(rejected.data).toMatchObject({
+      reason: "out of scope",
+      elapsedMs: rejected.data.budget.elapsedMs,
+      remainingIterations: rejected.data.budget.remainingIterations,
+    });
     expect(await h.inspect.getJobCounts("waiting", "delayed")).toEqual({ waiting: 0, delayed: 0 });
   });
 });

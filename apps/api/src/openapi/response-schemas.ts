@@ -183,8 +183,9 @@ export const EventView = z.object({
   data: z
     .object({
       budget: BudgetSnapshotView,
-      // The same snapshot, spread into the data itself.
-      ...BudgetSnapshotView.shape,
+      // The snapshot's figures, spread into the data itself.
+      elapsedMs: BudgetSnapshotView.shape.elapsedMs,
+      remainingIterations: BudgetSnapshotView.shape.remainingIterations,
     })
     .catchall(z.unknown()),
 });

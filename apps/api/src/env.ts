@@ -1,3 +1,4 @@
+import { MIN_SECRET_LENGTH } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
@@ -21,11 +22,23 @@ export const ApiEnv = z
       .string()
       .regex(/^[A-Za-z0-9_-]+$/)
       .default("looprun"),
-    /** Empty counts as unset. Any length is taken; under 16 characters the API warns at start-up. */
+    /**
+     * Empty counts as unset. At least MIN_SECRET_LENGTH characters, so that the redactor can
+     * keep it out of everything stored and logged; under 16 the API warns at start-up.
+     */
     API_TOKEN: z
       .string()
       .optional()
-      .transform((v) => (v === "" ? undefined : v)),
+      .transform((v) => (v === "" ? undefined : v))
+      .pipe(
+        z
+          .string()
+          .min(
+            MIN_SECRET_LENGTH,
+            `must be at least ${MIN_SECRET_LENGTH} characters (a shorter one could not be redacted)`,
+          )
+          .optional(),
+      ),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
     LOOPRUN_SECRET_ENV: z
       .string()

@@ -161,10 +161,10 @@ describe("hostile input", () => {
   it("limits each client's rate by default only beyond loopback; RATE_LIMIT_PER_MINUTE sets it anywhere", () => {
     expect(parseApiEnv({}).RATE_LIMIT_PER_MINUTE).toBe(0);
     expect(parseApiEnv({ HOST: "localhost" }).RATE_LIMIT_PER_MINUTE).toBe(0);
-    expect(parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "t" }).RATE_LIMIT_PER_MINUTE).toBe(1200);
+    expect(parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-token" }).RATE_LIMIT_PER_MINUTE).toBe(1200);
     expect(parseApiEnv({ RATE_LIMIT_PER_MINUTE: "50" }).RATE_LIMIT_PER_MINUTE).toBe(50);
     expect(
-      parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "t", RATE_LIMIT_PER_MINUTE: "0" })
+      parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-token", RATE_LIMIT_PER_MINUTE: "0" })
         .RATE_LIMIT_PER_MINUTE,
     ).toBe(0);
     expect(() => parseApiEnv({ RATE_LIMIT_PER_MINUTE: "-1" })).toThrow(/RATE_LIMIT_PER_MINUTE/);
@@ -173,9 +173,11 @@ describe("hostile input", () => {
   it("refuses a non-loopback HOST without API_TOKEN, naming API_TOKEN", () => {
     expect(() => parseApiEnv({ HOST: "0.0.0.0" })).toThrow(/API_TOKEN/);
     expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-long-enough-token" })).not.toThrow();
-    // Empty is unset; a short token is taken (the API warns at start-up).
+    // Empty is unset; a short token is taken (the API warns at start-up), down to the
+    // shortest value the redactor keeps out of what is stored and logged.
     expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "" })).toThrow(/API_TOKEN/);
     expect(parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "secret" }).API_TOKEN).toBe("secret");
+    expect(() => parseApiEnv({ API_TOKEN: "abcde" })).toThrow(/API_TOKEN: must be at least 6/);
     expect(parseApiEnv({ API_TOKEN: "" }).API_TOKEN).toBeUndefined();
     const bin = join(__dirname, "../../cli/bin/looprun.js");
     const res = spawnSync(process.execPath, [bin, "api"], {

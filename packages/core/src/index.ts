@@ -195,4 +195,10 @@ export {
 export { assertNever } from "./util/assert-never";
 export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
-export { collectSecrets, REDACTED, Redactor, redactingLogOptions } from "./util/redactor";
+export {
+  collectSecrets,
+  MIN_SECRET_LENGTH,
+  REDACTED,
+  Redactor,
+  redactingLogOptions,
+} from "./util/redactor";

@@ -27,6 +27,9 @@ const MAYBE_SECRET =
 
 export const REDACTED = "[REDACTED]";
 
+/** Shorter values are not redacted (they would redact ordinary words): no secret may be shorter. */
+export const MIN_SECRET_LENGTH = 6;
+
 /**
  * Removes secrets from text before it is stored, queued, emitted or logged: the exact values
  * it was given (API_TOKEN, MISTRAL_API_KEY, configured secrets) and common key patterns.
@@ -38,7 +41,11 @@ export class Redactor {
     // Longest first, so a secret that contains another is replaced whole. Very short values
     // would redact ordinary words; they are not secrets worth the name.
     this.values = [
-      ...new Set(secretValues.filter((v): v is string => typeof v === "string" && v.length >= 6)),
+      ...new Set(
+        secretValues.filter(
+          (v): v is string => typeof v === "string" && v.length >= MIN_SECRET_LENGTH,
+        ),
+      ),
     ].sort((a, b) => b.length - a.length);
   }
 

@@ -95,7 +95,7 @@ export function runRoutes(deps: AppDeps): Hono {
         ? (sessionWorkspace ?? resolveWorkspace(deps.workspacesRoot, sessionId))
         : resolveWorkspace(deps.workspacesRoot, workspaceName);
     // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
-    // before anything is stored: a refused submission leaves nothing behind.
+    // before anything is stored or enqueued (the checks may have made WORKSPACES_ROOT itself).
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
     try {

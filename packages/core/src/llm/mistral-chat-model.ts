@@ -1,4 +1,5 @@
 import type { Mistral } from "@mistralai/mistralai";
+import { unlessAborted } from "../util/unless-aborted";
 import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
 import { ChatModelError } from "./chat-model";
 
@@ -49,21 +50,6 @@ function textOf(content: unknown): string | null {
       .join("");
   }
   return null;
-}
-
-/** `promise`, unless `signal` aborts first: then its reason. Leaves no listener behind. */
-async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  let onAbort = () => {};
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }
 
 /**

@@ -1,4 +1,6 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunSubmission } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -187,5 +189,45 @@ describe("hostile input", () => {
     });
     expect(res.status).not.toBe(0);
     expect(res.stderr).toContain("API_TOKEN");
+  });
+
+  it("starts with a short API_TOKEN, warning that it is easy to guess (and not saying it)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "looprun-short-token-"));
+    const bin = join(__dirname, "../../cli/bin/looprun.js");
+    const api = spawn(process.execPath, [bin, "api"], {
+      env: {
+        PATH: process.env.PATH,
+        PORT: "0",
+        API_TOKEN: "sesame-42",
+        DATABASE_PATH: join(dir, "looprun.db"),
+        WORKSPACES_ROOT: join(dir, "workspaces"),
+        REDIS_URL: "redis://127.0.0.1:1",
+        LOG_LEVEL: "warn",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no warning in:\n${output}`)), 30_000);
+        const read = (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes("API_TOKEN is shorter than 16 characters")) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        api.stdout.on("data", read);
+        api.stderr.on("data", read);
+        api.once("exit", (code) => {
+          clearTimeout(timer);
+          reject(new Error(`the API exited (${code}):\n${output}`));
+        });
+      });
+      expect(output).not.toContain("sesame-42");
+    } finally {
+      api.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { checkBudget } from "../budget/budget";
+import type { RunReason } from "../domain/run";
 import { assertNever } from "../util/assert-never";
 import { awaitReply } from "./approval";
 import { packagingWrites, partialWrites, reviewWrites, stallWrites } from "./decided-writes";
@@ -157,56 +158,40 @@ export async function recordIteration(
       );
       return finished(ctx);
     case "retry": {
-      // The run ends here after all: the snapshot's rows go with its end.
-      const ending = async () => ({ ...(await result.artifacts()).writes, ...writes });
       const stall = stallWrites(ctx, result, decision.outcome);
+      const patch: RunPatch = {
+        metrics,
+        consecutiveFailures: decision.consecutiveFailures,
+        activePgid: null,
+        ...stall.patch,
+        ...decided,
+      };
+      // The run ends here after all: the snapshot's rows go with its end.
+      const end = async (reason: RunReason, summary: string, events: EventSpec[]) => {
+        const ending = { ...(await result.artifacts()).writes, ...writes };
+        await ctx.finish("failed", reason, summary, {
+          patch,
+          events,
+          iteration: iterationPatch,
+          writes: ending,
+        });
+        return finished(ctx);
+      };
       // A budget that leaves no further iteration ends the run by budget, even when this
       // iteration also stalled it.
       const until = now + spec.cooldownMs;
       const budget = checkBudget({ ...ctx.run, metrics }, until);
       if (budget.kind === "exhausted") {
-        await ctx.finish("failed", budget.reason, BUDGET_SUMMARY, {
-          patch: {
-            metrics,
-            consecutiveFailures: decision.consecutiveFailures,
-            activePgid: null,
-            ...stall.patch,
-            ...decided,
-          },
-          events: [...gateEvents, ["budget_exhausted", { reason: budget.reason }, budget.reason]],
-          iteration: iterationPatch,
-          writes: await ending(),
-        });
-        return finished(ctx);
+        return end(budget.reason, BUDGET_SUMMARY, [
+          ...gateEvents,
+          ["budget_exhausted", { reason: budget.reason }, budget.reason],
+        ]);
       }
-      if (stall.stalled) {
-        await ctx.finish("failed", "stalled", stall.summary, {
-          patch: {
-            metrics,
-            consecutiveFailures: decision.consecutiveFailures,
-            ...stall.patch,
-            ...decided,
-          },
-          events: gateEvents,
-          iteration: iterationPatch,
-          writes: await ending(),
-        });
-        return finished(ctx);
-      }
+      if (stall.stalled) return end("stalled", stall.summary, gateEvents);
       const iteration = { ...writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
-        await ctx.commit(
-          {
-            metrics,
-            consecutiveFailures: decision.consecutiveFailures,
-            activePgid: null,
-            ...stall.patch,
-            ...decided,
-          },
-          gateEvents,
-          iteration,
-        );
+        await ctx.commit(patch, gateEvents, iteration);
         // The snapshot's diffs (a git process) are computed while the next iteration runs,
         // and written with a later write (see RunContext.defer).
         ctx.defer(() => result.artifacts().then((a) => a.writes));
@@ -214,12 +199,8 @@ export async function recordIteration(
       }
       await ctx.commit(
         {
-          metrics,
-          consecutiveFailures: decision.consecutiveFailures,
-          activePgid: null,
+          ...patch,
           progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
-          ...stall.patch,
-          ...decided,
         },
         [...gateEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
         iteration,

@@ -60,13 +60,8 @@ export class RunContext {
     if (values.length > 0) this.redactor = (this.redactor ?? new Redactor()).with(values);
   }
 
-  /** `text` with this step's secrets redacted (for a log line). */
-  redact(text: string): string {
-    return this.redactor ? this.redactor.text(text) : text;
-  }
-
-  /** `value` with this step's secrets redacted from every string in it (for a log line). */
-  redactDeep<T>(value: T): T {
+  /** `value` (a text, or every string in it) with this step's secrets redacted. */
+  redact<T>(value: T): T {
     return this.redactor ? this.redactor.deep(value) : value;
   }
 

@@ -59,7 +59,7 @@ async function stepOnce(
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     const message = error instanceof Error ? error.message : String(error);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
-    const err = ctx.redactDeep(error instanceof Error ? errorFields(error) : message);
+    const err = ctx.redact(error instanceof Error ? errorFields(error) : message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
     try {
       await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {

@@ -26,19 +26,16 @@ export const ApiEnv = z
      * Empty counts as unset. At least MIN_SECRET_LENGTH characters, so that the redactor can
      * keep it out of everything stored and logged; under 16 the API warns at start-up.
      */
-    API_TOKEN: z
-      .string()
-      .optional()
-      .transform((v) => (v === "" ? undefined : v))
-      .pipe(
-        z
-          .string()
-          .min(
-            MIN_SECRET_LENGTH,
-            `must be at least ${MIN_SECRET_LENGTH} characters (a shorter one could not be redacted)`,
-          )
-          .optional(),
-      ),
+    API_TOKEN: z.preprocess(
+      (v) => (v === "" ? undefined : v),
+      z
+        .string()
+        .min(
+          MIN_SECRET_LENGTH,
+          `must be at least ${MIN_SECRET_LENGTH} characters (a shorter one could not be redacted)`,
+        )
+        .optional(),
+    ),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
     LOOPRUN_SECRET_ENV: z
       .string()

@@ -19,7 +19,7 @@ export function keptTail(what: string, tail: string): string {
 
 /** `head` before the line that says how many of `total` bytes were cut after it. */
 export function keptHead(head: string, cut: number, total: number): string {
-  return `${head}\n[… ${cut} of ${total} bytes cut …]`;
+  return `${head}\n[… ${cut} of ${total}${HEAD_SUFFIX}`;
 }
 
 /** Whether `text` may carry a cut's line (cheap; `tailCut`/`headCut` tell for sure). */

@@ -44,6 +44,10 @@ const FIX: Reply = {
 const DONE: Reply = {
   toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
 };
+/** The model's answer that it is blocked on `question`. */
+const blockedOn = (question: string): Reply => ({
+  toolCalls: [{ name: "finish", arguments: { summary: question, status: "blocked" } }],
+});
 
 describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
   const fake = new FakeMistral();
@@ -85,6 +89,13 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
       },
       workspace,
     );
+  /** A run whose agent does not plan and that waits for no approval, unless it asks. */
+  const questionRun = (extra: Record<string, unknown> = {}) =>
+    mistralRun({
+      agent: { type: "mistral", model: "mistral-small-latest" },
+      approval: undefined,
+      ...extra,
+    });
 
   it("plans before iteration 1, waits with the clock paused, and goes on with the edited plan once approved", async () => {
     fake.replies(PLAN, FIX, DONE);
@@ -149,17 +160,9 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
     const IDLE: Reply = {
       toolCalls: [{ name: "finish", arguments: { summary: "nothing to do", status: "done" } }],
     };
-    fake.replies(
-      { toolCalls: [{ name: "finish", arguments: { summary: "Which case?", status: "blocked" } }] },
-      IDLE,
-      IDLE,
-    );
+    fake.replies(blockedOn("Which case?"), IDLE, IDLE);
     const store = new MemoryRunStore();
-    const seeded = mistralRun({
-      agent: { type: "mistral", model: "mistral-small-latest" },
-      approval: undefined,
-      maxIterations: 3,
-    });
+    const seeded = questionRun({ maxIterations: 3 });
     // Two iterations without progress before this step (the default ends a run at three).
     const run = { ...seeded, stalledIterations: 2 };
     store.add(run);
@@ -180,16 +183,9 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
 
   it("a blocked agent waits for a reply; the reply is the next iteration's feedback", async () => {
     const QUESTION = "Should bug.txt say fixed or FIXED?";
-    fake.replies(
-      { toolCalls: [{ name: "finish", arguments: { summary: QUESTION, status: "blocked" } }] },
-      FIX,
-      DONE,
-    );
+    fake.replies(blockedOn(QUESTION), FIX, DONE);
     const store = new MemoryRunStore();
-    const run = mistralRun({
-      agent: { type: "mistral", model: "mistral-small-latest" },
-      approval: undefined,
-    });
+    const run = questionRun();
     store.add(run);
     const res = resources(store, { llm, now });
 

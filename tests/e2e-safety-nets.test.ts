@@ -276,6 +276,23 @@ describe("partial success and stall detection through the API", () => {
     await waitFor(async () => (await getEvents(stack, run.id)).at(-1)?.type === "run_finished");
   });
 
+  it("ends by budget when the budget's last iteration would also stall the run", async () => {
+    const run = await submit(
+      stack,
+      commandRun("true", { testCommand: "exit 1", maxIterations: 4 }),
+    );
+    const final = await waitForStatus(stack, run.id);
+    expect(final).toMatchObject({
+      status: "failed",
+      reason: "max_iterations",
+      summary: "failed_budget_exhausted",
+      iteration: 4,
+    });
+    await waitFor(async () => (await getEvents(stack, run.id)).at(-1)?.type === "run_finished");
+    const types = (await getEvents(stack, run.id)).map((e) => e.type);
+    expect(types.slice(-2)).toEqual(["budget_exhausted", "run_finished"]);
+  });
+
   it("takes the settings from the CLI: maxStalledIterations, successThreshold, rollbackOnFailure", async () => {
     const submitCli = (args: string[]) =>
       runCli(

@@ -354,4 +354,29 @@ describe("a blocked agent waits for a person's reply", () => {
     expect(types).toContain("reply_received");
     expect(types.indexOf("reply_received")).toBeGreaterThan(types.indexOf("approval_requested"));
   });
+
+  it("a reply starts the stall count over: a run two idle iterations into a stall goes on after it", async () => {
+    const idle: Reply = {
+      toolCalls: [{ name: "finish", arguments: { summary: "nothing to do", status: "done" } }],
+    };
+    const blocked: Reply = {
+      toolCalls: [{ name: "finish", arguments: { summary: "Which file?", status: "blocked" } }],
+    };
+    // Iterations 1-3 change nothing and fail alike (a stall count of 2); 4 asks; 5 and 6 idle.
+    fake.replies(idle, idle, idle, blocked, idle, idle);
+    const run = await submit(stack, {
+      task: "Write the greeting into hello.txt",
+      agent: { type: "mistral", model: "mistral-small-latest" },
+      testCommand: "test -f hello.txt",
+      cooldownMs: 0,
+      maxIterations: 6,
+    });
+    const waiting = await waitForStatus(stack, run.id, ["awaiting_approval"]);
+    expect(waiting).toMatchObject({ iteration: 4, approval: { kind: "question", iteration: 4 } });
+    const reply = await stack.api("POST", `/api/runs/${run.id}/reply`, { message: "hello.txt" });
+    expect(reply.status).toBe(202);
+    // Without the reset, iteration 5 (idle again) would make the third in a row: `stalled`.
+    const final = await waitForStatus(stack, run.id);
+    expect(final).toMatchObject({ status: "failed", reason: "max_iterations", iteration: 6 });
+  });
 });

@@ -15,6 +15,11 @@ import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/su
 import { makeRun, removeDir, resources, tempDir, waitFor } from "./support";
 
 const API_KEY = "mistral-secret-key-0123456789";
+/** The reference MCP server (stdio), as a run would add it. */
+const SERVER_EVERYTHING = join(
+  process.cwd(),
+  "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+);
 
 /** The tool result the fake received for the call it made in answer number `index`. */
 function toolResults(req: ReceivedRequest): string[] {
@@ -261,10 +266,6 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
   });
 
   it("calls a tool of a reference MCP server the run adds (server-everything over stdio)", async () => {
-    const serverEverything = join(
-      process.cwd(),
-      "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
     let offered: string[] = [];
     fake.respond((req, i): Reply => {
       if (i === 0) {
@@ -287,7 +288,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     const store = new MemoryRunStore();
     const run = mistralRun({
       mcpServers: [
-        { name: "everything", command: process.execPath, args: [serverEverything, "stdio"] },
+        { name: "everything", command: process.execPath, args: [SERVER_EVERYTHING, "stdio"] },
       ],
     });
     store.add(run);
@@ -382,10 +383,6 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
 
   it(`redacts what \${NAME} put into a server from the log line of a step that failed`, async () => {
     const pat = "pat-9876543210zyxwvutsrq";
-    const serverEverything = join(
-      process.cwd(),
-      "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
     fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
     // A store that fails once the agent has finished, quoting the token (as a driver's error
     // might quote a value it was given).
@@ -403,7 +400,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
         {
           name: "everything",
           command: process.execPath,
-          args: [serverEverything, "stdio"],
+          args: [SERVER_EVERYTHING, "stdio"],
           env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
         },
       ],

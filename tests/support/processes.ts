@@ -1,0 +1,222 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+// Waiting, child processes and temporary directories for the end-to-end tests.
+
+/** The repository root (tests/support/..). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+/** The `looprun` CLI, as a user runs it. */
+export const LOOPRUN_BIN = join(REPO_ROOT, "apps/cli/bin/looprun.js");
+
+// ---------------------------------------------------------------------------------------------
+// Polling
+
+export interface WaitOptions {
+  /** @defaultValue 30000 */
+  timeoutMs?: number;
+  /** @defaultValue 100 */
+  intervalMs?: number;
+  /** Named in the error when the deadline passes. */
+  message?: string;
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Thrown by a `waitFor` condition to stop waiting at once (the condition can no longer hold). */
+export class StopWaiting extends Error {
+  override readonly name = "StopWaiting";
+}
+
+/**
+ * Polls `condition` until it returns a truthy value (which is returned), or throws when the
+ * deadline passes. Errors thrown by `condition` count as "not yet" and the last one is reported,
+ * except `StopWaiting`, which ends the wait at once.
+ */
+export async function waitFor<T>(
+  condition: () => T | Promise<T>,
+  opts: WaitOptions = {},
+): Promise<NonNullable<T>> {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await condition();
+      if (value) return value as NonNullable<T>;
+      last = value;
+    } catch (error) {
+      if (error instanceof StopWaiting) throw error;
+      last = error;
+    }
+    if (Date.now() >= deadline) {
+      const detail =
+        last instanceof Error
+          ? ` (last error: ${last.message})`
+          : last
+            ? ` (last: ${JSON.stringify(last)})`
+            : "";
+      throw new Error(
+        `waitFor: ${opts.message ?? "condition"} not met within ${timeoutMs} ms${detail}`,
+      );
+    }
+    await pause(opts.intervalMs ?? 100);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+/** Whether a process is alive (a zombie, dead but not reaped, counts as dead). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) STATE ..." — comm may contain spaces and parentheses.
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    // No /proc (or it vanished just now): trust kill(0).
+    return existsSync(`/proc/${pid}`) || !existsSync("/proc/self");
+  }
+}
+
+/** Reads a pid written by an agent (`echo $$ > file`); `undefined` until the file is complete. */
+export function readPid(file: string): number | undefined {
+  if (!existsSync(file)) return undefined;
+  const text = readFileSync(file, "utf8");
+  if (!text.endsWith("\n")) return undefined;
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  /** stdout and stderr so far (the tail). */
+  output(): string;
+  /** stdout alone so far (the tail). */
+  stdout(): string;
+  /** Resolves when the process has exited. */
+  exited: Promise<Exit>;
+  hasExited(): boolean;
+  /** Sends `signal` (SIGTERM) and waits for the exit; SIGKILL after `graceMs` (15 s). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<Exit>;
+}
+
+const live = new Set<ManagedProcess>();
+
+// Last resort: never leave a child behind when the test process goes away.
+process.once("exit", () => {
+  for (const p of live) {
+    try {
+      p.child.kill("SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+
+const OUTPUT_CAP = 64 * 1024;
+
+/** Spawns a process (tracked: killed when the test process exits, whatever happens). */
+export function spawnManaged(
+  name: string,
+  command: string,
+  args: string[],
+  opts: { env: Record<string, string | undefined>; cwd?: string; stdin?: string },
+): ManagedProcess {
+  const child = spawn(command, args, {
+    cwd: opts.cwd ?? REPO_ROOT,
+    env: opts.env as NodeJS.ProcessEnv,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let stdout = "";
+  const collect = (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.length > OUTPUT_CAP * 2) out = out.slice(-OUTPUT_CAP);
+  };
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.length > OUTPUT_CAP * 2) stdout = stdout.slice(-OUTPUT_CAP);
+    collect(chunk);
+  });
+  child.stderr?.on("data", collect);
+  child.stdin?.on("error", () => {});
+  child.stdin?.end(opts.stdin ?? "");
+  let exit: Exit | null = null;
+  const exited = new Promise<Exit>((done) => {
+    child.once("error", (error) => {
+      collect(Buffer.from(`\n[spawn error] ${error.message}\n`));
+      exit ??= { code: null, signal: null };
+      done(exit);
+    });
+    child.once("exit", (code, signal) => {
+      exit = { code, signal };
+      done(exit);
+    });
+  });
+  const proc: ManagedProcess = {
+    name,
+    child,
+    pid: child.pid ?? -1,
+    output: () => out,
+    stdout: () => stdout,
+    exited,
+    hasExited: () => exit !== null,
+    async stop(signal = "SIGTERM", graceMs = 15_000) {
+      if (exit === null) {
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      live.delete(proc);
+      return exited;
+    },
+  };
+  live.add(proc);
+  void exited.then(() => live.delete(proc));
+  return proc;
+}
+
+/** Runs the `looprun` CLI to completion. */
+export async function runCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+  timeoutMs = 50_000,
+): Promise<{ code: number | null; output: string; stdout: string }> {
+  const proc = spawnManaged(`looprun ${args[0]}`, process.execPath, [LOOPRUN_BIN, ...args], {
+    env,
+  });
+  const timer = setTimeout(() => proc.child.kill("SIGKILL"), timeoutMs);
+  const { code } = await proc.exited;
+  clearTimeout(timer);
+  return { code, output: proc.output(), stdout: proc.stdout() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Temporary directories
+
+/** A new temporary directory (the caller removes it; a stack removes its own `dir`). */
+export function tempDir(prefix = "looprun-e2e-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Single-quotes a string for `sh`. */
+export function shq(value: string): string {
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}

@@ -1,117 +1,44 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  auth,
+  chromiumAvailable,
+  type Dashboard,
+  openDashboard,
+  TOKEN,
+} from "./support/dashboard-browser";
 import { FakeMistral } from "./support/fake-mistral";
-import { type Stack, startStack } from "./support/stack";
+import type { Stack } from "./support/stack";
 
-const CHROMIUM = "/usr/bin/chromium";
-const available = existsSync(CHROMIUM) || process.env.CI === "true";
-if (!available) {
-  console.warn(
-    `e2e-dashboard: skipped — ${CHROMIUM} is missing (apt-get install -y chromium); in CI it always runs`,
-  );
-}
+// The dashboard in Chromium: signing in, submitting, following runs live, stopping, answering
+// a blocked agent, the form's presets and errors, the list's filters and the statistics.
+// Approving, rejecting and rolling back from a run's page: e2e-dashboard-steering.test.ts.
 
-/** Screenshots land here, for people to look at. */
-export const SHOTS = process.env.LOOPRUN_SHOTS_DIR ?? join(tmpdir(), "looprun-dashboard-shots");
-const TOKEN = "dashboard-e2e-token-0123456789";
-
-describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
-  let stack: Stack;
-  let context: BrowserContext;
-  let page: Page;
-  let profile: string;
-  const pageErrors: string[] = [];
+describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () => {
   // The blocked-agent test needs an LLM: the suite's one fake.
   const fake = new FakeMistral();
-
+  let d: Dashboard;
+  let stack: Stack;
+  let page: Page;
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
     await fake.start();
-    stack = await startStack({
-      redisUrl: inject("redisUrl"),
-      env: {
-        API_TOKEN: TOKEN,
-        LOOPRUN_SSE_POLL_MS: "100",
-        MISTRAL_API_KEY: "dashboard-e2e-key-0123456789",
-        MISTRAL_SERVER_URL: fake.url,
-      },
+    d = await openDashboard(inject("redisUrl"), {
+      MISTRAL_API_KEY: "dashboard-e2e-key-0123456789",
+      MISTRAL_SERVER_URL: fake.url,
     });
-    profile = mkdtempSync(join(tmpdir(), "looprun-chromium-"));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      viewport: { width: 1366, height: 860 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (msg) => {
-      // Failed requests are judged below, by their URL.
-      if (msg.type() === "error" && !msg.text().startsWith("Failed to load resource")) {
-        pageErrors.push(msg.text());
-      }
-    });
-    page.on("response", (res) => {
-      const { pathname } = new URL(res.url());
-      // No 404 for a diff: the page asks only for those of iterations with a snapshot.
-      const expected =
-        (res.status() === 400 && pathname === "/api/runs") ||
-        // The rollback test provokes one refusal while the session is busy.
-        (res.status() === 409 && /\/rollback$/.test(pathname));
-      if (res.status() >= 400 && !expected) {
-        pageErrors.push(`${res.status()} ${res.request().method()} ${pathname}`);
-      }
-    });
+    stack = d.stack;
+    page = d.page;
   });
-
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-    await stack?.stop();
+    await d?.close();
     await fake.stop();
   });
-
-  const shot = (name: string) =>
-    page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  const textOf = (selector: string) => page.locator(selector).first().innerText();
-  const waitText = (selector: string, text: string, timeout = 30_000) =>
-    page.locator(selector).filter({ hasText: text }).first().waitFor({ timeout });
-
-  /** Opens the form, applies a preset (and overrides), submits; resolves with what the page shows. */
-  async function submitForm(preset: string, overrides: Record<string, string> = {}) {
-    await page.goto(`${stack.url}/`);
-    await page.click("#open-submit");
-    await page.click(`[data-preset="${preset}"]`);
-    for (const [name, value] of Object.entries(overrides)) {
-      await page.fill(`#submit-form [name="${name}"]`, value);
-    }
-    await page.click("#submit-run");
-    await page.waitForSelector("#notice:not([hidden]), #submit-error:not([hidden])");
-    if (await page.isVisible("#submit-error")) return { error: await textOf("#submit-error") };
-    const id = (await textOf("#notice a")).trim();
-    return { id };
-  }
+  const shot = (name: string) => d.shot(name);
+  const textOf = (selector: string) => d.textOf(selector);
+  const waitText = (selector: string, text: string, timeout?: number) =>
+    d.waitText(selector, text, timeout);
+  const submitForm = (preset: string, overrides?: Record<string, string>) =>
+    d.submitForm(preset, overrides);
 
   it("signs in with the token, submits a run through the form and shows it going live to succeeded", async () => {
     await page.goto(`${stack.url}/`);
@@ -186,167 +113,6 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     await waitText("#events", "stop_requested");
     expect(await textOf("#run-reason")).toContain("stopped");
     expect(await page.isDisabled("#stop-run")).toBe(true);
-  });
-
-  it("shows a plan that waits for approval and approves it from the run page", async () => {
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Approve from the page",
-        sessionId: "dash-approve",
-        agent: {
-          type: "command",
-          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. touch done"; exit 0; fi; touch done',
-        },
-        testCommand: "test -f done",
-        phases: ["planning"],
-        approval: "plan",
-        cooldownMs: 0,
-      },
-      { headers: { authorization: `Bearer ${TOKEN}` } },
-    );
-    expect(created.status).toBe(202);
-    await page.goto(`${stack.url}/runs/${created.body.id}`);
-    await waitText("#run-status", "awaiting approval");
-    await page.locator("#approval:not([hidden])").waitFor();
-    expect(await textOf("#approval-text")).toContain("1. touch done");
-    expect(await page.isHidden("#reply-form")).toBe(true);
-    await shot("run-awaiting-approval");
-    await page.click("#approve-run");
-    await waitText("#run-status", "succeeded", 20_000);
-    await waitText("#events", "approval_granted");
-    expect(await page.isHidden("#approval")).toBe(true);
-  });
-
-  const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
-  /** Accepts the page's next confirm() (Playwright dismisses dialogs unless told otherwise). */
-  const acceptNextDialog = () => page.once("dialog", (dialog) => void dialog.accept());
-
-  /** Every file under `dir` (relative path → contents). */
-  function tree(dir: string): Record<string, string> {
-    const out: Record<string, string> = {};
-    const walk = (d: string) => {
-      for (const name of readdirSync(d)) {
-        const path = join(d, name);
-        if (statSync(path).isDirectory()) walk(path);
-        else out[relative(dir, path)] = readFileSync(path, "utf8");
-      }
-    };
-    walk(dir);
-    return out;
-  }
-
-  it("rolls a run's workspace back from its page, and shows the refusal while the session is busy", async () => {
-    const ws = join(stack.workspacesRoot, "dash-rollback");
-    mkdirSync(ws);
-    writeFileSync(join(ws, "a.txt"), "A0\n");
-    writeFileSync(join(ws, "b.txt"), "B0\n");
-    const before = tree(ws);
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Roll back from the page",
-        sessionId: "dash-rollback",
-        workspace: "dash-rollback",
-        agent: {
-          type: "command",
-          command:
-            'if [ "$LOOPRUN_ITERATION" = 1 ]; then echo A1 > a.txt; rm b.txt; else touch done; fi',
-        },
-        testCommand: "test -f done",
-        cooldownMs: 0,
-      },
-      auth,
-    );
-    expect(created.status).toBe(202);
-    const id = created.body.id;
-    await page.goto(`${stack.url}/runs/${id}`);
-    await waitText("#run-status", "succeeded");
-    await page.locator("#rollback-run:not([disabled])").waitFor();
-    expect(tree(ws)).toEqual({ "a.txt": "A1\n", done: "" });
-
-    await page.fill("#rollback-iteration", "1");
-    acceptNextDialog();
-    await page.click("#rollback-run");
-    await waitText("#rollback-result", "restored as after iteration 1");
-    expect(await textOf("#rollback-result")).toContain("removed done");
-    expect(tree(ws)).toEqual({ "a.txt": "A1\n" });
-
-    await page.fill("#rollback-iteration", "0");
-    acceptNextDialog();
-    await page.click("#rollback-run");
-    await waitText("#rollback-result", "restored as it was before the run");
-    expect(await textOf("#rollback-result")).toContain("restored b.txt");
-    expect(tree(ws)).toEqual(before);
-    await waitText("#events", "rollback_applied");
-    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
-    // Newest first: the rollback to 0 on top, after run_finished.
-    expect(await page.locator("#events li.event").first().getAttribute("data-type")).toBe(
-      "rollback_applied",
-    );
-    expect(await textOf("#events li.event")).toContain("workspace rolled back to before the run");
-    await shot("run-rolled-back");
-    // A reload shows them too: the event stream ends at run_finished, the page reads the rest.
-    await page.reload();
-    await waitText("#run-status", "succeeded");
-    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
-    expect(await page.locator('#events li.event[data-type="rollback_applied"]').count()).toBe(2);
-
-    // Another run of the session holds it: the page shows the API's refusal.
-    const gate = join(stack.dir, "release-dash-rollback");
-    const busy = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Hold the session",
-        sessionId: "dash-rollback",
-        agent: { type: "command", command: `while [ ! -f ${gate} ]; do sleep 0.05; done` },
-        testCommand: "true",
-        cooldownMs: 0,
-      },
-      auth,
-    );
-    expect(busy.status).toBe(202);
-    acceptNextDialog();
-    await page.click("#rollback-run");
-    await waitText("#run-error", "409");
-    expect(await textOf("#run-error")).toContain(`run ${busy.body.id} is active`);
-    expect(tree(ws)).toEqual(before);
-    writeFileSync(gate, "");
-  });
-
-  it("rejects a plan from the run page: the run ends stopped with the reason", async () => {
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Reject from the page",
-        sessionId: "dash-reject",
-        agent: {
-          type: "command",
-          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. rm -rf /"; exit 0; fi; touch done',
-        },
-        testCommand: "test -f done",
-        phases: ["planning"],
-        approval: "plan",
-        cooldownMs: 0,
-      },
-      auth,
-    );
-    expect(created.status).toBe(202);
-    await page.goto(`${stack.url}/runs/${created.body.id}`);
-    await waitText("#run-status", "awaiting approval");
-    await page.locator("#approval:not([hidden])").waitFor();
-    expect(await textOf("#approval-text")).toContain("1. rm -rf /");
-    await page.fill("#reject-reason", "far too risky");
-    acceptNextDialog();
-    await page.click("#reject-run");
-    await waitText("#run-status", "stopped", 20_000);
-    await waitText("#events", "approval_rejected");
-    expect(await textOf("#run-reason")).toContain("plan rejected: far too risky");
-    expect(await page.isHidden("#approval")).toBe(true);
   });
 
   it("answers a blocked agent from the run page, twice: each reply reaches the next prompt", async () => {
@@ -542,9 +308,7 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
     const cells = await row.locator("td").allInnerTexts();
     expect(cells[0]).toBe("command");
     expect(Number(cells[3]) + Number(cells[4])).toBeGreaterThan(0);
-    const api = await stack.api("GET", "/api/stats/tools", undefined, {
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
+    const api = await stack.api("GET", "/api/stats/tools", undefined, auth);
     expect(await page.locator("#patterns-body tr.pattern").count()).toBe(api.body.patterns.length);
     // The blocked agent's write (a tool, by argument shape) and a check that failed before.
     const write = await page
@@ -565,6 +329,6 @@ describe.skipIf(!available)("dashboard in Chromium (API_TOKEN set)", () => {
   });
 
   it("raised no error in the page", () => {
-    expect(pageErrors).toEqual([]);
+    expect(d.pageErrors).toEqual([]);
   });
 });

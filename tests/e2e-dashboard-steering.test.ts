@@ -1,0 +1,181 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import {
+  auth,
+  chromiumAvailable,
+  type Dashboard,
+  openDashboard,
+  tree,
+} from "./support/dashboard-browser";
+import type { Stack } from "./support/stack";
+
+// Steering a run from its page in Chromium: a plan approved or rejected, a workspace rolled back.
+
+describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_TOKEN set)", () => {
+  let d: Dashboard;
+  let stack: Stack;
+  let page: Page;
+  beforeAll(async () => {
+    d = await openDashboard(inject("redisUrl"));
+    await d.signIn();
+    stack = d.stack;
+    page = d.page;
+  });
+  afterAll(async () => {
+    await d?.close();
+  });
+  const shot = (name: string) => d.shot(name);
+  const textOf = (selector: string) => d.textOf(selector);
+  const waitText = (selector: string, text: string, timeout?: number) =>
+    d.waitText(selector, text, timeout);
+  const acceptNextDialog = () => d.acceptNextDialog();
+
+  it("shows a plan that waits for approval and approves it from the run page", async () => {
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Approve from the page",
+        sessionId: "dash-approve",
+        agent: {
+          type: "command",
+          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. touch done"; exit 0; fi; touch done',
+        },
+        testCommand: "test -f done",
+        phases: ["planning"],
+        approval: "plan",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await waitText("#run-status", "awaiting approval");
+    await page.locator("#approval:not([hidden])").waitFor();
+    expect(await textOf("#approval-text")).toContain("1. touch done");
+    expect(await page.isHidden("#reply-form")).toBe(true);
+    await shot("run-awaiting-approval");
+    await page.click("#approve-run");
+    await waitText("#run-status", "succeeded", 20_000);
+    await waitText("#events", "approval_granted");
+    expect(await page.isHidden("#approval")).toBe(true);
+  });
+
+  it("rolls a run's workspace back from its page, and shows the refusal while the session is busy", async () => {
+    const ws = join(stack.workspacesRoot, "dash-rollback");
+    mkdirSync(ws);
+    writeFileSync(join(ws, "a.txt"), "A0\n");
+    writeFileSync(join(ws, "b.txt"), "B0\n");
+    const before = tree(ws);
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Roll back from the page",
+        sessionId: "dash-rollback",
+        workspace: "dash-rollback",
+        agent: {
+          type: "command",
+          command:
+            'if [ "$LOOPRUN_ITERATION" = 1 ]; then echo A1 > a.txt; rm b.txt; else touch done; fi',
+        },
+        testCommand: "test -f done",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    const id = created.body.id;
+    await page.goto(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "succeeded");
+    await page.locator("#rollback-run:not([disabled])").waitFor();
+    expect(tree(ws)).toEqual({ "a.txt": "A1\n", done: "" });
+
+    await page.fill("#rollback-iteration", "1");
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#rollback-result", "restored as after iteration 1");
+    expect(await textOf("#rollback-result")).toContain("removed done");
+    expect(tree(ws)).toEqual({ "a.txt": "A1\n" });
+
+    await page.fill("#rollback-iteration", "0");
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#rollback-result", "restored as it was before the run");
+    expect(await textOf("#rollback-result")).toContain("restored b.txt");
+    expect(tree(ws)).toEqual(before);
+    await waitText("#events", "rollback_applied");
+    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
+    // Newest first: the rollback to 0 on top, after run_finished.
+    expect(await page.locator("#events li.event").first().getAttribute("data-type")).toBe(
+      "rollback_applied",
+    );
+    expect(await textOf("#events li.event")).toContain("workspace rolled back to before the run");
+    await shot("run-rolled-back");
+    // A reload shows them too: the event stream ends at run_finished, the page reads the rest.
+    await page.reload();
+    await waitText("#run-status", "succeeded");
+    await page.locator('#events li.event[data-type="rollback_applied"]').nth(1).waitFor();
+    expect(await page.locator('#events li.event[data-type="rollback_applied"]').count()).toBe(2);
+
+    // Another run of the session holds it: the page shows the API's refusal.
+    const gate = join(stack.dir, "release-dash-rollback");
+    const busy = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Hold the session",
+        sessionId: "dash-rollback",
+        agent: { type: "command", command: `while [ ! -f ${gate} ]; do sleep 0.05; done` },
+        testCommand: "true",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(busy.status).toBe(202);
+    acceptNextDialog();
+    await page.click("#rollback-run");
+    await waitText("#run-error", "409");
+    expect(await textOf("#run-error")).toContain(`run ${busy.body.id} is active`);
+    expect(tree(ws)).toEqual(before);
+    writeFileSync(gate, "");
+  });
+
+  it("rejects a plan from the run page: the run ends stopped with the reason", async () => {
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Reject from the page",
+        sessionId: "dash-reject",
+        agent: {
+          type: "command",
+          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. rm -rf /"; exit 0; fi; touch done',
+        },
+        testCommand: "test -f done",
+        phases: ["planning"],
+        approval: "plan",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await waitText("#run-status", "awaiting approval");
+    await page.locator("#approval:not([hidden])").waitFor();
+    expect(await textOf("#approval-text")).toContain("1. rm -rf /");
+    await page.fill("#reject-reason", "far too risky");
+    acceptNextDialog();
+    await page.click("#reject-run");
+    await waitText("#run-status", "stopped", 20_000);
+    await waitText("#events", "approval_rejected");
+    expect(await textOf("#run-reason")).toContain("plan rejected: far too risky");
+    expect(await page.isHidden("#approval")).toBe(true);
+  });
+
+  it("raised no error in the page", () => {
+    expect(d.pageErrors).toEqual([]);
+  });
+});

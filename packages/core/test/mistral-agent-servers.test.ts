@@ -1,0 +1,228 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { REDACTED, Redactor, runStep, workspaceServerLaunch } from "@looprun/core";
+import { MemoryRunStore } from "@looprun/core/testing";
+import { describe, expect, it } from "vitest";
+import type { Reply } from "../../../tests/support/fake-mistral";
+import { mistralFixture, SERVER_EVERYTHING } from "./mistral-fixture";
+import { resources } from "./support";
+
+describe("the mistral agent's tool servers and the secrets they are given (real SDK → fake Mistral, real MCP servers)", () => {
+  const fx = mistralFixture();
+  const { fake, run: mistralRun } = fx;
+
+  it("calls a tool of a reference MCP server the run adds (server-everything over stdio)", async () => {
+    let offered: string[] = [];
+    fake.respond((req, i): Reply => {
+      if (i === 0) {
+        offered = (req.tools ?? []).map((t) => t.function.name);
+        const echo = offered.find((n) => n.startsWith("everything__") && n.includes("echo"));
+        return {
+          toolCalls: [
+            { name: echo ?? "everything__echo", arguments: { message: "hello from the loop" } },
+          ],
+        };
+      }
+      if (i === 1)
+        return {
+          toolCalls: [
+            { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+          ],
+        };
+      return { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] };
+    });
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        { name: "everything", command: process.execPath, args: [SERVER_EVERYTHING, "stdio"] },
+      ],
+    });
+    store.add(run);
+    const result = await runStep(resources(store, { llm: fx.llm }), run.id);
+    expect(result).toMatchObject({ status: "succeeded" });
+    const echo = store.toolCalls.find((c) => c.runId === run.id && c.server === "everything")!;
+    expect(echo.isError).toBe(false);
+    expect(echo.result).toContain("hello from the loop");
+    expect(offered.some((n) => n.startsWith("workspace__"))).toBe(true);
+  });
+
+  it("counts its tool servers' start-up in the agent's durationMs, as for a command agent", async () => {
+    fake.replies(
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
+        ],
+      },
+      { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] },
+    );
+    // A second workspace server that takes more than 2 s to start: the phase cannot be shorter
+    // than that, however quick the model's answers are (counted from after the start-up, the
+    // agent's own part is about 0.6 s here).
+    const slow = workspaceServerLaunch(fx.workspace, {});
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "slow",
+          command: "/bin/sh",
+          args: ["-c", 'sleep 2; exec "$@"', "sh", slow.command, ...slow.args],
+        },
+      ],
+    });
+    store.add(run);
+    expect(await runStep(resources(store, { llm: fx.llm }), run.id)).toMatchObject({
+      status: "succeeded",
+    });
+    expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
+  });
+
+  it(`redacts what \${NAME} put into a server's secret variable wherever the server repeats it`, async () => {
+    const pat = "pat-0123456789abcdefghij";
+    const store = new MemoryRunStore();
+    // A server that fails to start, saying its token on stderr (which the error quotes).
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "gh",
+          command: "/bin/sh",
+          args: ["-c", 'echo "auth failed for $GITHUB_PERSONAL_ACCESS_TOKEN" >&2; exit 1'],
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
+        },
+      ],
+    });
+    store.add(run);
+    // GH_PAT is allowed, but its name does not look secret: the workers' redactor does not
+    // know its value.
+    const res = resources(store, {
+      llm: fx.llm,
+      commandEnv: { ...process.env, GH_PAT: pat },
+      envAllowlist: ["GH_PAT"],
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+    const stored = JSON.stringify([
+      store.runs.get(run.id),
+      store.eventsOf(run.id),
+      store.iterationsOf(run.id),
+    ]);
+    expect(stored).toContain(`auth failed for ${REDACTED}`);
+    expect(stored).not.toContain(pat);
+  });
+
+  it("redacts the piece of a secret its capped transcript begins with", async () => {
+    const secret = "transcript-secret-0123456789abcdefghij";
+    const finishLine = "finish (done): ok";
+    fake.replies({
+      content: `${"x".repeat(100)}${secret}\n${"y".repeat(50)}`,
+      toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
+    });
+    const store = new MemoryRunStore();
+    const run = mistralRun({ testCommand: "true" });
+    store.add(run);
+    // The cap keeps the transcript's last 20 characters of the secret, then the rest.
+    const cap = 20 + 1 + 50 + 1 + finishLine.length;
+    const res = resources(store, {
+      llm: fx.llm,
+      outputCapBytes: cap,
+      redactor: new Redactor([secret]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
+    const output = store.iterationsOf(run.id)[0]?.agent?.output;
+    expect(output).toBe(
+      `[… earlier transcript omitted …]\n${REDACTED}\n${"y".repeat(50)}\n${finishLine}`,
+    );
+  });
+
+  it(`redacts what \${NAME} put into a server from the log line of a step that failed`, async () => {
+    const pat = "pat-9876543210zyxwvutsrq";
+    fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
+    // A store that fails once the agent has finished, quoting the token (as a driver's error
+    // might quote a value it was given).
+    class FailingStore extends MemoryRunStore {
+      override async commit(...args: Parameters<MemoryRunStore["commit"]>) {
+        if (args[2].events?.some((e) => e.type === "agent_finished")) {
+          throw new Error(`cannot write the row holding ${pat}`);
+        }
+        return super.commit(...args);
+      }
+    }
+    const store = new FailingStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "everything",
+          command: process.execPath,
+          args: [SERVER_EVERYTHING, "stdio"],
+          env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
+        },
+      ],
+    });
+    store.add(run);
+    const logged: unknown[] = [];
+    const logger = {
+      info: () => {},
+      warn: () => {},
+      error: (obj: object, msg?: string) => logged.push({ obj, msg }),
+    };
+    const res = resources(store, {
+      llm: fx.llm,
+      logger,
+      commandEnv: { ...process.env, GH_PAT: pat },
+      envAllowlist: ["GH_PAT"],
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed", reason: "error" });
+    expect(store.runs.get(run.id)?.summary).toBe(`error: cannot write the row holding ${REDACTED}`);
+    const line = JSON.stringify(logged);
+    expect(line).toContain("run step failed");
+    expect(line).toContain(`cannot write the row holding ${REDACTED}`);
+    expect(line).not.toContain(pat);
+  });
+
+  it(`puts \${NAME} into an MCP server's url and headers, and redacts their values from what is stored`, async () => {
+    const tenant = "tenant-0123456789abcdef";
+    const region = "region-fedcba9876543210";
+    const asked: { url: string; region: string }[] = [];
+    // A server that refuses everyone, saying which url and region it was asked for.
+    const http = createServer((req, res) => {
+      const said = { url: req.url ?? "", region: String(req.headers["x-region"]) };
+      asked.push(said);
+      res
+        .writeHead(401, { "content-type": "text/plain" })
+        .end(`unknown tenant in ${said.url} (region ${said.region})`);
+    });
+    await new Promise<void>((listening) => http.listen(0, "127.0.0.1", listening));
+    try {
+      const { port } = http.address() as AddressInfo;
+      const store = new MemoryRunStore();
+      const run = mistralRun({
+        mcpServers: [
+          {
+            name: "remote",
+            url: `http://127.0.0.1:${port}/mcp?tenant=\${MCP_TENANT}`,
+            headers: { "X-Region": `\${MCP_REGION}` },
+          },
+        ],
+      });
+      store.add(run);
+      expect(run.spec.mcpServers[0]).toMatchObject({ url: expect.stringContaining("MCP_TENANT") });
+      // Neither name looks secret, and the workers' redactor knows neither value: what a
+      // server's url or headers get is redacted because it went there.
+      const res = resources(store, {
+        llm: fx.llm,
+        commandEnv: { ...process.env, MCP_TENANT: tenant, MCP_REGION: region },
+        envAllowlist: ["MCP_TENANT", "MCP_REGION"],
+        redactor: new Redactor([]),
+      });
+      expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+      expect(asked[0]).toEqual({ url: `/mcp?tenant=${tenant}`, region });
+      const stored = JSON.stringify([store.runs.get(run.id), store.eventsOf(run.id)]);
+      expect(stored).toContain(`unknown tenant in /mcp?tenant=${REDACTED} (region ${REDACTED})`);
+      expect(stored).not.toContain(tenant);
+      expect(stored).not.toContain(region);
+    } finally {
+      http.closeAllConnections();
+      await new Promise((closed) => http.close(closed));
+    }
+  });
+});

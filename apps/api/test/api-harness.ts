@@ -14,6 +14,13 @@ import { createRunQueue } from "../src/run-queue";
 export const ENGINES = ["sqlite", "postgres"] as const;
 export type Engine = (typeof ENGINES)[number];
 
+/** The smallest valid submission: a command agent and a test command that both pass. */
+export const VALID_RUN = {
+  task: "make the tests pass",
+  agent: { type: "command", command: "true" },
+  testCommand: "true",
+};
+
 /**
  * The API over `app.request()`, with a real database — a SQLite file, or a new database on
  * the test run's PostgreSQL — and a real Redis queue. `store` is the engine's RunStore on the

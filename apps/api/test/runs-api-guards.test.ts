@@ -1,0 +1,185 @@
+import { describe, expect, inject, it } from "vitest";
+import { apiHarness, ENGINES, VALID_RUN as valid } from "./api-harness";
+
+// What guards the API: readiness with the database or Redis gone, the token, the body and
+// rate limits, CORS, idempotency keys.
+
+describe("readiness on PostgreSQL", () => {
+  it("reports db down with 503 once the database is gone", async () => {
+    const h = await apiHarness(inject("redisUrl"), "postgres");
+    try {
+      await h.untilReady();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 200,
+        body: { redis: "up", db: "up" },
+      });
+      await h.dropDatabase();
+      expect(await h.request("GET", "/readyz")).toEqual({
+        status: 503,
+        body: { redis: "up", db: "down" },
+      });
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => {
+  it("answers 503 unavailable at once and stores nothing", async () => {
+    // Port 1 on loopback: nothing listens there.
+    const h = await apiHarness("redis://127.0.0.1:1", engine);
+    try {
+      const res = await h.request("POST", "/api/runs", valid);
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe("unavailable");
+      // Bad input is still named (400), not hidden behind the 503.
+      const bad = await h.request("POST", "/api/runs", { ...valid, workspace: "../outside" });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.issues[0].path).toBe("workspace");
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
+      const ready = await h.request("GET", "/readyz");
+      expect(ready).toEqual({ status: 503, body: { redis: "down", db: "up" } });
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe("runs API with API_TOKEN", () => {
+  it("answers 401 unauthorized without the bearer token and serves the API with it", async () => {
+    const { createApp } = await import("../src/app");
+    const h = await apiHarness(inject("redisUrl"));
+    try {
+      const token = "a-token-of-some-length";
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        apiToken: token,
+      });
+      for (const auth of [undefined, "Bearer wrong", `Basic ${token}`, "Bearer "]) {
+        const res = await app.request("/api/runs", {
+          headers: auth ? { authorization: auth } : {},
+        });
+        expect(res.status, String(auth)).toBe(401);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
+      }
+      const ok = await app.request("/api/runs", { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      // Open without the token (its answer, 200 or 503, is whether Redis is connected yet).
+      const health = await app.request("/healthz");
+      expect(health.status).not.toBe(401);
+      expect(Object.keys((await health.json()) as object).sort()).toEqual(["db", "redis"]);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe("runs API limits", () => {
+  it("answers 413 payload_too_large for a 3 MB body and stores nothing", async () => {
+    const h = await apiHarness(inject("redisUrl"));
+    try {
+      await h.untilReady();
+      const res = await h.request("POST", "/api/runs", {
+        ...valid,
+        task: "x".repeat(3 * 1024 * 1024),
+      });
+      expect(res.status).toBe(413);
+      expect(res.body.error.code).toBe("payload_too_large");
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("answers 429 rate_limited with Retry-After past the per-client limit", async () => {
+    const { createApp } = await import("../src/app");
+    const h = await apiHarness(inject("redisUrl"));
+    try {
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        rateLimitPerMinute: 5,
+      });
+      const statuses: number[] = [];
+      let retryAfter: string | null = null;
+      for (let i = 0; i < 7; i++) {
+        const res = await app.request("/api/runs");
+        statuses.push(res.status);
+        if (res.status === 429) {
+          retryAfter = res.headers.get("retry-after");
+          expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+            "rate_limited",
+          );
+        }
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      expect(Number(retryAfter)).toBeGreaterThan(0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("sends no CORS headers unless origins are configured", async () => {
+    const { createApp } = await import("../src/app");
+    const h = await apiHarness(inject("redisUrl"));
+    try {
+      const plain = await h.app.request("/api/runs", {
+        headers: { origin: "https://evil.example" },
+      });
+      expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+      const app = createApp({
+        repo: h.repo,
+        queue: h.queue,
+        workspacesRoot: h.workspacesRoot,
+        dbHealthy: () => true,
+        corsOrigins: ["https://ok.example"],
+      });
+      const ok = await app.request("/api/runs", { headers: { origin: "https://ok.example" } });
+      expect(ok.headers.get("access-control-allow-origin")).toBe("https://ok.example");
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe.each(ENGINES)("idempotent submit on %s", (engine) => {
+  it("returns the same run for the same key and body, 422 for the same key with another body", async () => {
+    const h = await apiHarness(inject("redisUrl"), engine);
+    try {
+      await h.untilReady();
+      const post = async (body: unknown, key: string) => {
+        const res = await h.app.request("/api/runs", {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify(body),
+        });
+        return {
+          status: res.status,
+          body: (await res.json()) as { id: string; error?: { code: string } },
+        };
+      };
+      const first = await post({ ...valid, sessionId: "idem-1" }, "key-1");
+      // The same body with its keys in another order is the same request.
+      const again = await post(
+        { sessionId: "idem-1", testCommand: "true", agent: valid.agent, task: valid.task },
+        "key-1",
+      );
+      expect(first.status).toBe(202);
+      expect(again.status).toBe(202);
+      expect(again.body.id).toBe(first.body.id);
+      expect((await h.repo.listRuns({ sessionId: "idem-1", limit: 10 })).items).toHaveLength(1);
+      const other = await post({ ...valid, sessionId: "idem-1", task: "something else" }, "key-1");
+      expect(other.status).toBe(422);
+      expect(other.body.error?.code).toBe("idempotency_conflict");
+      const bad = await post(valid, "");
+      expect(bad.status).toBe(400);
+    } finally {
+      await h.close();
+    }
+  });
+});

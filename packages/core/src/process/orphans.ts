@@ -1,14 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { readProcStat } from "./proc-stat";
 
 function processGroupOf(pid: string): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // "pid (comm) state ppid pgrp …": comm may hold spaces or parentheses.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[2]);
-  } catch {
-    return null;
-  }
+  return readProcStat(pid)?.pgrp ?? null;
 }
 
 function belongsToRun(pid: string, runId: string): boolean {

@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { launch } from "./launch";
+import { readProcStat, runs } from "./proc-stat";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -60,15 +61,8 @@ function groupRunning(pgid: number): boolean {
   }
   for (const name of entries) {
     if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, "utf8");
-    } catch {
-      continue; // gone meanwhile
-    }
-    // "pid (comm) state ppid pgrp …" — comm may hold spaces and parentheses.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+    const stat = readProcStat(name); // null: gone meanwhile
+    if (stat?.pgrp === pgid && runs(stat)) return true;
   }
   return false;
 }

@@ -5,7 +5,7 @@ import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { killOrphanedGroup } from "../src/process/orphans";
-import { makeRun, removeDir, resources, tempDir } from "./support";
+import { isAlive, makeRun, removeDir, resources, tempDir } from "./support";
 
 const children: { child: ChildProcess; detached: boolean }[] = [];
 
@@ -28,16 +28,6 @@ function start(runId: string, command: string, detached: boolean) {
   });
   children.push({ child, detached });
   return child;
-}
-
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
@@ -73,7 +63,7 @@ describe.skipIf(process.platform !== "linux")("killOrphanedGroup", () => {
     const other = await started(start("run-b", "exec sleep 300", true), "run-b");
 
     expect(killOrphanedGroup(null, "run-a")).toBe(true);
-    await until(() => !running(orphan), "the orphan to die");
+    await until(() => !isAlive(orphan), "the orphan to die");
     // The whole group: no process of it is left.
     await until(() => {
       try {
@@ -83,7 +73,7 @@ describe.skipIf(process.platform !== "linux")("killOrphanedGroup", () => {
         return true;
       }
     }, "the orphan's group to be gone");
-    expect(running(other)).toBe(true);
+    expect(isAlive(other)).toBe(true);
     expect(killOrphanedGroup(null, "run-a")).toBe(false);
   });
 
@@ -92,8 +82,8 @@ describe.skipIf(process.platform !== "linux")("killOrphanedGroup", () => {
     const inOurGroup = await started(start("run-c", "exec sleep 300", false), "run-c");
 
     expect(killOrphanedGroup(recorded, "run-c")).toBe(true);
-    await until(() => !running(recorded) && !running(inOurGroup), "both to die");
-    expect(running(process.pid)).toBe(true);
+    await until(() => !isAlive(recorded) && !isAlive(inOurGroup), "both to die");
+    expect(isAlive(process.pid)).toBe(true);
   });
 });
 
@@ -120,9 +110,9 @@ describe.skipIf(process.platform !== "linux")("a run's step and what earlier wor
 
     // Nothing ran the fresh run before this step: it reads no process table and kills nothing.
     expect(await runStep(resources(store), fresh.id)).toMatchObject({ status: "succeeded" });
-    expect(running(strayOfFresh)).toBe(true);
+    expect(isAlive(strayOfFresh)).toBe(true);
 
     expect(await runStep(resources(store), resumed.id)).toMatchObject({ status: "succeeded" });
-    await until(() => !running(leftByResumed), "the resumed run's orphan to die");
+    await until(() => !isAlive(leftByResumed), "the resumed run's orphan to die");
   });
 });

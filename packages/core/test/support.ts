@@ -12,6 +12,11 @@ import {
   RunSubmission,
 } from "@looprun/core";
 
+import { isAlive } from "../../../tests/support/processes";
+
+/** One test-side check of a process being alive, for every suite (tests/support). */
+export { isAlive };
+
 /** A fresh temporary directory; `cleanup` removes it. */
 export async function tempDir(prefix = "looprun-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
@@ -19,26 +24,6 @@ export async function tempDir(prefix = "looprun-test-"): Promise<string> {
 
 export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
-}
-
-/**
- * Whether a process exists and has not exited. A zombie (exited, not yet reaped — PID 1 of
- * a container may never reap orphans) counts as dead: it runs nothing and holds nothing.
- */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // "pid (comm) S ..." — comm may contain spaces or parentheses: the state follows the last ")".
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
 }
 
 /** Reads whitespace-separated pids from a file. */

@@ -13,6 +13,11 @@ import {
 } from "@looprun/core";
 import { type Database, type NewRun, openDatabase } from "@looprun/db";
 
+import { isAlive } from "../../../tests/support/processes";
+
+/** One test-side check of a process being alive, for every suite (tests/support). */
+export { isAlive };
+
 export async function tempDir(prefix = "looprun-db-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
@@ -52,22 +57,6 @@ export function newRun(
     ),
     createdAt: opts.createdAt ?? Date.now(),
   };
-}
-
-/** Whether a process runs (a zombie — exited, not reaped — counts as dead). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return false;
-  }
 }
 
 export function readPids(path: string): number[] {

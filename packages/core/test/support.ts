@@ -1,8 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { threadId } from "node:worker_threads";
 import {
   EMPTY_METRICS,
   type EngineResources,
@@ -13,9 +12,10 @@ import {
 } from "@looprun/core";
 
 import { isAlive } from "../../../tests/support/processes";
+import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
 
-/** One test-side check of a process being alive, for every suite (tests/support). */
-export { isAlive };
+/** Shared with every suite (tests/support): whether a process is alive, the snapshots directory. */
+export { isAlive, testSnapshotsDir };
 
 /** A fresh temporary directory; `cleanup` removes it. */
 export async function tempDir(prefix = "looprun-test-"): Promise<string> {
@@ -96,32 +96,6 @@ export function makeRun(
 }
 
 export const silentLogger = { info() {}, warn() {}, error() {} };
-
-let snapshotsDir: string | undefined;
-const SNAPSHOTS_PARENT = join(tmpdir(), "looprun-test-snapshots");
-
-/**
- * Workspace snapshots of this test process (and thread): one directory, removed at exit. A
- * process killed before its exit handler ran leaves its directory behind: the next one removes
- * the directories of processes that no longer run.
- */
-export function testSnapshotsDir(): string {
-  if (snapshotsDir === undefined) {
-    mkdirSync(SNAPSHOTS_PARENT, { recursive: true });
-    for (const name of readdirSync(SNAPSHOTS_PARENT)) {
-      const pid = Number(name.split("-")[0]);
-      if (Number.isInteger(pid) && pid > 0 && !isAlive(pid)) {
-        rmSync(join(SNAPSHOTS_PARENT, name), { recursive: true, force: true });
-      }
-    }
-    const dir = join(SNAPSHOTS_PARENT, `${process.pid}-${threadId}`);
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir);
-    snapshotsDir = dir;
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  }
-  return snapshotsDir;
-}
 
 export function resources(store: RunStore, extra: Partial<EngineResources> = {}): EngineResources {
   return {

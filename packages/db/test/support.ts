@@ -1,10 +1,9 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { threadId } from "node:worker_threads";
 import {
   type EngineResources,
   normalizeSubmission,
@@ -14,9 +13,10 @@ import {
 import { type Database, type NewRun, openDatabase } from "@looprun/db";
 
 import { isAlive } from "../../../tests/support/processes";
+import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
 
-/** One test-side check of a process being alive, for every suite (tests/support). */
-export { isAlive };
+/** Shared with every suite (tests/support): whether a process is alive, the snapshots directory. */
+export { isAlive, testSnapshotsDir };
 
 export async function tempDir(prefix = "looprun-db-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
@@ -77,32 +77,6 @@ export async function waitFor(
     if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-let snapshotsDir: string | undefined;
-const SNAPSHOTS_PARENT = join(tmpdir(), "looprun-test-snapshots");
-
-/**
- * Workspace snapshots of this test process (and thread): one directory, removed at exit. A
- * process killed before its exit handler ran leaves its directory behind: the next one removes
- * the directories of processes that no longer run.
- */
-export function testSnapshotsDir(): string {
-  if (snapshotsDir === undefined) {
-    mkdirSync(SNAPSHOTS_PARENT, { recursive: true });
-    for (const name of readdirSync(SNAPSHOTS_PARENT)) {
-      const pid = Number(name.split("-")[0]);
-      if (Number.isInteger(pid) && pid > 0 && !isAlive(pid)) {
-        rmSync(join(SNAPSHOTS_PARENT, name), { recursive: true, force: true });
-      }
-    }
-    const dir = join(SNAPSHOTS_PARENT, `${process.pid}-${threadId}`);
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir);
-    snapshotsDir = dir;
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  }
-  return snapshotsDir;
 }
 
 export function resources(store: RunStore, extra: Partial<EngineResources> = {}): EngineResources {

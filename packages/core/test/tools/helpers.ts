@@ -1,32 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 
-export { isAlive } from "../../../../tests/support/processes";
-
-export async function tempDir(prefix = "looprun-tools-"): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
-}
-
-export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
-}
-
-export async function waitFor(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await condition()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { isAlive, removeDir, tempDir, waitFor } from "../support";
 
 /** A real MCP client connected to `server` through the SDK's linked in-memory transports. */
 export async function connectInMemory(server: McpServer): Promise<Client> {

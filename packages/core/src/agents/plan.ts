@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Plan, StepStatus } from "../domain/plan";
+import { parseJsonAnswer } from "../util/json-answer";
 
 /** The plan a model must answer with (JSON), validated before it is used. */
 export const PlanAnswer = z.object({
@@ -40,22 +41,8 @@ export function planFromAnswer(
 export function parsePlanAnswer(
   text: string | null,
 ): { ok: true; plan: PlanAnswer } | { ok: false; error: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(text ?? "");
-  } catch {
-    return { ok: false, error: "the answer is not valid JSON" };
-  }
-  const parsed = PlanAnswer.safeParse(json);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      error: parsed.error.issues
-        .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-        .join("; "),
-    };
-  }
-  return { ok: true, plan: parsed.data };
+  const parsed = parseJsonAnswer(PlanAnswer, text);
+  return parsed.ok ? { ok: true, plan: parsed.value } : parsed;
 }
 
 export function renderPlan(plan: Plan): string {

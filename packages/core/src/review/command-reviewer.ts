@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommandReviewSpec } from "../domain/run-spec";
 import { runCommand } from "../process/run-command";
-import { parseJsonAnswer, ReviewFindings, type ReviewOutcome } from "./review-findings";
+import { parseJsonAnswer } from "../util/json-answer";
+import { ReviewFindings, type ReviewOutcome } from "./review-findings";
 import type { ReviewInput } from "./review-input";
 
 export interface CommandReviewInput {

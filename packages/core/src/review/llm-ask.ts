@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { type ChatMessage, type ChatModel, ChatModelError } from "../llm/chat-model";
-import { type JsonAnswer, parseJsonAnswer } from "./review-findings";
+import { type JsonAnswer, parseJsonAnswer } from "../util/json-answer";
 
 export interface LlmCallOptions {
   llm: ChatModel;

@@ -32,16 +32,20 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
     d.waitText(selector, text, timeout);
   const acceptNextDialog = () => d.acceptNextDialog();
 
-  it("shows a plan that waits for approval and approves it from the run page", async () => {
+  /**
+   * Submits a run whose planning phase proposes `plan` (then touches `done`, which its test
+   * wants) and opens its page once the plan waits for approval, shown there.
+   */
+  async function openPlanAwaitingApproval(task: string, sessionId: string, plan: string) {
     const created = await stack.api(
       "POST",
       "/api/runs",
       {
-        task: "Approve from the page",
-        sessionId: "dash-approve",
+        task,
+        sessionId,
         agent: {
           type: "command",
-          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. touch done"; exit 0; fi; touch done',
+          command: `if [ -n "$LOOPRUN_PHASE" ]; then echo "${plan}"; exit 0; fi; touch done`,
         },
         testCommand: "test -f done",
         phases: ["planning"],
@@ -54,7 +58,11 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
     await page.goto(`${stack.url}/runs/${created.body.id}`);
     await waitText("#run-status", "awaiting approval");
     await page.locator("#approval:not([hidden])").waitFor();
-    expect(await textOf("#approval-text")).toContain("1. touch done");
+    expect(await textOf("#approval-text")).toContain(plan);
+  }
+
+  it("shows a plan that waits for approval and approves it from the run page", async () => {
+    await openPlanAwaitingApproval("Approve from the page", "dash-approve", "1. touch done");
     expect(await page.isHidden("#reply-form")).toBe(true);
     await shot("run-awaiting-approval");
     await page.click("#approve-run");
@@ -144,28 +152,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
   });
 
   it("rejects a plan from the run page: the run ends stopped with the reason", async () => {
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Reject from the page",
-        sessionId: "dash-reject",
-        agent: {
-          type: "command",
-          command: 'if [ -n "$LOOPRUN_PHASE" ]; then echo "1. rm -rf /"; exit 0; fi; touch done',
-        },
-        testCommand: "test -f done",
-        phases: ["planning"],
-        approval: "plan",
-        cooldownMs: 0,
-      },
-      auth,
-    );
-    expect(created.status).toBe(202);
-    await page.goto(`${stack.url}/runs/${created.body.id}`);
-    await waitText("#run-status", "awaiting approval");
-    await page.locator("#approval:not([hidden])").waitFor();
-    expect(await textOf("#approval-text")).toContain("1. rm -rf /");
+    await openPlanAwaitingApproval("Reject from the page", "dash-reject", "1. rm -rf /");
     await page.fill("#reject-reason", "far too risky");
     acceptNextDialog();
     await page.click("#reject-run");

@@ -9,7 +9,7 @@ import {
   openDashboard,
   tree,
 } from "./support/dashboard-browser";
-import type { Stack } from "./support/stack";
+import { type Stack, shq } from "./support/stack";
 
 // Steering a run from its page in Chromium: a plan approved or rejected, a workspace rolled back.
 
@@ -18,7 +18,10 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
   let stack: Stack;
   let page: Page;
   beforeAll(async () => {
-    d = await openDashboard(inject("redisUrl"));
+    d = await openDashboard(inject("redisUrl"), {
+      // The rollback test provokes one refusal while the session is busy.
+      expectedErrors: [{ status: 409, path: /\/rollback$/ }],
+    });
     await d.signIn();
     stack = d.stack;
     page = d.page;
@@ -45,7 +48,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
         sessionId,
         agent: {
           type: "command",
-          command: `if [ -n "$LOOPRUN_PHASE" ]; then echo "${plan}"; exit 0; fi; touch done`,
+          command: `if [ -n "$LOOPRUN_PHASE" ]; then echo ${shq(plan)}; exit 0; fi; touch done`,
         },
         testCommand: "test -f done",
         phases: ["planning"],

@@ -50,10 +50,20 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** Starts a stack (API_TOKEN set, `env` added) and a headless Chromium on a fresh profile. */
+export interface DashboardOptions {
+  /** Added to the stack's environment. */
+  env?: StackOptions["env"];
+  /**
+   * Responses of 400 and more that the file's tests provoke on purpose (`pageErrors` has the
+   * others). No 404 for a diff: the page asks only for those of iterations with a snapshot.
+   */
+  expectedErrors?: { status: number; path: RegExp }[];
+}
+
+/** Starts a stack (API_TOKEN set) and a headless Chromium on a fresh profile. */
 export async function openDashboard(
   redisUrl: string,
-  env: StackOptions["env"] = {},
+  { env = {}, expectedErrors = [] }: DashboardOptions = {},
 ): Promise<Dashboard> {
   mkdirSync(SHOTS, { recursive: true });
   const stack = await startStack({
@@ -94,12 +104,7 @@ export async function openDashboard(
   });
   page.on("response", (res) => {
     const { pathname } = new URL(res.url());
-    // No 404 for a diff: the page asks only for those of iterations with a snapshot.
-    const expected =
-      // The form's test provokes a 400.
-      (res.status() === 400 && pathname === "/api/runs") ||
-      // The rollback test provokes one refusal while the session is busy.
-      (res.status() === 409 && /\/rollback$/.test(pathname));
+    const expected = expectedErrors.some((e) => e.status === res.status() && e.path.test(pathname));
     if (res.status() >= 400 && !expected) {
       pageErrors.push(`${res.status()} ${res.request().method()} ${pathname}`);
     }

@@ -146,10 +146,18 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
       auth,
     );
     expect(busy.status).toBe(202);
+    // After the refusal the page reads the run again: the refusal must outlast that.
+    const readAgain = page.waitForResponse(
+      (res) =>
+        res.request().method() === "GET" && new URL(res.url()).pathname === `/api/runs/${id}`,
+    );
     acceptNextDialog();
     await page.click("#rollback-run");
     await waitText("#run-error", "409");
     expect(await textOf("#run-error")).toContain(`run ${busy.body.id} is active`);
+    await readAgain;
+    await page.waitForTimeout(500);
+    expect(await page.isVisible("#run-error")).toBe(true);
     expect(tree(ws)).toEqual(before);
     writeFileSync(gate, "");
   });

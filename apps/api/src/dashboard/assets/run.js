@@ -18,6 +18,20 @@ const state = {
 };
 const diffs = new Map();
 
+/**
+ * The page's one error line. `from` says who put it there: a refused action's answer stays
+ * until the next action, a failed read goes once a read succeeds again.
+ */
+function showError(text, from) {
+  $("run-error").textContent = text;
+  $("run-error").dataset.from = from;
+  $("run-error").hidden = false;
+}
+function clearError(from) {
+  if (from === undefined || $("run-error").dataset.from === from) $("run-error").hidden = true;
+}
+const actionFailed = (error) => showError(`${error.status ?? ""} ${error.message}`, "action");
+
 /** What an event makes stale (the run itself also comes over the runs stream). */
 function staleAfter(type) {
   if (type === "tool_called") return ["toolCalls"];
@@ -70,13 +84,12 @@ function renderApproval() {
 
 async function answer(path, body, button) {
   button.disabled = true;
-  $("run-error").hidden = true;
+  clearError();
   try {
     const res = await api("POST", `/api/runs/${id}/${path}`, body);
     $("run-progress").textContent = `${path}: ${res.status}`;
   } catch (error) {
-    $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
-    $("run-error").hidden = false;
+    actionFailed(error);
   }
   button.disabled = false;
   markStale(["run", "iterations"]);
@@ -217,14 +230,15 @@ async function reload() {
   stale.clear();
   try {
     await Promise.all(parts.map((part) => READ[part]()));
-    $("run-error").hidden = true;
+    clearError("read");
     renderIterations();
     renderReview();
     loadDiffs();
   } catch (error) {
-    $("run-error").textContent =
-      error instanceof ApiError && error.status === 404 ? `No run ${id}.` : error.message;
-    $("run-error").hidden = false;
+    showError(
+      error instanceof ApiError && error.status === 404 ? `No run ${id}.` : error.message,
+      "read",
+    );
   } finally {
     reloading = false;
     if (stale.size > 0) reloadTimer = setTimeout(reload, 300);
@@ -279,12 +293,12 @@ for (const chip of document.querySelectorAll("[data-role]")) {
 
 $("stop-run").addEventListener("click", async () => {
   $("stop-run").disabled = true;
+  clearError();
   try {
     const res = await api("POST", `/api/runs/${id}/stop`);
     $("run-progress").textContent = `stop requested: ${res.status}`;
   } catch (error) {
-    $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
-    $("run-error").hidden = false;
+    actionFailed(error);
   }
   markStale(["run", "iterations"]);
 });
@@ -306,7 +320,7 @@ $("rollback-form").addEventListener("submit", async (event) => {
   const where = iteration === 0 ? "as it was before the run" : `as after iteration ${iteration}`;
   if (!confirm(`Restore the workspace ${where}? Changes made since are replaced.`)) return;
   $("rollback-run").disabled = true;
-  $("run-error").hidden = true;
+  clearError();
   try {
     const res = await api("POST", `/api/runs/${id}/rollback`, { iteration });
     $("rollback-result").textContent =
@@ -315,8 +329,7 @@ $("rollback-form").addEventListener("submit", async (event) => {
         ? ` (${res.files.map((f) => `${f.change} ${f.path}`).join(", ")})`
         : "");
   } catch (error) {
-    $("run-error").textContent = `${error.status ?? ""} ${error.message}`;
-    $("run-error").hidden = false;
+    actionFailed(error);
   }
   $("rollback-run").disabled = false;
   markStale(["run"]);

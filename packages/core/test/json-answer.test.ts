@@ -6,11 +6,14 @@ const findings = { blockingIssues: [], nonBlockingIssues: ["naming"], score: 90,
 const plan = { steps: [{ title: "read the failing test" }, { title: "fix add()" }] };
 
 describe("answers that must be JSON of a shape (reviews, plans)", () => {
-  it("takes the JSON bare or inside one Markdown code fence", () => {
+  it("takes the JSON bare, or from the first Markdown code block of the answer", () => {
     for (const text of [
       JSON.stringify(findings),
       `\`\`\`json\n${JSON.stringify(findings)}\n\`\`\``,
       `  \`\`\`\n${JSON.stringify(findings, null, 2)}\n\`\`\`\n`,
+      // Windows line endings, a tag with a digit, words before and after the block.
+      `\`\`\`json5\r\n${JSON.stringify(findings)}\r\n\`\`\``,
+      `Here is my review:\n\n\`\`\`json\n${JSON.stringify(findings)}\n\`\`\`\nThat is all.`,
     ]) {
       expect(parseJsonAnswer(ReviewFindings, text)).toEqual({ ok: true, value: findings });
     }
@@ -22,6 +25,10 @@ describe("answers that must be JSON of a shape (reviews, plans)", () => {
 
   it("names what is wrong: not JSON, or the fields that do not fit", () => {
     expect(parseJsonAnswer(ReviewFindings, "looks good to me")).toEqual({
+      ok: false,
+      error: "the answer is not valid JSON",
+    });
+    expect(parseJsonAnswer(ReviewFindings, "```\nnot json either\n```")).toEqual({
       ok: false,
       error: "the answer is not valid JSON",
     });

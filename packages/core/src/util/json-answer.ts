@@ -4,10 +4,18 @@ import type { z } from "zod";
 
 export type JsonAnswer<T> = { ok: true; value: T } | { ok: false; error: string };
 
-/** Drops one Markdown code fence around an answer, as models sometimes add one. */
-function unfence(text: string): string {
-  const match = /^```[A-Za-z]*\n([\s\S]*?)\n?```$/.exec(text.trim());
-  return match ? (match[1] ?? "") : text;
+/** The first Markdown code block of an answer (models often wrap JSON in one, with words around). */
+const CODE_BLOCK = /```[\w-]*[ \t]*\r?\n([\s\S]*?)\r?\n?[ \t]*```/;
+
+/** The answer as JSON: the whole text, or else its first code block. */
+function parseAnswer(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const block = CODE_BLOCK.exec(text)?.[1];
+    if (block === undefined) throw error;
+    return JSON.parse(block);
+  }
 }
 
 /** Parses `text` as JSON and validates it with `schema`; the error names the bad fields. */
@@ -17,7 +25,7 @@ export function parseJsonAnswer<S extends z.ZodType>(
 ): JsonAnswer<z.infer<S>> {
   let json: unknown;
   try {
-    json = JSON.parse(unfence(text ?? ""));
+    json = parseAnswer(text ?? "");
   } catch {
     return { ok: false, error: "the answer is not valid JSON" };
   }

@@ -24,6 +24,8 @@ export function presentRun(run: RunRecord, now: number) {
     validationCommands: spec.validationCommands,
     completionPromise: spec.completionPromise,
     agent: spec.agent,
+    // As submitted: `${NAME}` references, never a value (a secret written out is refused).
+    mcpServers: spec.mcpServers,
     review: spec.review,
     phases: spec.phases,
     cooldownMs: spec.cooldownMs,

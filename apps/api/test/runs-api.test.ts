@@ -58,6 +58,33 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect((await h.request("GET", `/api/runs/${b.body.id}`)).body.budget.maxIterations).toBe(4);
   });
 
+  it(`shows the MCP servers a run adds as submitted: their \${NAME} references, no value`, async () => {
+    const mcpServers = [
+      {
+        name: "gh",
+        command: "npx",
+        args: ["-y", "github-mcp"],
+        env: { GITHUB_TOKEN: `\${GH_PAT}` },
+      },
+      {
+        name: "docs",
+        url: "https://docs.example/mcp",
+        headers: { Authorization: `Bearer \${DOCS}` },
+      },
+    ];
+    const res = await h.request("POST", "/api/runs", {
+      ...valid,
+      agent: { type: "mistral", model: "mistral-small-latest" },
+      mcpServers,
+    });
+    expect(res.status).toBe(202);
+    expect((await h.request("GET", `/api/runs/${res.body.id}`)).body.mcpServers).toEqual(
+      mcpServers,
+    );
+    const plain = await h.request("POST", "/api/runs", valid);
+    expect((await h.request("GET", `/api/runs/${plain.body.id}`)).body.mcpServers).toEqual([]);
+  });
+
   it("refuses a second active run in a session with 409 run_already_active", async () => {
     const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });
     const second = await h.request("POST", "/api/runs", { ...valid, sessionId: "busy-1" });

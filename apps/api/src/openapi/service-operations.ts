@@ -61,26 +61,21 @@ export const SERVICE_OPERATIONS: OperationDoc[] = [
       401: unauthorized,
     },
   },
-  {
-    method: "get",
-    path: "/healthz",
-    summary: "Health: Redis and the database (as /readyz)",
-    tag: "ops",
-    auth: "none",
-    responses: {
-      200: { description: "both up", json: "Readiness" },
-      503: { description: "one is down", json: "Readiness" },
-    },
-  },
-  {
-    method: "get",
-    path: "/readyz",
-    summary: "Readiness: Redis and the database",
-    tag: "ops",
-    auth: "none",
-    responses: {
-      200: { description: "both up", json: "Readiness" },
-      503: { description: "one is down", json: "Readiness" },
-    },
-  },
+  readiness("/healthz", "Health: Redis and the database (as /readyz)"),
+  readiness("/readyz", "Readiness: Redis and the database"),
 ];
+
+/** A probe of Redis and the database: 200 when both are up, 503 when one is down. */
+function readiness(path: string, summary: string): OperationDoc {
+  return {
+    method: "get",
+    path,
+    summary,
+    tag: "ops",
+    auth: "none",
+    responses: {
+      200: { description: "both up", json: "Readiness" },
+      503: { description: "one is down", json: "Readiness" },
+    },
+  };
+}

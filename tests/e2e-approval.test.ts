@@ -4,7 +4,7 @@ import { RUN_QUEUE } from "@looprun/core";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { FakeMistral, type ReceivedRequest, type Reply } from "./support/fake-mistral";
+import { FakeMistral, finish, type ReceivedRequest, type Reply } from "./support/fake-mistral";
 import {
   commandRun,
   expectWellFormedEvents,
@@ -99,7 +99,7 @@ describe("plan approval through the API, a worker and the fake Mistral", () => {
           { name: "workspace__write_file", arguments: { path: "done.txt", content: "ok\n" } },
         ],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "written", status: "done" } }] },
+      finish("written"),
     );
     const run = await submit(stack, {
       task: "Write done.txt",
@@ -279,13 +279,13 @@ describe("a blocked agent waits for a person's reply", () => {
   it("waits with the question instead of burning iterations; the reply reaches the next prompt", async () => {
     const QUESTION = "Which greeting should hello.txt hold: hello or hi?";
     fake.replies(
-      { toolCalls: [{ name: "finish", arguments: { summary: QUESTION, status: "blocked" } }] },
+      finish(QUESTION, "blocked"),
       {
         toolCalls: [
           { name: "workspace__write_file", arguments: { path: "hello.txt", content: "hi\n" } },
         ],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "written", status: "done" } }] },
+      finish("written"),
     );
     const run = await submit(stack, {
       task: "Write the greeting into hello.txt",
@@ -356,12 +356,8 @@ describe("a blocked agent waits for a person's reply", () => {
   });
 
   it("a reply starts the stall count over: a run two idle iterations into a stall goes on after it", async () => {
-    const idle: Reply = {
-      toolCalls: [{ name: "finish", arguments: { summary: "nothing to do", status: "done" } }],
-    };
-    const blocked: Reply = {
-      toolCalls: [{ name: "finish", arguments: { summary: "Which file?", status: "blocked" } }],
-    };
+    const idle: Reply = finish("nothing to do");
+    const blocked: Reply = finish("Which file?", "blocked");
     // Iterations 1-3 change nothing and fail alike (a stall count of 2); 4 asks; 5 and 6 idle.
     fake.replies(idle, idle, idle, blocked, idle, idle);
     const run = await submit(stack, {

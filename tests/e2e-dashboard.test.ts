@@ -7,7 +7,7 @@ import {
   openDashboard,
   TOKEN,
 } from "./support/dashboard-browser";
-import { FakeMistral } from "./support/fake-mistral";
+import { FakeMistral, finish } from "./support/fake-mistral";
 import type { Stack } from "./support/stack";
 
 // The dashboard in Chromium: signing in, submitting, following runs live, stopping, answering
@@ -119,19 +119,16 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
   it("answers a blocked agent from the run page, twice: each reply reaches the next prompt", async () => {
     const QUESTION = "Which greeting should hello.txt hold?";
     const AGAIN = "Upper or lower case?";
-    const blocked = (summary: string) => ({
-      toolCalls: [{ name: "finish", arguments: { summary, status: "blocked" } }],
-    });
     fake.reset();
     fake.replies(
-      blocked(QUESTION),
-      blocked(AGAIN),
+      finish(QUESTION, "blocked"),
+      finish(AGAIN, "blocked"),
       {
         toolCalls: [
           { name: "workspace__write_file", arguments: { path: "hello.txt", content: "hi\n" } },
         ],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "written", status: "done" } }] },
+      finish("written"),
     );
     const created = await stack.api(
       "POST",

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { FakeMistral, type ReceivedRequest, type Reply } from "./support/fake-mistral";
+import { FakeMistral, finish, type ReceivedRequest, type Reply } from "./support/fake-mistral";
 import { getIterations, type Stack, startStack, submit, waitForStatus } from "./support/stack";
 
 const fake = new FakeMistral();
@@ -33,9 +33,7 @@ const FIX: Reply = {
     { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
   ],
 };
-const DONE: Reply = {
-  toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
-};
+const DONE: Reply = finish("ok");
 
 describe("learning across runs (API, worker, SQLite, the real SDK → fake Mistral)", () => {
   it("the next run's planner and agent are told what failed and what worked; /api/stats/tools lists it", async () => {

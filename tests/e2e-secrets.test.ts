@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { FakeMistral } from "./support/fake-mistral";
+import { FakeMistral, finish } from "./support/fake-mistral";
 import { dumpRedis } from "./support/redis-dump";
 import {
   getIterations,
@@ -110,9 +110,7 @@ describe("secrets, hostile commands and the mistral agent through real processes
         ],
       },
       { toolCalls: [{ name: "workspace__run_command", arguments: { command: "env" } }] },
-      {
-        toolCalls: [{ name: "finish", arguments: { summary: "wrote the answer", status: "done" } }],
-      },
+      finish("wrote the answer"),
     );
     const res = await stack.api(
       "POST",

@@ -29,6 +29,11 @@ export type Reply =
 
 export type Script = (req: ReceivedRequest, index: number) => Reply;
 
+/** The model ending its turn: the mistral agent's `finish` tool, done or blocked (asking `summary`). */
+export const finish = (summary: string, status: "done" | "blocked" = "done"): Reply => ({
+  toolCalls: [{ name: "finish", arguments: { summary, status } }],
+});
+
 /**
  * A Mistral-compatible HTTP server (`POST /v1/chat/completions`) that answers from a script,
  * for the real `@mistralai/mistralai` client. The only fake in the suite: the LLM vendor.

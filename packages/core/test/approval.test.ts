@@ -12,7 +12,12 @@ import {
 } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
+import {
+  FakeMistral,
+  finish,
+  type ReceivedRequest,
+  type Reply,
+} from "../../../tests/support/fake-mistral";
 import { makeRun, removeDir, resources, tempDir } from "./support";
 
 /** What the API does on approve/reply (packages/db/src/approvals.ts), on the memory store. */
@@ -41,13 +46,7 @@ const FIX: Reply = {
     { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
   ],
 };
-const DONE: Reply = {
-  toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
-};
-/** The model's answer that it is blocked on `question`. */
-const blockedOn = (question: string): Reply => ({
-  toolCalls: [{ name: "finish", arguments: { summary: question, status: "blocked" } }],
-});
+const DONE: Reply = finish("ok");
 
 describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
   const fake = new FakeMistral();
@@ -157,10 +156,8 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
   });
 
   it("a question starts the stall count over: the iterations after the reply are not stalled by the ones before it", async () => {
-    const IDLE: Reply = {
-      toolCalls: [{ name: "finish", arguments: { summary: "nothing to do", status: "done" } }],
-    };
-    fake.replies(blockedOn("Which case?"), IDLE, IDLE);
+    const IDLE: Reply = finish("nothing to do");
+    fake.replies(finish("Which case?", "blocked"), IDLE, IDLE);
     const store = new MemoryRunStore();
     const seeded = questionRun({ maxIterations: 3 });
     // Two iterations without progress before this step (the default ends a run at three).
@@ -183,7 +180,7 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
 
   it("a blocked agent waits for a reply; the reply is the next iteration's feedback", async () => {
     const QUESTION = "Should bug.txt say fixed or FIXED?";
-    fake.replies(blockedOn(QUESTION), FIX, DONE);
+    fake.replies(finish(QUESTION, "blocked"), FIX, DONE);
     const store = new MemoryRunStore();
     const run = questionRun();
     store.add(run);

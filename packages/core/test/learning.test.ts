@@ -9,7 +9,12 @@ import {
 } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FakeMistral, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
+import {
+  FakeMistral,
+  finish,
+  type ReceivedRequest,
+  type Reply,
+} from "../../../tests/support/fake-mistral";
 import { makeRun, removeDir, resources, tempDir } from "./support";
 
 describe("argumentShape", () => {
@@ -116,9 +121,7 @@ describe("learning across runs (real SDK → fake Mistral)", () => {
         { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
       ],
     };
-    const DONE: Reply = {
-      toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }],
-    };
+    const DONE: Reply = finish("ok");
     // Run 1: a tool call that fails, a failing check, then the fix.
     fake.replies(READ_MISSING, DONE, FIX, DONE);
     const first = makeRun(

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { MistralChatModel, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FakeMistral, type ReceivedRequest } from "../../../tests/support/fake-mistral";
+import { FakeMistral, finish, type ReceivedRequest } from "../../../tests/support/fake-mistral";
 import { makeRun, removeDir, resources, tempDir } from "./support";
 
 const REQUIREMENT = "REQ-SUM-7: add(a, b) returns the sum of its two arguments";
@@ -204,7 +204,7 @@ describe("LLM reviewers (real SDK → fake Mistral)", () => {
     fake.respond((req) =>
       req.tools === undefined
         ? { content: "PLAN-42: read notes.txt, then finish." }
-        : { toolCalls: [{ name: "finish", arguments: { summary: "done", status: "done" } }] },
+        : finish("done"),
     );
     const run = makeRun(
       {

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { REDACTED, Redactor, runStep, workspaceServerLaunch } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
-import type { Reply } from "../../../tests/support/fake-mistral";
+import { finish, type Reply } from "../../../tests/support/fake-mistral";
 import { mistralFixture, SERVER_EVERYTHING } from "./mistral-fixture";
 import { resources } from "./support";
 
@@ -29,7 +29,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
             { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
           ],
         };
-      return { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] };
+      return finish("ok");
     });
     const store = new MemoryRunStore();
     const run = mistralRun({
@@ -53,7 +53,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
           { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
         ],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] },
+      finish("ok"),
     );
     // A second workspace server that takes more than 2 s to start: the phase cannot be shorter
     // than that, however quick the model's answers are (counted from after the start-up, the
@@ -135,7 +135,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
 
   it(`redacts what \${NAME} put into a server from the log line of a step that failed`, async () => {
     const pat = "pat-9876543210zyxwvutsrq";
-    fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
+    fake.replies(finish("ok"));
     // A store that fails once the agent has finished, quoting the token (as a driver's error
     // might quote a value it was given).
     class FailingStore extends MemoryRunStore {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
-import type { ReceivedRequest, Reply } from "../../../tests/support/fake-mistral";
+import { finish, type ReceivedRequest, type Reply } from "../../../tests/support/fake-mistral";
 import { API_KEY, mistralFixture, toolResults } from "./mistral-fixture";
 import { resources, waitFor } from "./support";
 
@@ -24,11 +24,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
           { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
         ],
       },
-      {
-        toolCalls: [
-          { name: "finish", arguments: { summary: "bug.txt now says fixed", status: "done" } },
-        ],
-      },
+      finish("bug.txt now says fixed"),
     );
     const store = new MemoryRunStore();
     const run = mistralRun();
@@ -89,7 +85,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
       {
         toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "link/secret.txt" } }],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "gave up", status: "blocked" } }] },
+      finish("gave up", "blocked"),
     );
     const store = new MemoryRunStore();
     const run = mistralRun({ maxIterations: 1 });
@@ -114,17 +110,14 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     fake.respond((_req, i): Reply => {
       if (i === 0)
         return { toolCalls: [{ name: "workspace__write_file", arguments: { path: "bug.txt" } }] };
-      if (i === 1)
-        return { toolCalls: [{ name: "finish", arguments: { summary: "tried", status: "done" } }] };
+      if (i === 1) return finish("tried");
       if (i === 2)
         return {
           toolCalls: [
             { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
           ],
         };
-      return {
-        toolCalls: [{ name: "finish", arguments: { summary: "fixed it", status: "done" } }],
-      };
+      return finish("fixed it");
     });
     const store = new MemoryRunStore();
     const run = mistralRun({ maxIterations: 3 });
@@ -155,7 +148,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
         ],
       },
       { toolCalls: [{ name: "update_step", arguments: { step: 2, status: "done" } }] },
-      { toolCalls: [{ name: "finish", arguments: { summary: "done", status: "done" } }] },
+      finish("done"),
     );
     const store = new MemoryRunStore();
     const run = mistralRun({ agent: { type: "mistral", plan: true } });
@@ -226,14 +219,14 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
           { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed" } },
         ],
       },
-      { toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] },
+      finish("ok"),
     );
     const store = new MemoryRunStore();
     const first = mistralRun({}, { sessionId: "s-history" });
     store.add(first);
     await runStep(resources(store, { llm: fx.llm }), first.id);
     fake.reset();
-    fake.replies({ toolCalls: [{ name: "finish", arguments: { summary: "ok", status: "done" } }] });
+    fake.replies(finish("ok"));
     const second = mistralRun(
       { task: "Now delete the file from before" },
       { sessionId: "s-history" },

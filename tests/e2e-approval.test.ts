@@ -276,6 +276,15 @@ describe("plan approval through the API, a worker and the fake Mistral", () => {
 });
 
 describe("a blocked agent waits for a person's reply", () => {
+  /** A mistral agent's run to write hello.txt, checked by `testCommand`. */
+  const greetingRun = (testCommand: string, maxIterations: number) => ({
+    task: "Write the greeting into hello.txt",
+    agent: { type: "mistral", model: "mistral-small-latest" },
+    testCommand,
+    cooldownMs: 0,
+    maxIterations,
+  });
+
   it("waits with the question instead of burning iterations; the reply reaches the next prompt", async () => {
     const QUESTION = "Which greeting should hello.txt hold: hello or hi?";
     fake.replies(
@@ -287,13 +296,7 @@ describe("a blocked agent waits for a person's reply", () => {
       },
       finish("written"),
     );
-    const run = await submit(stack, {
-      task: "Write the greeting into hello.txt",
-      agent: { type: "mistral", model: "mistral-small-latest" },
-      testCommand: "grep -q hi hello.txt",
-      cooldownMs: 0,
-      maxIterations: 3,
-    });
+    const run = await submit(stack, greetingRun("grep -q hi hello.txt", 3));
     const waiting = await waitForStatus(stack, run.id, ["awaiting_approval"]);
     expect(waiting.progress).toContain(QUESTION);
     expect(waiting).toMatchObject({
@@ -360,13 +363,7 @@ describe("a blocked agent waits for a person's reply", () => {
     const blocked: Reply = finish("Which file?", "blocked");
     // Iterations 1-3 change nothing and fail alike (a stall count of 2); 4 asks; 5 and 6 idle.
     fake.replies(idle, idle, idle, blocked, idle, idle);
-    const run = await submit(stack, {
-      task: "Write the greeting into hello.txt",
-      agent: { type: "mistral", model: "mistral-small-latest" },
-      testCommand: "test -f hello.txt",
-      cooldownMs: 0,
-      maxIterations: 6,
-    });
+    const run = await submit(stack, greetingRun("test -f hello.txt", 6));
     const waiting = await waitForStatus(stack, run.id, ["awaiting_approval"]);
     expect(waiting).toMatchObject({ iteration: 4, approval: { kind: "question", iteration: 4 } });
     const reply = await stack.api("POST", `/api/runs/${run.id}/reply`, { message: "hello.txt" });

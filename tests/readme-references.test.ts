@@ -9,8 +9,7 @@ import { REPO_ROOT } from "./support/processes";
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
 
 /** A repository path in backticks or as a Markdown link's target. */
-const PATH =
-  /`((?:tests|packages|apps|bench|drizzle|drizzle-pg|scripts)\/[\w./-]+)`|\]\(((?:tests|packages|apps|bench|drizzle|drizzle-pg|scripts)\/[\w./-]+)\)/g;
+const PATH = /(?:`|\]\()((?:tests|packages|apps|bench|drizzle|drizzle-pg|scripts)\/[\w./-]+)[`)]/g;
 
 /**
  * Each cited test file with the test names after its arrow: `path.ts` (a note) → "name" (a
@@ -84,7 +83,7 @@ describe("README references", () => {
       .filter((line) => line !== "" && !line.startsWith("#"));
     const paths = new Set(
       [...readme.matchAll(PATH)]
-        .map((m) => (m[1] ?? m[2] ?? "").replace(/#.*$/, ""))
+        .map((m) => (m[1] ?? "").replace(/#.*$/, ""))
         .filter((p) => !ignored.some((prefix) => p.startsWith(prefix))),
     );
     expect(paths.size).toBeGreaterThan(10);

@@ -1,6 +1,6 @@
-import { readdirSync, readlinkSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, startRedis } from "./support/redis-server";
 import {
@@ -42,12 +42,14 @@ function startDev(port: number, extraEnv: Record<string, string> = {}) {
     cwd,
     env: { PATH, HOME, LANG, TMPDIR, USER, SHELL, PORT: String(port), ...extraEnv },
   });
+  // The managed Redis keeps its data next to the database.
+  const redisDir = join(cwd, dirname(extraEnv.DATABASE_PATH ?? ".looprun/looprun.db"), "redis");
   cleanups.push(async () => {
     await proc.stop("SIGKILL");
-    for (const pid of processesIn(join(cwd, ".looprun", "redis"))) process.kill(pid, "SIGKILL");
+    for (const pid of processesIn(redisDir)) process.kill(pid, "SIGKILL");
     rmSync(cwd, { recursive: true, force: true });
   });
-  return { proc, cwd, redisDir: join(cwd, ".looprun", "redis") };
+  return { proc, cwd, redisDir };
 }
 
 const exitOf = async (proc: ManagedProcess) => ({ ...(await proc.exited), output: proc.output() });
@@ -82,6 +84,28 @@ describe("looprun dev", () => {
       { timeoutMs: 30_000, message: "the run succeeding" },
     );
     expect(run.metrics.iterations).toBe(2);
+
+    proc.child.kill("SIGINT");
+    const exit = await exitOf(proc);
+    expect(exit.code, exit.output).toBe(0);
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
+  it("keeps the managed Redis' data next to DATABASE_PATH, as the snapshots", async () => {
+    const { proc, cwd, redisDir } = startDev(await freePort(), {
+      DATABASE_PATH: "data/looprun.db",
+    });
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return proc.stdout().includes("Press Ctrl-C to stop.");
+      },
+      { timeoutMs: 60_000, message: "looprun dev ready" },
+    );
+    expect(redisDir).toBe(join(cwd, "data", "redis"));
+    expect(processesIn(redisDir), proc.output()).toHaveLength(1);
+    expect(proc.stdout()).toContain(`data in ${redisDir}`);
+    expect(existsSync(join(cwd, ".looprun"))).toBe(false);
 
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);

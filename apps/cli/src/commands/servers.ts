@@ -1,3 +1,4 @@
+import { dirname, join } from "node:path";
 import { redactUrl } from "@looprun/db";
 import { closeOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
@@ -28,14 +29,15 @@ export async function devCommand(): Promise<void> {
   ]);
   const env = { ...process.env };
   env.LOG_LEVEL ??= "warn";
-  const dataDir = env.LOOPRUN_HOME ?? ".looprun";
   // Empty counts as unset: the managed Redis, whose URL replaces the default parsed here.
   if (!env.REDIS_URL) delete env.REDIS_URL;
   // A bad setting stops it before anything starts.
   const apiEnv = parseApiEnv(env);
   const workerEnv = parseWorkerEnv(env);
   let redisNote = "(from REDIS_URL)";
-  const redis = env.REDIS_URL ? null : await startManagedRedis(`${dataDir}/redis`);
+  // The managed Redis keeps its data next to the database, as the snapshots do (`.looprun/redis`).
+  const redisDir = join(dirname(apiEnv.DATABASE_PATH), "redis");
+  const redis = env.REDIS_URL ? null : await startManagedRedis(redisDir);
   if (redis) {
     apiEnv.REDIS_URL = redis.url;
     workerEnv.REDIS_URL = redis.url;

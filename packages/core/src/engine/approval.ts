@@ -5,14 +5,13 @@ import { checkBudget } from "../budget/budget";
 import type { ApprovalRequest } from "../domain/approval";
 import type { RunMetrics, RunRecord } from "../domain/run";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
-import { assertNever } from "../util/assert-never";
 import { waitingProgress } from "./approval-transitions";
 import type { IterationDecision } from "./decide";
-import { type Interruption, watchInterruptions } from "./interruptions";
+import { watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import type { EventSpec, RunContext } from "./run-context";
 import type { IterationPatch, MutationExtras, RunPatch } from "./run-store";
-import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+import { BUDGET_SUMMARY, finished, interruptedStep, type StepResult } from "./step-result";
 
 /** The run asked for plan approval and no person has approved its plan yet. */
 export function needsPlanApproval(run: RunRecord): boolean {
@@ -109,7 +108,7 @@ export async function planApprovalStep(
         },
       });
       const why = watch.interruption(left());
-      if (why) return await interrupted(ctx, why);
+      if (why) return await interruptedStep(ctx, why);
       if (!made.ok) return await failPlanning(ctx, made.error);
       plan = made.plan;
       await ctx.commit({ plan }, [
@@ -186,24 +185,4 @@ async function failPlanning(ctx: RunContext, error: string): Promise<StepResult>
     ],
   });
   return finished(ctx);
-}
-
-async function interrupted(ctx: RunContext, why: Interruption): Promise<StepResult> {
-  switch (why) {
-    case "lease_lost":
-      return { kind: "lease_lost" };
-    case "shutdown":
-      await ctx.commit({ progress: "handed back: the worker is shutting down" });
-      return { kind: "handed_back" };
-    case "stopped":
-      await ctx.finish("stopped", "stopped", "stopped by request");
-      return finished(ctx);
-    case "deadline":
-      await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
-        events: [["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
-      });
-      return finished(ctx);
-    default:
-      return assertNever(why);
-  }
 }

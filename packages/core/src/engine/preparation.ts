@@ -2,12 +2,11 @@ import { isPreparationPhase, type PhaseArtifact } from "../domain/artifacts";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { buildPhasePrompt } from "../pipeline/phase-prompt";
 import { runPreparationPhase } from "../pipeline/phase-runner";
-import { assertNever } from "../util/assert-never";
 import { needsPlanApproval, pauseForApproval } from "./approval";
 import { watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import type { EventSpec, RunContext } from "./run-context";
-import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+import { BUDGET_SUMMARY, finished, interruptedStep, type StepResult } from "./step-result";
 
 const ITERATION_PHASES = ["implementation", "validation", "review"];
 
@@ -79,26 +78,7 @@ export async function runPreparation(
       });
       const why = watch.interruption(left());
       if (why) {
-        switch (why) {
-          case "lease_lost":
-            return { kind: "lease_lost" };
-          case "shutdown":
-            await ctx.commit({
-              activePgid: null,
-              progress: "handed back: the worker is shutting down",
-            });
-            return { kind: "handed_back" };
-          case "stopped":
-            await ctx.finish("stopped", "stopped", "stopped by request");
-            return finished(ctx);
-          case "deadline":
-            await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
-              events: [["budget_exhausted", { reason: "max_minutes" }, "max_minutes"]],
-            });
-            return finished(ctx);
-          default:
-            return assertNever(why);
-        }
+        return await interruptedStep(ctx, why);
       }
       if (!result.ok) {
         const skipped = [

@@ -1,9 +1,49 @@
-import { budgetSnapshot, endWait, isTerminal, type RunRecord } from "@looprun/core";
+import { budgetSnapshot, endWait, isTerminal, type NewEvent, type RunRecord } from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
-import { toRunRecord } from "./records";
+import { type RunRow, toRunRecord } from "./records";
 import { iterations, runs } from "./schema";
+
+// The two transitions of a stop, shared by the SQLite functions below and the PostgreSQL ones
+// (pg/stop-requests.ts): what changes in the run's row, and the event that says so.
+
+/** A run asked to stop: its row's change. */
+export const stoppingChange = (now: number) =>
+  ({ status: "stopping", stopRequestedAt: now, progress: "stopping" }) as const;
+
+export const stopRequestedEvents = (run: RunRecord, now: number): NewEvent[] => [
+  { type: "stop_requested", data: { budget: budgetSnapshot(run, now) } },
+];
+
+const STOPPED_SUMMARY = "stopped by request";
+
+/**
+ * A `stopping` run that no worker holds, ended: its row's change. The epoch moves on, so that
+ * no earlier holder can write to it again; a run stopped while it waited for a person does
+ * not count the wait as run time.
+ */
+export const stoppedChange = (row: RunRow, now: number) => ({
+  ...endWait(toRunRecord(row), now),
+  status: "stopped" as const,
+  reason: "stopped" as const,
+  summary: STOPPED_SUMMARY,
+  progress: STOPPED_SUMMARY,
+  finishedAt: now,
+  epoch: row.epoch + 1,
+});
+
+export const stoppedEvents = (run: RunRecord, now: number): NewEvent[] => [
+  {
+    type: "run_finished",
+    data: {
+      status: "stopped",
+      reason: "stopped",
+      summary: STOPPED_SUMMARY,
+      budget: budgetSnapshot(run, now, "stopped"),
+    },
+  },
+];
 
 export type StopRequest =
   | { kind: "not_found" }
@@ -22,29 +62,16 @@ export function requestStop(db: Db, runId: string, now: number): StopRequest {
       if (run.status === "stopping") return { kind: "stopping", run } as const;
       const waiting = run.status === "awaiting_approval";
       const updated = toRunRecord(
-        tx
-          .update(runs)
-          .set({ status: "stopping", stopRequestedAt: now, progress: "stopping" })
-          .where(eq(runs.id, runId))
-          .returning()
-          .get(),
+        tx.update(runs).set(stoppingChange(now)).where(eq(runs.id, runId)).returning().get(),
       );
-      appendEvents(
-        db,
-        runId,
-        [{ type: "stop_requested", data: { budget: budgetSnapshot(updated, now) } }],
-        now,
-      );
+      appendEvents(db, runId, stopRequestedEvents(updated, now), now);
       return { kind: "stopping", run: updated, waiting } as const;
     },
     { behavior: "immediate" },
   );
 }
 
-/**
- * Ends a `stopping` run that no worker holds (its job was removed or is gone). Bumps the
- * epoch so that no earlier holder can write to it again.
- */
+/** Ends a `stopping` run that no worker holds (its job was removed or is gone). */
 export function finalizeStop(db: Db, runId: string, now: number): RunRecord | null {
   return db.transaction(
     (tx) => {
@@ -54,40 +81,10 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
         .set({ status: "abandoned", finishedAt: now })
         .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
         .run();
-      const summary = "stopped by request";
       const run = toRunRecord(
-        tx
-          .update(runs)
-          .set({
-            // A run stopped while it waited for a person: the wait does not count as run time.
-            ...endWait(toRunRecord(row), now),
-            status: "stopped",
-            reason: "stopped",
-            summary,
-            progress: summary,
-            finishedAt: now,
-            epoch: row.epoch + 1,
-          })
-          .where(eq(runs.id, runId))
-          .returning()
-          .get(),
+        tx.update(runs).set(stoppedChange(row, now)).where(eq(runs.id, runId)).returning().get(),
       );
-      appendEvents(
-        db,
-        runId,
-        [
-          {
-            type: "run_finished",
-            data: {
-              status: "stopped",
-              reason: "stopped",
-              summary,
-              budget: budgetSnapshot(run, now, "stopped"),
-            },
-          },
-        ],
-        now,
-      );
+      appendEvents(db, runId, stoppedEvents(run, now), now);
       return run;
     },
     { behavior: "immediate" },

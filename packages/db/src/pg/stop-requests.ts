@@ -1,7 +1,13 @@
-import { budgetSnapshot, endWait, isTerminal, type RunRecord } from "@looprun/core";
+import { isTerminal, type RunRecord } from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import { toRunRecord } from "../records";
-import type { StopRequest } from "../stop-requests";
+import {
+  type StopRequest,
+  stoppedChange,
+  stoppedEvents,
+  stoppingChange,
+  stopRequestedEvents,
+} from "../stop-requests";
 import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
 import { iterations, runs } from "./schema";
@@ -17,17 +23,12 @@ export async function requestStop(db: PgDb, runId: string, now: number): Promise
     const waiting = run.status === "awaiting_approval";
     const [updated] = await tx
       .update(runs)
-      .set({ status: "stopping", stopRequestedAt: now, progress: "stopping" })
+      .set(stoppingChange(now))
       .where(eq(runs.id, runId))
       .returning();
     if (!updated) throw new Error(`run ${runId} vanished under its row lock`);
     const stopping = toRunRecord(updated);
-    await appendEvents(
-      tx,
-      runId,
-      [{ type: "stop_requested", data: { budget: budgetSnapshot(stopping, now) } }],
-      now,
-    );
+    await appendEvents(tx, runId, stopRequestedEvents(stopping, now), now);
     return { kind: "stopping", run: stopping, waiting } as const;
   });
 }
@@ -45,38 +46,14 @@ export async function finalizeStop(
       .update(iterations)
       .set({ status: "abandoned", finishedAt: now })
       .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")));
-    const summary = "stopped by request";
     const [updated] = await tx
       .update(runs)
-      .set({
-        ...endWait(toRunRecord(row), now),
-        status: "stopped",
-        reason: "stopped",
-        summary,
-        progress: summary,
-        finishedAt: now,
-        epoch: row.epoch + 1,
-      })
+      .set(stoppedChange(row, now))
       .where(eq(runs.id, runId))
       .returning();
     if (!updated) throw new Error(`run ${runId} vanished under its row lock`);
     const run = toRunRecord(updated);
-    await appendEvents(
-      tx,
-      runId,
-      [
-        {
-          type: "run_finished",
-          data: {
-            status: "stopped",
-            reason: "stopped",
-            summary,
-            budget: budgetSnapshot(run, now, "stopped"),
-          },
-        },
-      ],
-      now,
-    );
+    await appendEvents(tx, runId, stoppedEvents(run, now), now);
     return run;
   });
 }

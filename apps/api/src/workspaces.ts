@@ -23,6 +23,8 @@ function realRootOf(root: string): string {
   return real;
 }
 
+const NOT_THE_ROOT = "must be a directory under WORKSPACES_ROOT, not the root itself";
+
 const refuse = (message: string) => invalidRequest([{ path: "workspace", message }]);
 
 /**
@@ -42,6 +44,8 @@ export function resolveWorkspace(root: string, name: string): string {
   }
   const realRoot = realRootOf(root);
   const target = join(realRoot, normalized);
+  // The root holds every session's workspace: a run there, or a rollback of it, would touch them all.
+  if (target === realRoot) throw refuse(NOT_THE_ROOT);
   let existing = target;
   while (existing !== realRoot && !existsSync(existing)) existing = dirname(existing);
   if (existing === realRoot) {
@@ -53,5 +57,7 @@ export function resolveWorkspace(root: string, name: string): string {
   const real = realpathSync(existing);
   if (!inside(realRoot, real)) throw refuse("must stay inside WORKSPACES_ROOT");
   if (!statSync(real).isDirectory()) throw refuse(`${relative(realRoot, real)} is not a directory`);
-  return existing === target ? real : join(real, relative(existing, target));
+  const resolved = existing === target ? real : join(real, relative(existing, target));
+  if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
+  return resolved;
 }

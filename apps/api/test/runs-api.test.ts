@@ -134,6 +134,24 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(existsSync(join(outside, "sub"))).toBe(false);
   });
 
+  it("refuses WORKSPACES_ROOT itself as a workspace, however it is named", async () => {
+    mkdirSync(join(h.workspacesRoot, "real"), { recursive: true });
+    symlinkSync(".", join(h.workspacesRoot, "here"));
+    for (const workspace of [".", "./", "real/..", "here", "here/."]) {
+      const res = await h.request("POST", "/api/runs", { ...valid, workspace });
+      expect(res.status, workspace).toBe(400);
+      expect(res.body.error.issues[0]).toEqual({
+        path: "workspace",
+        message: "must be a directory under WORKSPACES_ROOT, not the root itself",
+      });
+    }
+    // A directory reached through the link is under the root: accepted.
+    const under = await h.request("POST", "/api/runs", { ...valid, workspace: "here/real" });
+    expect(under.status, JSON.stringify(under.body)).toBe(202);
+    const run = await h.request("GET", `/api/runs/${under.body.id}`);
+    expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "real"));
+  });
+
   it("refuses a workspace under a file, naming it, storing nothing", async () => {
     mkdirSync(h.workspacesRoot, { recursive: true });
     writeFileSync(join(h.workspacesRoot, "a-file"), "not a directory\n");

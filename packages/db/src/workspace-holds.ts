@@ -1,5 +1,15 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
-import { and, eq, gt, inArray, or, sql } from "drizzle-orm";
+import {
+  type AnyColumn,
+  and,
+  eq,
+  gt,
+  inArray,
+  or,
+  type SQL,
+  type SQLWrapper,
+  sql,
+} from "drizzle-orm";
 import type { Db } from "./connection";
 import { preparedOnce } from "./prepared";
 import { runs, workspaceHolds } from "./schema";
@@ -26,6 +36,49 @@ export type HoldResult =
   | { held: false; activeRunId?: undefined; heldByRun: string };
 
 /**
+ * Whether the workspace in `column` is `path`, lies inside it, or holds it: a restore of one
+ * rewrites the other's files. Workspaces are absolute paths; `under` is `path` + "/" (a value,
+ * or a placeholder of a prepared statement). The same SQL on SQLite and PostgreSQL.
+ */
+export function workspacesOverlap(
+  column: AnyColumn,
+  path: string | SQLWrapper,
+  under: string | SQLWrapper,
+): SQL {
+  return sql`(${column} = ${path}
+    or substr(${column}, 1, length(cast(${under} as text))) = ${under}
+    or substr(cast(${path} as text), 1, length(${column}) + 1) = ${column} || '/')`;
+}
+
+const within = (path: string) => `${path}/`;
+
+/**
+ * Live holds that bar `keys` (a hold's workspace and session keys): the same session, or an
+ * overlapping workspace.
+ */
+export function holdsBarring(keys: string[], now: number): SQL | undefined {
+  const [workspace, ...others] = keys as [string, ...string[]];
+  return and(
+    or(
+      workspacesOverlap(workspaceHolds.workspace, workspace, within(workspace)),
+      inArray(workspaceHolds.workspace, others),
+    ),
+    gt(workspaceHolds.expiresAt, now),
+  );
+}
+
+/** Active runs that bar a rollback: of the session, or in an overlapping workspace. */
+export function runsBarring(req: Pick<HoldRequest, "workspace" | "sessionId">): SQL | undefined {
+  return and(
+    inArray(runs.status, [...ACTIVE_STATUSES]),
+    or(
+      eq(runs.sessionId, req.sessionId),
+      workspacesOverlap(runs.workspace, req.workspace, within(req.workspace)),
+    ),
+  );
+}
+
+/**
  * What a rollback holds: the workspace, and its session's snapshot store (two restores of one
  * session, even of different workspaces, would share its git index). Workspaces are absolute
  * paths, so the session's key never names one.
@@ -37,28 +90,15 @@ export function holdKeys(req: Pick<HoldRequest, "workspace" | "sessionId">): str
 /**
  * Takes the hold of a workspace for a rollback, in one `BEGIN IMMEDIATE` transaction: it
  * serialises with every submit (a run created after it sees the hold: its worker waits).
+ * Workspaces that overlap (one inside the other) count as the same.
  */
 export function holdWorkspace(db: Db, req: HoldRequest): HoldResult {
   return db.transaction(
     (tx) => {
-      const active = tx
-        .select({ id: runs.id })
-        .from(runs)
-        .where(
-          and(
-            inArray(runs.status, [...ACTIVE_STATUSES]),
-            or(eq(runs.sessionId, req.sessionId), eq(runs.workspace, req.workspace)),
-          ),
-        )
-        .limit(1)
-        .get();
+      const active = tx.select({ id: runs.id }).from(runs).where(runsBarring(req)).limit(1).get();
       if (active) return { held: false, activeRunId: active.id };
       const keys = holdKeys(req);
-      const hold = tx
-        .select()
-        .from(workspaceHolds)
-        .where(and(inArray(workspaceHolds.workspace, keys), gt(workspaceHolds.expiresAt, req.now)))
-        .get();
+      const hold = tx.select().from(workspaceHolds).where(holdsBarring(keys, req.now)).get();
       if (hold) return { held: false, heldByRun: hold.runId };
       for (const workspace of keys) {
         const row = { workspace, runId: req.runId, expiresAt: req.now + req.ttlMs };
@@ -91,14 +131,22 @@ const statements = (db: Db) => ({
     .from(workspaceHolds)
     .where(
       and(
-        eq(workspaceHolds.workspace, sql.placeholder("workspace")),
+        workspacesOverlap(
+          workspaceHolds.workspace,
+          sql.placeholder("workspace"),
+          sql.placeholder("under"),
+        ),
         gt(workspaceHolds.expiresAt, sql.placeholder("now")),
       ),
     )
     .prepare(),
 });
 
-/** Until when a rollback holds the workspace, or null (asked before every run starts). */
+/**
+ * Until when a rollback holds the workspace (or one it lies in, or one inside it), or null
+ * (asked before every run starts).
+ */
 export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
-  return preparedOnce(db, statements).heldUntil.get({ workspace, now })?.expiresAt ?? null;
+  const { heldUntil } = preparedOnce(db, statements);
+  return heldUntil.get({ workspace, under: within(workspace), now })?.expiresAt ?? null;
 }

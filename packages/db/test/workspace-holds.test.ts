@@ -134,6 +134,33 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     expect(await engine.store.workspaceHeldUntil("/ws/b", 2000)).toBeNull();
   });
 
+  it("counts a workspace inside another as the same one, and a sibling named alike as another", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    // A run active in /ws/ab does not bar a rollback of /ws/a.
+    const sibling = newRun({}, { sessionId: "s2", workspace: "/ws/ab" });
+    await engine.repo.createRun(sibling);
+    expect(await hold(done)).toEqual({ held: true });
+    await engine.repo.releaseWorkspace({ ...done, runId: done.id });
+
+    // A run active inside /ws/a bars it, and a rollback of a workspace inside that run's.
+    const nested = newRun({}, { sessionId: "s3", workspace: "/ws/a/b" });
+    await engine.repo.createRun(nested);
+    expect(await hold(done)).toEqual({ held: false, activeRunId: nested.id });
+    const deeper = await finishedRun("s4", "/ws/a/b/c");
+    expect(await hold(deeper)).toEqual({ held: false, activeRunId: nested.id });
+
+    // A hold bars the workspaces inside it and around it, not its siblings.
+    const held = await finishedRun("s5", "/ws/x");
+    expect(await hold(held)).toEqual({ held: true });
+    expect(await engine.store.workspaceHeldUntil("/ws/x/y", 2000)).toBe(1000 + TTL);
+    expect(await engine.store.workspaceHeldUntil("/ws", 2000)).toBe(1000 + TTL);
+    expect(await engine.store.workspaceHeldUntil("/ws/xy", 2000)).toBeNull();
+    const inner = await finishedRun("s6", "/ws/x/y");
+    expect(await hold(inner)).toEqual({ held: false, heldByRun: held.id });
+    const outer = await finishedRun("s7", "/ws/xy");
+    expect(await hold(outer)).toEqual({ held: true });
+  });
+
   it("takes over a hold that expired (its API died mid-restore)", async () => {
     const done = await finishedRun("s1", "/ws/a");
     expect(await hold(done, 1000)).toEqual({ held: true });

@@ -1,6 +1,12 @@
-import { ACTIVE_STATUSES } from "@looprun/core";
-import { and, eq, gt, inArray, or, sql, TransactionRollbackError } from "drizzle-orm";
-import { type HoldRequest, type HoldResult, holdKeys } from "../workspace-holds";
+import { and, eq, gt, inArray, sql, TransactionRollbackError } from "drizzle-orm";
+import {
+  type HoldRequest,
+  type HoldResult,
+  holdKeys,
+  holdsBarring,
+  runsBarring,
+  workspacesOverlap,
+} from "../workspace-holds";
 import type { PgDb } from "./connection";
 import { runs, workspaceHolds } from "./schema";
 
@@ -9,29 +15,23 @@ import { runs, workspaceHolds } from "./schema";
  * could be missed by the check, and its worker miss the hold: the transaction first takes
  * `runs` in SHARE mode, which waits for the submits in flight to commit (they are seen) and
  * makes new ones wait until the hold is committed (their worker sees it). Milliseconds, and
- * only for a rollback.
+ * only for a rollback. Holds are taken one at a time (the holds table in SHARE ROW EXCLUSIVE
+ * mode, which conflicts with itself): two rollbacks of overlapping workspaces, which have no
+ * key in common, would otherwise both pass the reads.
  */
 export async function holdWorkspace(db: PgDb, req: HoldRequest): Promise<HoldResult> {
   const refused: HoldResult = { held: false, heldByRun: "" };
   try {
     return await db.transaction(async (tx): Promise<HoldResult> => {
+      await tx.execute(sql`lock table workspace_holds in share row exclusive mode`);
       await tx.execute(sql`lock table runs in share mode`);
-      const [active] = await tx
-        .select({ id: runs.id })
-        .from(runs)
-        .where(
-          and(
-            inArray(runs.status, [...ACTIVE_STATUSES]),
-            or(eq(runs.sessionId, req.sessionId), eq(runs.workspace, req.workspace)),
-          ),
-        )
-        .limit(1);
+      const [active] = await tx.select({ id: runs.id }).from(runs).where(runsBarring(req)).limit(1);
       if (active) return { held: false, activeRunId: active.id };
       const keys = holdKeys(req);
       const [hold] = await tx
         .select({ runId: workspaceHolds.runId })
         .from(workspaceHolds)
-        .where(and(inArray(workspaceHolds.workspace, keys), gt(workspaceHolds.expiresAt, req.now)));
+        .where(holdsBarring(keys, req.now));
       if (hold) return { held: false, heldByRun: hold.runId };
       // Taken unless a live hold is there (an expired one is replaced). Two rollbacks at once
       // both pass the reads (SHARE does not conflict with itself); the second's insert waits
@@ -74,6 +74,11 @@ export async function workspaceHeldUntil(
   const [hold] = await db
     .select({ expiresAt: workspaceHolds.expiresAt })
     .from(workspaceHolds)
-    .where(and(eq(workspaceHolds.workspace, workspace), gt(workspaceHolds.expiresAt, now)));
+    .where(
+      and(
+        workspacesOverlap(workspaceHolds.workspace, workspace, `${workspace}/`),
+        gt(workspaceHolds.expiresAt, now),
+      ),
+    );
   return hold?.expiresAt ?? null;
 }

@@ -2,6 +2,7 @@ import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
+import { refuseCrossSite } from "./cross-site";
 import { dashboardRoutes } from "./dashboard/dashboard-routes";
 import { ApiError } from "./errors";
 import { RunFeed } from "./live/run-feed";
@@ -57,6 +58,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       }),
     );
   }
+  app.use("/api/*", refuseCrossSite(deps.corsOrigins ?? []));
   if (deps.rateLimitPerMinute) {
     app.use(
       "/api/*",

@@ -4,6 +4,7 @@ import type { ZodError } from "zod";
 export type ErrorCode =
   | "invalid_request"
   | "unauthorized"
+  | "forbidden"
   | "not_found"
   | "run_already_active"
   | "run_finished"

@@ -59,11 +59,12 @@ describe("GET /api/openapi.json", () => {
     ).toEqual([]);
   });
 
-  it("lists the error statuses the API answers: the submit's, and 429 on every /api route", () => {
+  it("lists the error statuses the API answers: the submit's, 429 on every /api route, 403 on every /api POST", () => {
     expect(Object.keys(doc.paths["/api/runs"]?.post?.responses ?? {}).sort()).toEqual([
       "202",
       "400",
       "401",
+      "403",
       "409",
       "413",
       "422",
@@ -74,6 +75,9 @@ describe("GET /api/openapi.json", () => {
       for (const [method, op] of Object.entries(ops)) {
         expect(op.responses["429"] !== undefined, `${method} ${path}`).toBe(
           path.startsWith("/api/"),
+        );
+        expect(op.responses["403"] !== undefined, `${method} ${path}`).toBe(
+          path.startsWith("/api/") && method === "post",
         );
       }
     }

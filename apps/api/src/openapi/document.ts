@@ -110,12 +110,20 @@ function operation(op: OperationDoc): JsonSchema {
     responses: Object.fromEntries(
       Object.entries({
         ...op.responses,
-        // RATE_LIMIT_PER_MINUTE covers every /api route (see app.ts).
+        // RATE_LIMIT_PER_MINUTE covers every /api route, the cross-site check every /api POST
+        // (see app.ts).
+        ...(op.path.startsWith("/api/") && op.method === "post" ? { 403: CROSS_SITE } : {}),
         ...(op.path.startsWith("/api/") ? { 429: RATE_LIMITED } : {}),
       }).map(([status, doc]) => [status, response(doc)]),
     ),
   };
 }
+
+const CROSS_SITE: ResponseDoc = {
+  description:
+    "forbidden: sent by a browser from a page of another origin than the API's own and CORS_ORIGINS (cross-site request forgery)",
+  json: "Error",
+};
 
 const RATE_LIMITED: ResponseDoc = {
   description:

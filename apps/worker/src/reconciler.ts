@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
+import { killOrphanedGroup, RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
 import type { RunRepositoryPort } from "@looprun/db";
 import type { Queue } from "bullmq";
 
@@ -42,6 +42,8 @@ export async function reconcile(
     if (state === "missing" || state === "unknown" || state === "completed") {
       if (current.status === "stopping") {
         if (job) await job.remove().catch(() => {});
+        // `stopped` means the run's processes are dead: a crashed worker's too (same host).
+        if (current.startedAt !== null) killOrphanedGroup(current.activePgid, run.id);
         await opts.repo.finalizeStop(run.id, now());
         result.stopped.push(run.id);
         continue;

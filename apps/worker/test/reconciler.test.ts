@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { normalizeSubmission, RUN_QUEUE, type RunJob, RunSubmission } from "@looprun/core";
@@ -7,9 +8,22 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
+import { isAlive, waitFor } from "../../../tests/support/processes";
 import { reconcile } from "../src/reconciler";
 
 const silent = { info() {}, warn() {} };
+
+/** Whether `sh -c "exec sleep …"` runs `sleep` with the run's id (mid-exec it cannot be read). */
+function sleepsFor(pid: number, runId: string): boolean {
+  try {
+    return (
+      readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep" &&
+      readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`)
+    );
+  } catch {
+    return false;
+  }
+}
 const spec = normalizeSubmission(
   RunSubmission.parse({
     task: "t",
@@ -68,6 +82,40 @@ describe.each(["sqlite", "postgres"] as const)("the reconciler on %s", (engine) 
     expect((await reconcile(opts)).enqueued).toEqual([]);
     expect((await queue.getJob("run-a"))?.data).toEqual({ runId: "run-a" });
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "ends a stopping run that has no job once the processes a crashed worker left are dead",
+    async () => {
+      const { dir, storage, queue, submit } = await setup();
+      await submit("run-s", join(dir, "s"));
+      const now = Date.now();
+      await storage.store.claimRun("run-s", {
+        now,
+        mutation: () => ({ run: { status: "running" as const, startedAt: now } }),
+      });
+      await storage.repo.requestStop("run-s", now);
+      // Its worker died mid-command (kill -9): the command runs on, in its own group.
+      const orphan = spawn("/bin/sh", ["-c", "exec sleep 300"], {
+        env: { PATH: process.env.PATH, LOOPRUN_RUN_ID: "run-s" },
+        detached: true,
+        stdio: "ignore",
+      });
+      cleanups.push(async () => {
+        if (isAlive(orphan.pid!)) process.kill(-orphan.pid!, "SIGKILL");
+      });
+      await waitFor(() => sleepsFor(orphan.pid!, "run-s"), { message: "the orphan's start" });
+
+      const result = await reconcile({
+        repo: storage.repo,
+        queue,
+        failRun: async () => {},
+        logger: silent,
+      });
+      expect(result.stopped).toEqual(["run-s"]);
+      expect((await storage.repo.getRun("run-s"))?.status).toBe("stopped");
+      await waitFor(() => !isAlive(orphan.pid!), { message: "the orphan to die" });
+    },
+  );
 
   it("keeps to the runs of its cell when it has a workspaces root", async () => {
     const { dir, storage, queue, submit } = await setup();

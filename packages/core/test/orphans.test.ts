@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { runStep } from "@looprun/core";
+import { failRun, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { killOrphanedGroup } from "../src/process/orphans";
@@ -114,5 +114,22 @@ describe.skipIf(process.platform !== "linux")("a run's step and what earlier wor
 
     expect(await runStep(resources(store), resumed.id)).toMatchObject({ status: "succeeded" });
     await until(() => !isAlive(leftByResumed), "the resumed run's orphan to die");
+  });
+
+  it("kills the run's processes when a run whose job failed for good is failed from outside", async () => {
+    dir = await tempDir("looprun-orphans-");
+    const store = new MemoryRunStore();
+    // Its worker was killed mid-command too often: BullMQ gave the job up.
+    const stalled = {
+      ...makeRun({ testCommand: "true" }, join(dir, "stalled")),
+      status: "running" as const,
+      startedAt: Date.now() - 60_000,
+    };
+    store.add(stalled);
+    const left = await started(start(stalled.id, "exec sleep 300", true), stalled.id);
+
+    await failRun(resources(store), stalled.id, "job stalled more than allowable limit");
+    expect(await store.getRun(stalled.id)).toMatchObject({ status: "failed", reason: "error" });
+    await until(() => !isAlive(left), "the failed run's orphan to die");
   });
 });

@@ -91,6 +91,48 @@ describe("looprun dev", () => {
     expect(processesIn(redisDir)).toEqual([]);
   });
 
+  it("stops on Ctrl-C while `looprun watch` follows a run (its stream reconnecting)", async () => {
+    const port = await freePort();
+    const { proc } = startDev(port);
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return proc.stdout().includes("Press Ctrl-C to stop.");
+      },
+      { timeoutMs: 60_000, message: "looprun dev ready" },
+    );
+    const url = `http://127.0.0.1:${port}`;
+    const submitted = await request(url, "POST", "/api/runs", {
+      task: "goes on for a while",
+      agent: { type: "command", command: "sleep 1" },
+      testCommand: "false",
+      cooldownMs: 500,
+      maxIterations: 100,
+    });
+    expect(submitted.status).toBe(202);
+    const { PATH, HOME } = process.env;
+    const watch = spawnManaged(
+      "looprun watch",
+      process.execPath,
+      [LOOPRUN_BIN, "watch", submitted.body.id],
+      {
+        env: { PATH, HOME, LOOPRUN_URL: url },
+      },
+    );
+    cleanups.push(() => watch.stop("SIGKILL"));
+    await waitFor(() => watch.output().includes("iteration"), {
+      timeoutMs: 30_000,
+      message: "the watch to show the run",
+    });
+
+    proc.child.kill("SIGINT");
+    // Before, it waited for the watch to go away: its stream, ended by the shutdown, came
+    // back at once on the same connection, over and over.
+    const exit = await exitOf(proc);
+    expect(exit.code, exit.output).toBe(0);
+    expect(watch.hasExited()).toBe(false);
+  });
+
   it("keeps the managed Redis' data next to DATABASE_PATH, as the snapshots", async () => {
     const { proc, cwd, redisDir } = startDev(await freePort(), {
       DATABASE_PATH: "data/looprun.db",

@@ -1,3 +1,4 @@
+import type { Server } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import { getConnInfo } from "@hono/node-server/conninfo";
@@ -13,6 +14,9 @@ import { createApp } from "./app";
 import { type ApiEnv, SHORT_TOKEN } from "./env";
 import { createRunQueue } from "./run-queue";
 import { WriteBatcher } from "./write-batcher";
+
+/** How long requests in flight may take to finish once the API shuts down. */
+const SHUTDOWN_GRACE_MS = 2000;
 
 export interface ApiServer {
   url: string;
@@ -77,7 +81,8 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     },
     logger,
   );
-  const server = serve({ fetch: app.fetch, hostname: env.HOST, port: env.PORT });
+  // HTTP/1.1 (serve's default): a node:http server.
+  const server = serve({ fetch: app.fetch, hostname: env.HOST, port: env.PORT }) as Server;
   await new Promise<void>((ready, fail) => {
     server.once("listening", ready);
     server.once("error", fail);
@@ -92,7 +97,16 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     database: storage.location,
     async close() {
       shutdown.abort();
-      await new Promise<void>((done) => server.close(() => done()));
+      const closed = new Promise<void>((done) => server.close(() => done()));
+      // The abort ends open event streams, but a client that reconnects at once (`looprun
+      // watch`, a dashboard page) keeps its keep-alive connection busy, and the server open,
+      // for as long as it runs. Connections are cut as soon as they are idle, and all of them
+      // after a grace that lets requests in flight (a submit) finish.
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      await closed;
+      clearInterval(idle);
+      clearTimeout(cut);
       await queue.close();
       await storage.close();
     },

@@ -119,7 +119,9 @@ describe("looprun dev", () => {
         env: { PATH, HOME, LOOPRUN_URL: url },
       },
     );
-    cleanups.push(() => watch.stop("SIGKILL"));
+    cleanups.push(async () => {
+      await watch.stop("SIGKILL");
+    });
     await waitFor(() => watch.output().includes("iteration"), {
       timeoutMs: 30_000,
       message: "the watch to show the run",

@@ -209,14 +209,39 @@ export class RunContext {
       mutationOf({ redactor: this.redactor }, this.run, patch, events, extras, now),
       now,
     );
+    const ended = extras.updateIteration;
+    if (ended && this.unstoredEnd?.n === ended.n && this.unstoredEnd.attempt === ended.attempt) {
+      if (ended.patch.status !== undefined && ended.patch.status !== "running") {
+        this.unstoredEnd = null;
+      }
+    }
     return this.run;
   }
+
+  /**
+   * The iteration whose end (a status other than `running`) is set in `lastIteration` but not
+   * stored yet: should that write fail, `finish` still ends the iteration with the run.
+   */
+  private unstoredEnd: { n: number; attempt: number } | null = null;
 
   updateIteration(patch: IterationPatch): Pick<RunMutation, "updateIteration"> {
     const it = this.lastIteration;
     if (it === null) return {};
     this.lastIteration = { ...it, ...patch };
+    if (patch.status !== undefined && patch.status !== "running" && it.status === "running") {
+      this.unstoredEnd = { n: it.n, attempt: it.attempt };
+    }
     return { updateIteration: { n: it.n, attempt: it.attempt, patch } };
+  }
+
+  /** Whether the iteration in flight is still `running` in the store. */
+  private iterationOpen(): boolean {
+    const it = this.lastIteration;
+    if (it === null) return false;
+    return (
+      it.status === "running" ||
+      (this.unstoredEnd?.n === it.n && this.unstoredEnd.attempt === it.attempt)
+    );
   }
 
   /**
@@ -237,7 +262,7 @@ export class RunContext {
     const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
     const iteration =
-      extra.iteration && this.lastIteration?.status === "running"
+      extra.iteration && this.iterationOpen()
         ? this.updateIteration({ ...extra.iteration, finishedAt: now })
         : {};
     await this.commit(

@@ -188,4 +188,32 @@ describe("rollback", () => {
     expect(readFileSync(join(ws, "done.txt"), "utf8")).toBe("done\n");
     expect(store.eventsOf(run.id).some((e) => e.type === "rollback_applied")).toBe(false);
   });
+
+  it("rollbackOnFailure restores nothing once another worker has taken the run", async () => {
+    // The run is taken over (its epoch moves on) right after the agent's write: this worker
+    // ends its iteration in failure but holds the run no more.
+    class TakenOverStore extends MemoryRunStore {
+      override async commit(...args: Parameters<MemoryRunStore["commit"]>) {
+        const written = await super.commit(...args);
+        if (args[2].updateIteration?.patch.agent) await this.claimRun(args[0]);
+        return written;
+      }
+    }
+    const taken = new TakenOverStore();
+    const run = makeRun(
+      {
+        agent: { type: "command", command: "echo mine > made.txt" },
+        testCommand: "false",
+        maxIterations: 1,
+        cooldownMs: 0,
+        rollbackOnFailure: true,
+      },
+      ws,
+    );
+    taken.add(run);
+    expect(await runStep(resources(taken), run.id)).toEqual({ kind: "lease_lost" });
+    // The workspace is the new holder's: left as it is.
+    expect(readFileSync(join(ws, "made.txt"), "utf8")).toBe("mine\n");
+    expect(taken.eventsOf(run.id).some((e) => e.type === "rollback_applied")).toBe(false);
+  });
 });

@@ -259,6 +259,11 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
+    if (status === "failed" && this.run.spec.rollbackOnFailure && this.run.baselineSnapshot) {
+      // The restore rewrites the workspace: not before a fenced write has shown that this
+      // worker still holds the run (another one may have taken it and be working there).
+      await this.commit({ progress: "restoring the workspace as it was before the run" });
+    }
     const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
     const iteration =

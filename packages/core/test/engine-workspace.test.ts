@@ -66,4 +66,29 @@ describe("a run's workspace", () => {
       reason: "success",
     });
   });
+
+  it("starts the run in full when the hold its claim saw is gone by the step's own look", async () => {
+    const run = makeRun(
+      {
+        agent: { type: "command", command: "touch ran" },
+        testCommand: "test -f ran",
+        maxMinutes: 5,
+      },
+      engine.ws,
+    );
+    engine.store.add(run);
+    const now = Date.now();
+    // The claim sees the hold (it leaves the run queued); the rollback ends right after.
+    let looks = 0;
+    engine.store.workspaceHeldUntil = async () => (looks++ === 0 ? now + 60_000 : null);
+    const res = resources(engine.store, { now: () => now });
+
+    expect(await runStep(res, run.id)).toMatchObject({ kind: "finished", status: "succeeded" });
+    expect(looks).toBe(2);
+    const done = await engine.store.getRun(run.id);
+    expect(done).toMatchObject({ startedAt: now, deadlineAt: now + 5 * 60_000 });
+    const types = engine.store.eventsOf(run.id).map((e) => e.type);
+    expect(types.filter((t) => t === "run_started")).toHaveLength(1);
+    expect(types.indexOf("run_started")).toBeLessThan(types.indexOf("iteration_started"));
+  });
 });

@@ -211,7 +211,15 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   const now = ctx.now();
   const patch: RunPatch = {};
   const events: EventSpec[] = [];
-  if (ctx.run.status === "queued") {
+  if (ctx.run.status === "queued" && ctx.run.startedAt === null) {
+    // Its claim did not start it (a rollback held the workspace, and let go since): it starts
+    // here, as the claim would have started it.
+    patch.status = "running";
+    patch.startedAt = now;
+    patch.deadlineAt = deadlineFor(now, ctx.run.spec.maxMinutes);
+    patch.progress = "started";
+    events.push(["run_started", { workspace: ctx.run.workspace }]);
+  } else if (ctx.run.status === "queued") {
     // Queued again by a person's approval or reply: the run goes on where it paused.
     patch.status = "running";
     patch.progress = "resumed after a person's answer";

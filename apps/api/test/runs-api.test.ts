@@ -184,6 +184,24 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(ev.status).toBe(400);
   });
 
+  it("ignores the query string of a route that takes none (a cache-buster), as its 404s", async () => {
+    const created = await h.request("POST", "/api/runs", { ...valid, sessionId: "no-query" });
+    const id = created.body.id;
+    for (const path of [
+      `/api/runs/${id}`,
+      `/api/runs/${id}/iterations`,
+      `/api/runs/${id}/tool-calls`,
+      `/api/runs/${id}/reviews`,
+      `/api/runs/${id}/artifacts`,
+      "/api/sessions/no-query",
+    ]) {
+      const res = await h.request("GET", `${path}?_=1700000000&_=2`);
+      expect(res.status, path).toBe(200);
+    }
+    const missing = await h.request("GET", "/api/runs/nope?_=1");
+    expect(missing.status).toBe(404);
+  });
+
   it("pages newest first with a cursor and filters by session and status", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

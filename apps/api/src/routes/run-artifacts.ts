@@ -1,11 +1,7 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
 import { presentPhaseArtifact } from "../presenters";
-import { parseQuery } from "../request-parsing";
-
-const NoQuery = z.strictObject({});
 
 /** Set on a diff that was cut at the stored cap. */
 export const TRUNCATED_HEADER = "X-Looprun-Diff-Truncated";
@@ -24,7 +20,6 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
   // baseline), as text/plain. An iteration without a snapshot (still running, interrupted)
   // has none yet: 404.
   app.get("/:id/iterations/:n/diff", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     const raw = c.req.param("n");
     const n = /^[1-9][0-9]{0,8}$/.test(raw) ? Number(raw) : null;
@@ -38,7 +33,6 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
   // The run's whole change, baseline → latest snapshot: `git apply` applies it to the
   // workspace as it was before the run. 404 before the first iteration's snapshot.
   app.get("/:id/patch", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     const change = await deps.repo.artifacts.change(run.id);
     if (change === null)
@@ -54,7 +48,6 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
   });
 
   app.get("/:id/artifacts", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     const [change, phases] = await Promise.all([
       deps.repo.artifacts.change(run.id),

@@ -44,8 +44,6 @@ export const ListEventsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(1000),
 });
 
-const NoQuery = z.strictObject({});
-
 /** JSON with sorted keys: two bodies that mean the same hash the same. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
@@ -149,7 +147,6 @@ export function runRoutes(deps: AppDeps): Hono {
   });
 
   app.get("/:id", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     const [stats, reviews] = await Promise.all([
       deps.repo.toolStats({ runId: run.id }),
@@ -164,7 +161,6 @@ export function runRoutes(deps: AppDeps): Hono {
   });
 
   app.get("/:id/iterations", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     const [snapshots, iterations] = await Promise.all([
       deps.repo.artifacts.snapshots(run.id),
@@ -178,13 +174,11 @@ export function runRoutes(deps: AppDeps): Hono {
   });
 
   app.get("/:id/tool-calls", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     return c.json({ items: (await deps.repo.listToolCalls(run.id)).map(presentToolCall) });
   });
 
   app.get("/:id/reviews", async (c) => {
-    parseQuery(c, NoQuery);
     const run = await loadRun(c.req.param("id"));
     return c.json({ items: (await deps.repo.listReviews(run.id)).map(presentReview) });
   });

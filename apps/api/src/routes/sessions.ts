@@ -1,15 +1,12 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
 import { presentRun } from "../presenters";
-import { parseQuery } from "../request-parsing";
 
 export function sessionRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
   app.get("/:id", async (c) => {
-    parseQuery(c, z.strictObject({}));
     const id = c.req.param("id");
     const found = await deps.repo.getSession(id);
     if (!found) throw notFound(`session ${id}`);

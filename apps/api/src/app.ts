@@ -9,7 +9,7 @@ import { RunFeed } from "./live/run-feed";
 import { LIVE_DEFAULTS } from "./live/sse-session";
 import { MetricsCollector } from "./metrics/metrics-collector";
 import { rateLimit } from "./rate-limit";
-import { limitBody } from "./request-body";
+import { BODY_LIMIT_BYTES, limitBody } from "./request-body";
 import { liveRoutes } from "./routes/events-stream";
 import { metricsRoutes } from "./routes/metrics";
 import { openApiRoutes } from "./routes/openapi";
@@ -65,7 +65,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }),
     );
   }
-  app.use("/api/*", limitBody(deps.bodyLimitBytes ?? 1024 * 1024));
+  app.use("/api/*", limitBody(deps.bodyLimitBytes ?? BODY_LIMIT_BYTES));
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   const live = { ...LIVE_DEFAULTS, ...deps.live };
   // Before runRoutes, whose /:id would take "stream" for an id.

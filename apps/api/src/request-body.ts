@@ -1,3 +1,4 @@
+import type { Server } from "node:http";
 import type { HttpBindings } from "@hono/node-server";
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -20,10 +21,33 @@ function incomingOf(c: Context): HttpBindings["incoming"] | undefined {
   return (c.env as Partial<HttpBindings> | undefined)?.incoming;
 }
 
+/** The largest request body the API reads (1 MiB) unless told otherwise. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export const bodyTooLarge = (maxBytes: number) =>
+  new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+
+/**
+ * A client that asks before it sends a body (`Expect: 100-continue`, as curl does for large
+ * ones) hears at once that one over `maxBytes` is refused (413), instead of being told to go on
+ * (Node's default) and sending all of it first.
+ */
+export function refuseLargeBodiesEarly(server: Server, maxBytes: number): void {
+  server.on("checkContinue", (req, res) => {
+    if (Number(req.headers["content-length"]) > maxBytes) {
+      res.writeHead(413, { "content-type": "application/json", connection: "close" });
+      res.end(JSON.stringify(bodyTooLarge(maxBytes).toBody()));
+      return;
+    }
+    res.writeContinue();
+    server.emit("request", req, res);
+  });
+}
+
 /** 413 `payload_too_large` for a body over `maxBytes`, before anything reads it. */
 export function limitBody(maxBytes: number): MiddlewareHandler {
   const tooLarge = () => {
-    throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+    throw bodyTooLarge(maxBytes);
   };
   const counted = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   return async (c, next) => {

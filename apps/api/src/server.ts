@@ -12,6 +12,7 @@ import { openStorage } from "@looprun/db";
 import { pino } from "pino";
 import { createApp } from "./app";
 import { type ApiEnv, SHORT_TOKEN } from "./env";
+import { BODY_LIMIT_BYTES, refuseLargeBodiesEarly } from "./request-body";
 import { createRunQueue } from "./run-queue";
 import { WriteBatcher } from "./write-batcher";
 
@@ -83,6 +84,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   );
   // HTTP/1.1 (serve's default): a node:http server.
   const server = serve({ fetch: app.fetch, hostname: env.HOST, port: env.PORT }) as Server;
+  refuseLargeBodiesEarly(server, BODY_LIMIT_BYTES);
   await new Promise<void>((ready, fail) => {
     server.once("listening", ready);
     server.once("error", fail);

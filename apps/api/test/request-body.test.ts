@@ -1,9 +1,9 @@
-import { request as httpRequest } from "node:http";
+import { request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { readBodyText } from "../src/request-body";
+import { readBodyText, refuseLargeBodiesEarly } from "../src/request-body";
 import { type ApiHarness, apiHarness } from "./api-harness";
 
 // Bodies as `looprun api` receives them: the app served by @hono/node-server, which hands the
@@ -12,8 +12,11 @@ import { type ApiHarness, apiHarness } from "./api-harness";
 
 type Served = { url: string; close(): Promise<void> };
 
+const LIMIT = 64 * 1024;
+
 async function served(fetch: (request: Request, env: unknown) => Response | Promise<Response>) {
-  const server = serve({ fetch, hostname: "127.0.0.1", port: 0 });
+  const server = serve({ fetch, hostname: "127.0.0.1", port: 0 }) as Server;
+  refuseLargeBodiesEarly(server, LIMIT);
   await new Promise<void>((resolve) => server.once("listening", resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -63,8 +66,6 @@ function post(
   });
 }
 
-const LIMIT = 64 * 1024;
-
 describe("request bodies over HTTP (@hono/node-server)", () => {
   let h: ApiHarness;
   let api: Served;
@@ -105,6 +106,45 @@ describe("request bodies over HTTP (@hono/node-server)", () => {
       expect((res.body.error as { code: string }).code).toBe("payload_too_large");
     }
     expect((await h.repo.listRuns({ limit: 100 })).items).toHaveLength(before);
+  });
+
+  it("refuses a body over the limit before it is sent when the client asks first (Expect: 100-continue)", async () => {
+    const ask = (bytes: number) =>
+      new Promise<{ status: number; continued: boolean; body: string }>((resolve, reject) => {
+        let continued = false;
+        const body = run("x".repeat(bytes), `expect-${bytes}`);
+        const req = httpRequest(`${api.url}/api/runs`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "content-length": String(Buffer.byteLength(body)),
+            expect: "100-continue",
+          },
+        });
+        req.on("continue", () => {
+          continued = true;
+          req.end(body);
+        });
+        req.on("response", (res) => {
+          const parts: Buffer[] = [];
+          res.on("data", (part: Buffer) => parts.push(part));
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              continued,
+              body: Buffer.concat(parts).toString(),
+            }),
+          );
+        });
+        req.on("error", reject);
+        req.flushHeaders();
+      });
+    const big = await ask(LIMIT * 4);
+    expect(big.status).toBe(413);
+    expect(big.continued).toBe(false);
+    expect(JSON.parse(big.body).error.code).toBe("payload_too_large");
+    const small = await ask(10);
+    expect(small).toMatchObject({ status: 202, continued: true });
   });
 
   it("answers 400 naming the body when it is not JSON", async () => {

@@ -41,6 +41,9 @@ export interface RunQueueOptions {
  */
 const COMMAND_TIMEOUT_MS = 3000;
 
+/** How long a requeue waits for the run's job to finish being active (see requeue). */
+const REQUEUE_WAIT_MS = 2000;
+
 export function createRunQueue(opts: RunQueueOptions): RunQueue {
   const connection = new Redis(opts.redisUrl, {
     // Fail fast while Redis is down so the API answers 503 instead of hanging.
@@ -64,7 +67,14 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
     },
     async requeue(runId) {
       const job = await queue.getJob(runId);
-      const state = job ? await job.getState() : "missing";
+      let state = job ? await job.getState() : "missing";
+      // The job of a run that just went to wait for a person may still be active for a moment
+      // (its worker returned, BullMQ has not completed it yet): an add would be ignored (same
+      // id) and the run left queued until the reconciler's next pass. It is waited for.
+      for (let waited = 0; job && state === "active" && waited < REQUEUE_WAIT_MS; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        state = await job.getState();
+      }
       if (job && (state === "completed" || state === "failed")) await job.remove();
       await queue.add(RUN_JOB_NAME, { runId }, runJobOptions(runId));
     },

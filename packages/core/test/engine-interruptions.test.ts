@@ -212,6 +212,19 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     expect(engine.store.eventsOf(run.id)).toHaveLength(before);
   });
 
+  it("starts no iteration once the worker has lost its job's lock", async () => {
+    const run = seed({
+      agent: { type: "command", command: "touch agent-ran" },
+      testCommand: "true",
+    });
+    const leaseLost = new AbortController();
+    leaseLost.abort();
+    const result = await runStep(resources(engine.store), run.id, { leaseLost: leaseLost.signal });
+    expect(result).toEqual({ kind: "lease_lost" });
+    expect(engine.store.iterationsOf(run.id)).toEqual([]);
+    expect(existsSync(join(engine.ws, "agent-ran"))).toBe(false);
+  });
+
   it("reports a missing run", async () => {
     expect(await runStep(resources(engine.store), "no-such-run")).toEqual({ kind: "missing" });
   });

@@ -148,6 +148,8 @@ async function drive(
     }
     // A worker that is shutting down starts nothing new: the job goes back to the queue.
     if (opts.shutdown?.aborted) return { kind: "handed_back" };
+    // Nor one whose job lock was lost (another worker may have the run by now).
+    if (opts.leaseLost?.aborted) return { kind: "lease_lost" };
     // Every write returns the row as stored, so a stop request shows in ctx.run.
     if (stopRequested(ctx) || opts.stop?.aborted) {
       await ctx.finish("stopped", "stopped", "stopped by request");

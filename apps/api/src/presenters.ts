@@ -21,7 +21,10 @@ export function presentRun(run: RunRecord, now: number) {
     requirements: spec.requirements,
     filePaths: spec.filePaths,
     workspace: run.workspace,
+    // As submitted; validationCommands lists every command validation runs, the test first.
+    testCommand: spec.testCommand ?? null,
     validationCommands: spec.validationCommands,
+    validationTimeoutMs: spec.validationTimeoutMs,
     completionPromise: spec.completionPromise,
     agent: spec.agent,
     // As submitted: `${NAME}` references, never a value (a secret written out is refused).

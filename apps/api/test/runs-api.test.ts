@@ -38,7 +38,9 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
         toolFailures: 0,
         tokens: 0,
       },
+      testCommand: "true",
       validationCommands: ["true"],
+      validationTimeoutMs: 600_000,
     });
     // The workspace is where the run will run; the worker that starts it creates it.
     expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "accept-1"));

@@ -41,7 +41,11 @@ export const RunView = z.object({
   requirements: z.string().nullable(),
   filePaths: z.array(z.string()),
   workspace: z.string(),
+  /** The submitted `testCommand`, or null. */
+  testCommand: z.string().nullable(),
+  /** Every command validation runs: the `testCommand` first, then the `validationCommands`. */
   validationCommands: z.array(z.string()),
+  validationTimeoutMs: z.number().int(),
   completionPromise: z.string().nullable(),
   agent: AgentSpec,
   mcpServers: z.array(McpServerSpec).optional(),

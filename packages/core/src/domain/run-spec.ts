@@ -257,6 +257,8 @@ export interface RunSpec {
   task: string;
   requirements: string | null;
   filePaths: string[];
+  /** The submitted `testCommand` (null: none; absent from runs stored before it was kept). */
+  testCommand?: string | null;
   /** Commands that must all exit 0: `testCommand` first, then `validationCommands`. */
   validationCommands: string[];
   validationTimeoutMs: number;
@@ -295,6 +297,7 @@ export function normalizeSubmission(body: RunSubmission): RunSpec {
     task: body.task,
     requirements: body.requirements ?? null,
     filePaths: body.filePaths ?? [],
+    testCommand: body.testCommand ?? null,
     validationCommands: [
       ...(body.testCommand !== undefined ? [body.testCommand] : []),
       ...(body.validationCommands ?? []),

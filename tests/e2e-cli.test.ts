@@ -98,8 +98,31 @@ describe("looprun CLI", () => {
       cliEnv,
     );
     expect(code).toBe(1);
-    expect(output).toContain("400 invalid_request");
-    expect(output).toContain("maxIterations");
+    // Once, under the flag's name (the API's field is no flag of the CLI).
+    expect(output.trim()).toBe(
+      "looprun: 400 invalid_request: --max-iterations: Too small: expected number to be >=1",
+    );
+  });
+
+  it("submit without a gate names the flags that make one", async () => {
+    const { code, output } = await runCli(["submit", "--task", "t", "--agent", "true"], cliEnv);
+    expect(code).toBe(1);
+    expect(output.trim()).toBe(
+      "looprun: 400 invalid_request: at least one gate is required: --test, --validate, --promise or review",
+    );
+  });
+
+  it("sends a run id as one path segment", async () => {
+    const { code, output } = await runCli(["show", "a/../b"], cliEnv);
+    expect(code).toBe(1);
+    expect(output.trim()).toBe("looprun: 404 not_found: run a/../b not found");
+  });
+
+  it("--help names LOOPRUN_URL and API_TOKEN", async () => {
+    const { code, stdout } = await runCli(["--help"], cliEnv);
+    expect(code).toBe(0);
+    expect(stdout).toContain("LOOPRUN_URL  the API's address (default http://127.0.0.1:8787)");
+    expect(stdout).toContain("API_TOKEN    the API's token");
   });
 
   describe("with a finished run", () => {
@@ -171,6 +194,36 @@ describe("looprun CLI", () => {
     const late = await runCli(["stop", done.id], cliEnv);
     expect(late.code).toBe(1);
     expect(late.output).toContain("409 run_finished");
+  });
+
+  describe("with an API that wants a token", () => {
+    let guarded: Stack;
+    const token = "cli-e2e-token-0123456789abcdef";
+
+    beforeAll(async () => {
+      guarded = await startStack({
+        redisUrl: inject("redisUrl"),
+        workers: 0,
+        env: { API_TOKEN: token },
+      });
+    });
+
+    afterAll(async () => {
+      await guarded?.stop();
+    });
+
+    it("a 401 says to set API_TOKEN; with it, the command goes through", async () => {
+      const env = { ...cliEnv, LOOPRUN_URL: guarded.url };
+      const without = await runCli(["ls"], env);
+      expect(without.code).toBe(1);
+      expect(without.output).toContain("401 unauthorized");
+      expect(without.output).toContain("set API_TOKEN to the API's token");
+      const wrong = await runCli(["ls"], { ...env, API_TOKEN: `${token}-not` });
+      expect(wrong.code).toBe(1);
+      expect(wrong.output).toContain("API_TOKEN is set, but the API does not take it");
+      const right = await runCli(["ls"], { ...env, API_TOKEN: token });
+      expect(right.code, right.output).toBe(0);
+    });
   });
 
   it("says where it tried to reach the API when nothing listens", async () => {

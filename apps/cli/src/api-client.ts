@@ -1,3 +1,75 @@
+/** The API's default address, as `npm start` serves it and LOOPRUN_URL defaults to. */
+export const DEFAULT_API_URL = "http://127.0.0.1:8787";
+
+/** An API field (a path the API's 400 names, e.g. `maxIterations`) → the CLI flag that sets it. */
+export type FlagNames = Readonly<Record<string, string>>;
+
+export interface RequestOptions {
+  /** Names the flag instead of the API field in a 400's issues. */
+  flags?: FlagNames;
+}
+
+interface Issue {
+  path: string;
+  message: string;
+}
+
+/** An answer of the API other than 2xx, with its message written for the CLI's user. */
+export class ApiRequestError extends Error {
+  override readonly name = "ApiRequestError";
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The path of a run (and below it): the id is one path segment, whatever it holds. */
+export const runPath = (id: string, rest = "") => `/api/runs/${encodeURIComponent(id)}${rest}`;
+
+/**
+ * The field names of `text` replaced by their flags: a whole path (`maxIterations`, or
+ * `validationCommands.1` → `--validate #2`), or the camelCase names inside a message (plain
+ * words such as `task` stay words).
+ */
+export function withFlags(text: string, flags: FlagNames = {}): string {
+  const item = /^(.+)\.(\d+)$/.exec(text);
+  if (item && flags[item[1] as string])
+    return `${flags[item[1] as string]} #${Number(item[2]) + 1}`;
+  if (flags[text]) return flags[text] as string;
+  return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (name) => flags[name] ?? name);
+}
+
+/** The CLI's line for an API error body (`{"error": {code, message, issues?}}`). */
+export function describeApiError(
+  status: number,
+  body: unknown,
+  text: string,
+  opts: RequestOptions & { token?: string } = {},
+): ApiRequestError {
+  const err = (body as { error?: { code?: string; message?: string; issues?: unknown } } | null)
+    ?.error;
+  const head = `${status}${err?.code ? ` ${err.code}` : ""}`;
+  const issues = Array.isArray(err?.issues) ? (err.issues as Issue[]) : [];
+  const issueLine = (i: Issue) =>
+    i.path
+      ? `${withFlags(i.path, opts.flags)}: ${withFlags(i.message, opts.flags)}`
+      : withFlags(i.message, opts.flags);
+  let message: string;
+  // The API's message repeats its first issue: the issues alone, once each.
+  if (issues.length === 1) message = `${head}: ${issueLine(issues[0] as Issue)}`;
+  else if (issues.length > 1)
+    message = `${head}: ${issues.length} problems\n${issues.map((i) => `  ${issueLine(i)}`).join("\n")}`;
+  else message = `${head}: ${err?.message ?? (text.trim().slice(0, 300) || "no details")}`;
+  if (status === 401)
+    message += opts.token
+      ? " (API_TOKEN is set, but the API does not take it: set API_TOKEN to the API's token)"
+      : " (the API wants a token: set API_TOKEN to the API's token)";
+  return new ApiRequestError(status, err?.code, message);
+}
+
 /** A small client of the looprun HTTP API, for the CLI. */
 export class ApiClient {
   constructor(
@@ -5,7 +77,12 @@ export class ApiClient {
     readonly token?: string,
   ) {}
 
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: RequestOptions = {},
+  ): Promise<T> {
     const headers: Record<string, string> = {};
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.token) headers.authorization = `Bearer ${this.token}`;
@@ -22,18 +99,21 @@ export class ApiClient {
       );
     }
     const text = await res.text();
-    const json = text ? JSON.parse(text) : null;
-    if (!res.ok) {
-      const err = json?.error;
-      const issues = Array.isArray(err?.issues)
-        ? `\n${err.issues.map((i: { path: string; message: string }) => `  ${i.path || "(body)"}: ${i.message}`).join("\n")}`
-        : "";
-      throw new Error(`${res.status} ${err?.code ?? ""}: ${err?.message ?? text}${issues}`);
+    let json: unknown = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      // Not the API (a proxy's page, say): its text is the message.
+      if (res.ok)
+        throw new Error(
+          `${this.baseUrl} answered ${res.status} with no JSON: is LOOPRUN_URL the looprun API?`,
+        );
     }
+    if (!res.ok) throw describeApiError(res.status, json, text, { ...opts, token: this.token });
     return json as T;
   }
 }
 
 export function clientFromEnv(): ApiClient {
-  return new ApiClient(process.env.LOOPRUN_URL ?? "http://127.0.0.1:8787", process.env.API_TOKEN);
+  return new ApiClient(process.env.LOOPRUN_URL || DEFAULT_API_URL, process.env.API_TOKEN);
 }

@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { DEFAULT_API_URL } from "./api-client";
 import { approveCommand, rejectCommand, replyCommand } from "./commands/approve";
 import { mcpCommand } from "./commands/mcp";
 import {
@@ -16,7 +17,18 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 const program = new Command("looprun")
   .description("Self-correcting agent loops as durable jobs")
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    "after",
+    `
+Talking to the API (submit, watch, ls, show, stop, rollback, approve, reject, reply):
+  LOOPRUN_URL  the API's address (default ${DEFAULT_API_URL})
+  API_TOKEN    the API's token, sent as a bearer token: needed when the API
+               has one (the API answers 401 unauthorized without it)
+
+dev, api and worker read their settings (PORT, HOST, REDIS_URL, DATABASE_PATH…)
+from the environment too: see "Configuration" in the README.`,
+  );
 
 program
   .command("dev")

@@ -1,4 +1,4 @@
-import { clientFromEnv } from "../api-client";
+import { clientFromEnv, type FlagNames, runPath } from "../api-client";
 import { fail } from "../lifecycle";
 import { watchRun } from "./watch";
 
@@ -30,6 +30,33 @@ const num = (value: string | undefined, flag: string) => {
   return n;
 };
 
+/** The submission's fields set by a flag: the API's 400 names the flag. */
+const SUBMIT_FLAGS: FlagNames = {
+  task: "--task",
+  "agent.command": "--agent",
+  "agent.timeoutMs": "--agent-timeout",
+  sessionId: "--session",
+  workspace: "--workspace",
+  testCommand: "--test",
+  validationCommands: "--validate",
+  completionPromise: "--promise",
+  requirements: "--requirements",
+  filePaths: "--file",
+  maxIterations: "--max-iterations",
+  maxMinutes: "--max-minutes",
+  cooldownMs: "--cooldown",
+  successThreshold: "--success-threshold",
+  maxStalledIterations: "--max-stalled",
+  rollbackOnFailure: "--rollback-on-failure",
+};
+
+const LS_FLAGS: FlagNames = {
+  sessionId: "--session",
+  status: "--status",
+  limit: "-n/--limit",
+  cursor: "--cursor",
+};
+
 export async function submitCommand(opts: SubmitOptions): Promise<void> {
   const client = clientFromEnv();
   const body = {
@@ -57,6 +84,7 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
     "POST",
     "/api/runs",
     body,
+    { flags: SUBMIT_FLAGS },
   );
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else process.stdout.write(`submitted run ${created.id} (session ${created.sessionId})\n`);
@@ -96,6 +124,8 @@ export async function lsCommand(opts: {
   const page = await clientFromEnv().request<{ items: RunRow[]; nextCursor: string | null }>(
     "GET",
     `/api/runs?${q}`,
+    undefined,
+    { flags: LS_FLAGS },
   );
   for (const r of page.items) {
     const task = r.task.length > 50 ? `${r.task.slice(0, 49)}…` : r.task;
@@ -108,18 +138,15 @@ export async function lsCommand(opts: {
 
 export async function showCommand(id: string): Promise<void> {
   const client = clientFromEnv();
-  const run = await client.request<Record<string, unknown>>("GET", `/api/runs/${id}`);
-  const iterations = await client.request<{ items: unknown[] }>(
-    "GET",
-    `/api/runs/${id}/iterations`,
-  );
+  const run = await client.request<Record<string, unknown>>("GET", runPath(id));
+  const iterations = await client.request<{ items: unknown[] }>("GET", runPath(id, "/iterations"));
   process.stdout.write(`${JSON.stringify({ ...run, iterations: iterations.items }, null, 2)}\n`);
 }
 
 export async function stopCommand(id: string): Promise<void> {
   const res = await clientFromEnv().request<{ id: string; status: string }>(
     "POST",
-    `/api/runs/${id}/stop`,
+    runPath(id, "/stop"),
   );
   process.stdout.write(`run ${res.id}: ${res.status}\n`);
 }
@@ -131,7 +158,7 @@ export async function rollbackCommand(id: string, opts: { iteration: string }): 
     iteration: number;
     snapshot: string;
     files: { path: string; change: string }[];
-  }>("POST", `/api/runs/${id}/rollback`, { iteration });
+  }>("POST", runPath(id, "/rollback"), { iteration }, { flags: { iteration: "--iteration" } });
   const where = res.iteration === 0 ? "as before the run" : `as after iteration ${res.iteration}`;
   process.stdout.write(
     `run ${res.id}: workspace restored ${where} (snapshot ${res.snapshot.slice(0, 12)}), ${res.files.length} file${res.files.length === 1 ? "" : "s"} changed back\n`,

@@ -112,6 +112,37 @@ describe("looprun CLI", () => {
     );
   });
 
+  it("refuses number flags that are not plain decimal numbers, naming the flag, before asking the API", async () => {
+    const refused = async (args: string[], message: string) => {
+      const { code, output } = await runCli(args, cliEnv);
+      expect(code, output).toBe(1);
+      expect(output.trim()).toBe(`looprun: ${message}`);
+    };
+    const submitWith = (...flags: string[]) => [
+      "submit",
+      ...["--task", "numbers", "--agent", "true", "--test", "true", "--session", "cli-numbers"],
+      ...flags,
+    ];
+    await Promise.all([
+      refused(submitWith("--cooldown", ""), '--cooldown must be a whole number, got ""'),
+      refused(
+        submitWith("--max-iterations", "0x3"),
+        "--max-iterations must be a whole number, got 0x3",
+      ),
+      refused(
+        submitWith("--max-iterations", "2.5"),
+        "--max-iterations must be a whole number, got 2.5",
+      ),
+      refused(
+        submitWith("--success-threshold", "1e-1"),
+        "--success-threshold must be a decimal number such as 0.5, got 1e-1",
+      ),
+      refused(["ls", "-n", "abc"], "-n/--limit must be a whole number, got abc"),
+    ]);
+    const { body } = await stack.api("GET", "/api/runs?sessionId=cli-numbers");
+    expect(body.items).toEqual([]);
+  });
+
   it("sends a run id as one path segment", async () => {
     const { code, output } = await runCli(["show", "a/../b"], cliEnv);
     expect(code).toBe(1);
@@ -154,7 +185,30 @@ describe("looprun CLI", () => {
       ]);
       const paged = await runCli(["ls", "--limit", "1"], cliEnv);
       expect(paged.code, paged.output).toBe(0);
-      expect(paged.stdout).toMatch(/more: looprun ls --cursor [0-9A-Z]{26}/);
+      expect(paged.stdout).toMatch(/more: looprun ls -n 1 --cursor [0-9A-Z]{26}/);
+    });
+
+    it("ls's next page keeps the filters and the page size", async () => {
+      const { id: other } = await submit(
+        stack,
+        commandRun("true", { task: "second of cli-ls", sessionId: "cli-ls", testCommand: "true" }),
+      );
+      await waitForStatus(stack, other);
+      const first = await runCli(
+        ["ls", "--session", "cli-ls", "--status", "succeeded", "-n", "1"],
+        cliEnv,
+      );
+      expect(first.code, first.output).toBe(0);
+      const more =
+        /^more: looprun (ls --session cli-ls --status succeeded -n 1 --cursor \S+)$/m.exec(
+          first.stdout,
+        )?.[1];
+      expect(more, first.stdout).toBeDefined();
+      const next = await runCli(String(more).split(" "), cliEnv);
+      expect(next.code, next.output).toBe(0);
+      expect(next.stdout.trim().split("\n")).toEqual([
+        expect.stringMatching(new RegExp(`^${id} `)),
+      ]);
     });
 
     it("show prints the run and its iterations as JSON", async () => {

@@ -23,12 +23,25 @@ export interface SubmitOptions {
   json?: boolean;
 }
 
-const num = (value: string | undefined, flag: string) => {
+/**
+ * A whole number written in decimal digits, nothing else: `Number()` would take "" as 0, "0x3"
+ * as 3 and "1e3" as 1000, and 2.5 would reach the API to be refused under its field's name.
+ */
+const int = (value: string | undefined, flag: string) => {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n)) fail(`${flag} must be a number, got ${value}`);
-  return n;
+  if (!/^\d+$/.test(value)) fail(`${flag} must be a whole number, got ${shown(value)}`);
+  return Number(value);
 };
+
+/** A decimal number (`0.5`, `2`, `.75`): for the flags whose field takes fractions. */
+const decimal = (value: string | undefined, flag: string) => {
+  if (value === undefined) return undefined;
+  if (!/^(\d+(\.\d*)?|\.\d+)$/.test(value))
+    fail(`${flag} must be a decimal number such as 0.5, got ${shown(value)}`);
+  return Number(value);
+};
+
+const shown = (value: string) => (value.trim() === "" ? JSON.stringify(value) : value);
 
 /** The submission's fields set by a flag: the API's 400 names the flag. */
 const SUBMIT_FLAGS: FlagNames = {
@@ -64,7 +77,7 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
     agent: {
       type: "command",
       command: opts.agent,
-      timeoutMs: num(opts.agentTimeout, "--agent-timeout"),
+      timeoutMs: int(opts.agentTimeout, "--agent-timeout"),
     },
     sessionId: opts.session,
     workspace: opts.workspace,
@@ -73,11 +86,11 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
     completionPromise: opts.promise,
     requirements: opts.requirements,
     filePaths: opts.file,
-    maxIterations: num(opts.maxIterations, "--max-iterations"),
-    maxMinutes: num(opts.maxMinutes, "--max-minutes"),
-    cooldownMs: num(opts.cooldown, "--cooldown"),
-    successThreshold: num(opts.successThreshold, "--success-threshold"),
-    maxStalledIterations: num(opts.maxStalled, "--max-stalled"),
+    maxIterations: int(opts.maxIterations, "--max-iterations"),
+    maxMinutes: decimal(opts.maxMinutes, "--max-minutes"),
+    cooldownMs: int(opts.cooldown, "--cooldown"),
+    successThreshold: decimal(opts.successThreshold, "--success-threshold"),
+    maxStalledIterations: int(opts.maxStalled, "--max-stalled"),
     rollbackOnFailure: opts.rollbackOnFailure,
   };
   const created = await client.request<{ id: string; sessionId: string }>(
@@ -116,10 +129,11 @@ export async function lsCommand(opts: {
   limit?: string;
   cursor?: string;
 }) {
+  const limit = int(opts.limit, "-n/--limit");
   const q = new URLSearchParams();
   if (opts.session) q.set("sessionId", opts.session);
   if (opts.status) q.set("status", opts.status);
-  if (opts.limit) q.set("limit", opts.limit);
+  if (limit !== undefined) q.set("limit", String(limit));
   if (opts.cursor) q.set("cursor", opts.cursor);
   const page = await clientFromEnv().request<{ items: RunRow[]; nextCursor: string | null }>(
     "GET",
@@ -133,8 +147,20 @@ export async function lsCommand(opts: {
       `${r.id}  ${r.status.padEnd(10)} ${`${r.iteration}/${r.budget.maxIterations}`.padEnd(6)} ${r.sessionId.padEnd(26)} ${task}\n`,
     );
   }
-  if (page.nextCursor) process.stdout.write(`more: looprun ls --cursor ${page.nextCursor}\n`);
+  if (page.nextCursor) {
+    // The next page of the same list: the filters and the page size go with the cursor.
+    const next = ["looprun ls"];
+    if (opts.session) next.push(`--session ${shellWord(opts.session)}`);
+    if (opts.status) next.push(`--status ${shellWord(opts.status)}`);
+    if (limit !== undefined) next.push(`-n ${limit}`);
+    next.push(`--cursor ${shellWord(page.nextCursor)}`);
+    process.stdout.write(`more: ${next.join(" ")}\n`);
+  }
 }
+
+/** `value` as one word for a shell: quoted when it holds anything but safe characters. */
+const shellWord = (value: string) =>
+  /^[A-Za-z0-9_.,:=@%+/-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 
 export async function showCommand(id: string): Promise<void> {
   const client = clientFromEnv();
@@ -152,7 +178,7 @@ export async function stopCommand(id: string): Promise<void> {
 }
 
 export async function rollbackCommand(id: string, opts: { iteration: string }): Promise<void> {
-  const iteration = num(opts.iteration, "--iteration");
+  const iteration = int(opts.iteration, "--iteration");
   const res = await clientFromEnv().request<{
     id: string;
     iteration: number;

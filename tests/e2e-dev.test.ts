@@ -67,6 +67,10 @@ describe("looprun dev", () => {
     );
     const redisPids = processesIn(redisDir);
     expect(redisPids, proc.output()).toHaveLength(1);
+    // Not on the CLI's default port: the suggested command says where the API is.
+    expect(proc.stdout()).toContain(
+      `\n  LOOPRUN_URL=http://127.0.0.1:${port} npx looprun submit --task "say hello"`,
+    );
 
     const url = `http://127.0.0.1:${port}`;
     const submitted = await request(url, "POST", "/api/runs", {

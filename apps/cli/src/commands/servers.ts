@@ -1,5 +1,6 @@
 import { dirname, join } from "node:path";
 import { redactUrl } from "@looprun/db";
+import { DEFAULT_API_URL } from "../api-client";
 import { closeOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
 
@@ -53,6 +54,8 @@ export async function devCommand(): Promise<void> {
     await redis?.stop();
     throw error;
   });
+  // The CLI talks to DEFAULT_API_URL unless told: elsewhere (PORT, HOST) the suggestion says where.
+  const urlPrefix = api.url === DEFAULT_API_URL ? "" : `LOOPRUN_URL=${api.url} `;
   process.stdout.write(
     [
       "",
@@ -65,7 +68,7 @@ export async function devCommand(): Promise<void> {
       `  Workers    ${workerEnv.WORKER_CONCURRENCY} concurrent runs`,
       "",
       "Submit a run from another terminal:",
-      `  npx looprun submit --task "say hello" --agent "echo hello > hello.txt" --test "grep -q hello hello.txt" --watch`,
+      `  ${urlPrefix}npx looprun submit --task "say hello" --agent "echo hello > hello.txt" --test "grep -q hello hello.txt" --watch`,
       "Press Ctrl-C to stop.",
       "",
     ].join("\n"),

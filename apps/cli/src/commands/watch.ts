@@ -73,6 +73,10 @@ function describe(e: EventView, runId: string): string {
     case "validation_passed":
     case "validation_failed":
       return `${e.type.replace("_", " ")}: ${(d.results ?? []).map((r) => `${r.command} → ${r.exitCode}`).join(", ")}`;
+    case "phase_started":
+      return `${d.phase ?? "a"} phase started`;
+    case "phase_completed":
+      return `${d.phase ?? "a"} phase completed`;
     case "phase_failed":
       return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
     case "cooldown_started":
@@ -104,6 +108,10 @@ function phaseAfter(e: EventView, current: string): string {
     case "run_resumed":
     case "iteration_started":
       return "starting";
+    case "phase_started":
+      return `${String(d.phase ?? "")} phase`.trim();
+    case "phase_completed":
+      return `${String(d.phase ?? "")} phase done`.trim();
     case "agent_started":
     case "plan_created":
     case "plan_updated":

@@ -15,6 +15,15 @@ import { fail } from "./lifecycle";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+// A reader that went away (`looprun watch ID | head -1`) ends the command as it would end a
+// C program, killed by SIGPIPE (128 + 13), without a stack trace. Node ignores SIGPIPE itself.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(141);
+    throw error;
+  });
+}
+
 const program = new Command("looprun")
   .description("Self-correcting agent loops as durable jobs")
   .showHelpAfterError()

@@ -1,20 +1,31 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { freePort } from "./support/redis-server";
 import {
   commandRun,
+  getRun,
   LOOPRUN_BIN,
   type ManagedProcess,
   runCli,
   type Stack,
+  StopWaiting,
+  shq,
   spawnManaged,
   startStack,
   submit,
   waitFor,
+  waitForHealthy,
+  waitForStatus,
 } from "./support/stack";
 
-// `looprun watch` as a person sees it: a reader that stops reading.
+// `looprun watch` as a person sees it: through an API that goes away and comes back, one that
+// shuts down, a reader that stops reading, a terminal and its Ctrl-C.
 
 let stack: Stack;
 let cliEnv: Record<string, string | undefined>;
+/** The stack's API, started again by a test that stops it; the next tests talk to it. */
+let restartedApi: ManagedProcess | undefined;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
@@ -27,6 +38,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  await restartedApi?.stop();
   await stack?.stop();
 });
 
@@ -52,6 +64,14 @@ function startWatch(id: string, env = cliEnv): ManagedProcess {
   return watch;
 }
 
+const outputHas = (proc: ManagedProcess, text: string) => () => {
+  if (proc.hasExited()) throw new StopWaiting(`${proc.name} exited:\n${proc.output()}`);
+  return proc.output().includes(text);
+};
+
+const linesWith = (output: string, text: string) =>
+  output.split(/\r?\n/).filter((line) => line.includes(text));
+
 describe("looprun watch", () => {
   it("names the phase of phase events", async () => {
     const { id } = await submit(
@@ -67,6 +87,71 @@ describe("looprun watch", () => {
     expect(watch.stdout).toContain("planning phase completed");
   });
 
+  it("says once that the API is unreachable while it is down, and goes on when it is back", async () => {
+    const id = await submitLongRun({ maxIterations: 12 });
+    const watch = startWatch(id);
+    await waitFor(outputHas(watch, "iteration 1 started"), { message: "the watch following" });
+
+    await stack.apiProcess.stop();
+    await waitFor(outputHas(watch, "API unreachable (ECONNREFUSED), retrying…"), {
+      message: "the watch telling the outage",
+    });
+    // The same API again, on the same port; the worker went on meanwhile.
+    restartedApi = spawnManaged("api (again)", process.execPath, [LOOPRUN_BIN, "api"], {
+      env: stack.env,
+    });
+    await waitForHealthy(stack.url, restartedApi);
+
+    const exit = await watch.exited;
+    const output = watch.output();
+    expect(exit.code, output).toBe(1);
+    expect(output).toContain("finished: failed (max_iterations)");
+    // Once for the outage, not once per attempt (it took several: the API took seconds to start).
+    expect(linesWith(output, "retrying…"), output).toEqual([
+      "API unreachable (ECONNREFUSED), retrying…",
+    ]);
+    expect(output).not.toContain("reconnecting");
+  });
+
+  it("does not hammer an API that ends every stream at once (shutting down): it waits its retry, and more", async () => {
+    const id = await submitLongRun();
+    await waitForStatus(stack, id, ["running"]);
+    // What the API answers while it shuts down: `retry: 2000`, then the end of the stream. Run
+    // reads go through to the real API.
+    const streams: number[] = [];
+    const shuttingDown: Server = createServer((req, res) => {
+      if (req.url?.endsWith("/events/stream")) {
+        streams.push(Date.now());
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end("retry: 2000\n\n");
+        return;
+      }
+      fetch(new URL(req.url ?? "/", stack.url)).then(
+        async (answer) => {
+          res.writeHead(answer.status, { "content-type": "application/json" });
+          res.end(await answer.text());
+        },
+        (error: unknown) => res.destroy(error as Error),
+      );
+    });
+    const port = await freePort();
+    await new Promise<void>((listening) => shuttingDown.listen(port, "127.0.0.1", listening));
+    cleanups.push(() => new Promise((closed) => shuttingDown.close(closed)));
+
+    const watch = startWatch(id, { ...cliEnv, LOOPRUN_URL: `http://127.0.0.1:${port}` });
+    await waitFor(() => streams.length >= 4 || (watch.hasExited() && "exited"), {
+      timeoutMs: 40_000,
+      message: "four attempts",
+    });
+    expect(watch.hasExited(), watch.output()).toBe(false);
+    const gaps = streams.slice(1).map((at, i) => at - (streams[i] as number));
+    // Before, 250 ms each: four attempts a second for as long as the API took to go.
+    for (const gap of gaps) expect(gap, `gaps ${gaps.join(", ")} ms`).toBeGreaterThanOrEqual(1900);
+    expect(linesWith(watch.output(), "retrying…"), watch.output()).toEqual([
+      "the API ended the event stream (shutting down?), retrying…",
+    ]);
+  });
+
   it("ends quietly when its reader goes away (`looprun watch ID | head -1`)", async () => {
     const id = await submitLongRun();
     const watch = startWatch(id);
@@ -77,5 +162,35 @@ describe("looprun watch", () => {
     // As a C program killed by SIGPIPE (128 + 13): no stack trace, no "Error: write EPIPE".
     expect(exit.code, watch.output()).toBe(141);
     expect(watch.output()).not.toMatch(/EPIPE|Error|\n\s+at /);
+  });
+
+  it("on a terminal, Ctrl-C clears the progress line, says the run goes on and how to stop it, and exits 130", async () => {
+    const id = await submitLongRun();
+    // `script` gives the watch a terminal; ^C on it is the terminal's SIGINT, as a person sends it.
+    const command = [process.execPath, LOOPRUN_BIN, "watch", id].map(shq).join(" ");
+    const terminal: ChildProcess = spawn("script", ["-qfec", command, "/dev/null"], {
+      env: { ...cliEnv, TERM: "xterm" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    cleanups.push(() => terminal.kill("SIGKILL"));
+    let output = "";
+    terminal.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const exited = new Promise<number | null>((done) => terminal.once("exit", done));
+    await waitFor(() => /iteration 1 started[\s\S]*▸ iteration 1 of 200/.test(output), {
+      message: "the progress line",
+    });
+
+    terminal.stdin?.write("\x03");
+    expect(await exited, output).toBe(130);
+    const afterLastProgress = output.slice(output.lastIndexOf("▸"));
+    // The line is cleared (\r, erase line) before the note, which ends with a new line.
+    expect(afterLastProgress, JSON.stringify(afterLastProgress)).toMatch(
+      new RegExp(
+        `\\r\\x1b\\[2K[^▸]*looprun: stopped watching; run ${id} goes on \\(stop it: looprun stop ${id}\\)\\r?\\n$`,
+      ),
+    );
+    expect((await getRun(stack, id)).status).toBe("running");
   });
 });

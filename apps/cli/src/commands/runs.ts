@@ -1,6 +1,6 @@
-import { clientFromEnv, type FlagNames, runPath } from "../api-client";
+import { type ApiClient, clientFromEnv, type FlagNames, runPath } from "../api-client";
 import { fail } from "../lifecycle";
-import { watchRun } from "./watch";
+import { WatchInterrupted, watchRun } from "./watch";
 
 export interface SubmitOptions {
   task: string;
@@ -101,15 +101,33 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
   );
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else process.stdout.write(`submitted run ${created.id} (session ${created.sessionId})\n`);
-  if (opts.watch) {
-    const run = await watchRun(client, created.id);
-    process.exitCode = run.status === "succeeded" ? 0 : 1;
-  }
+  if (opts.watch) await watchToTheEnd(client, created.id);
 }
 
 export async function watchCommand(id: string): Promise<void> {
-  const run = await watchRun(clientFromEnv(), id);
-  process.exitCode = run.status === "succeeded" ? 0 : 1;
+  await watchToTheEnd(clientFromEnv(), id);
+}
+
+/**
+ * Watches a run until it ends: exit 0 when it succeeded, 1 otherwise. Ctrl-C ends the watch,
+ * not the run (130, as a shell's Ctrl-C); a second Ctrl-C kills at once.
+ */
+async function watchToTheEnd(client: ApiClient, id: string): Promise<void> {
+  const interrupt = new AbortController();
+  const onInterrupt = () => interrupt.abort();
+  process.once("SIGINT", onInterrupt);
+  try {
+    const run = await watchRun(client, id, process.stdout, { signal: interrupt.signal });
+    process.exitCode = run.status === "succeeded" ? 0 : 1;
+  } catch (error) {
+    if (!(error instanceof WatchInterrupted)) throw error;
+    process.stderr.write(
+      `looprun: stopped watching; run ${id} goes on (stop it: looprun stop ${id})\n`,
+    );
+    process.exitCode = 130;
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
 }
 
 interface RunRow {

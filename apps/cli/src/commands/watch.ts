@@ -1,4 +1,4 @@
-import type { ApiClient } from "../api-client";
+import { type ApiClient, describeApiError, runPath } from "../api-client";
 
 interface RunView {
   id: string;
@@ -30,13 +30,24 @@ export interface WatchOutput {
 export interface WatchOptions {
   /** Reconnect when nothing (not even a `: ping`) arrived for this long. @defaultValue 45000 */
   idleTimeoutMs?: number;
-  /** Give up after this many connection attempts in a row that fail. @defaultValue 20 */
+  /** Give up after this many connection attempts in a row that bring nothing. @defaultValue 20 */
   maxFailures?: number;
+  /** The pause after the first attempt that brings nothing, doubled after each next one. @defaultValue 250 */
+  minDelayMs?: number;
+  /** The longest pause between two attempts. @defaultValue 5000 */
+  maxDelayMs?: number;
+  /** Ends the watch (Ctrl-C): the progress line is cleared, watchRun rejects with WatchInterrupted. */
+  signal?: AbortSignal;
 }
 
 /** An answer that no retry can change (unknown run, bad token). */
 class FatalStreamError extends Error {
   override readonly name = "FatalStreamError";
+}
+
+/** The watch was ended by its `signal`; the run goes on. */
+export class WatchInterrupted extends Error {
+  override readonly name = "WatchInterrupted";
 }
 
 /** What a person can do about a run waiting for them (printed with `approval_requested`). */
@@ -154,6 +165,7 @@ const clock = (ms: number) => {
 class Progress {
   private iteration = 0;
   private phase = "connecting";
+  private resumePhase: string | null = null;
   private elapsedMs = 0;
   private readAt = Date.now();
   private ticking = false;
@@ -183,10 +195,23 @@ class Progress {
     this.print(`[${clock(this.elapsedMs)}] ${n}${describe(e, this.runId)}`);
   }
 
-  note(text: string): void {
-    this.phase = text;
+  /**
+   * The stream is down: the attempt goes on the progress line (a TTY's), `notice` (once per
+   * outage and reason) on a line of its own.
+   */
+  reconnecting(attempt: number, notice?: string): void {
+    this.resumePhase ??= this.phase;
+    this.phase = `reconnecting (attempt ${attempt})`;
+    if (notice) this.print(notice);
+    else if (this.out.isTTY) this.redraw();
+  }
+
+  /** The stream is back: the progress line shows what the run was doing. */
+  connected(): void {
+    if (this.resumePhase === null) return;
+    this.phase = this.resumePhase;
+    this.resumePhase = null;
     if (this.out.isTTY) this.redraw();
-    else this.out.write(`${text}\n`);
   }
 
   /** Clears the progress line and prints the outcome, if any. */
@@ -216,10 +241,20 @@ class Progress {
   }
 }
 
-/** Yields the messages of a text/event-stream body (comments and `retry:` only keep it alive). */
+/** What the SSE reader reports besides messages. */
+interface StreamHooks {
+  /** Any bytes arrived. */
+  activity(): void;
+  /** A comment (`: ping`): the stream is alive. */
+  comment(): void;
+  /** The server's `retry:` (ms): how long it wants a client to wait before reconnecting. */
+  retry(ms: number): void;
+}
+
+/** Yields the messages of a text/event-stream body. */
 async function* messages(
   body: ReadableStream<Uint8Array>,
-  onActivity: () => void,
+  hooks: StreamHooks,
 ): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = "";
@@ -227,7 +262,7 @@ async function* messages(
   let data: string[] = [];
   let id: string | undefined;
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    onActivity();
+    hooks.activity();
     buffer += decoder.decode(chunk, { stream: true });
     const lines = buffer.split(/\r\n|\r|\n/);
     buffer = lines.pop() ?? "";
@@ -240,33 +275,63 @@ async function* messages(
         id = undefined;
         continue;
       }
-      if (line.startsWith(":")) continue;
+      if (line.startsWith(":")) {
+        hooks.comment();
+        continue;
+      }
       const colon = line.indexOf(":");
       const field = colon === -1 ? line : line.slice(0, colon);
       const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
       if (field === "event") event = value;
       else if (field === "data") data.push(value);
       else if (field === "id") id = value;
+      else if (field === "retry" && /^\d+$/.test(value)) hooks.retry(Number(value));
     }
   }
 }
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits `ms`, or less when `signal` aborts. */
+const pause = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((done) => {
+    const timer = setTimeout(finish, ms);
+    signal?.addEventListener("abort", finish, { once: true });
+    function finish() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", finish);
+      done();
+    }
+  });
 
-async function errorText(res: Response): Promise<string> {
+async function errorText(res: Response, token: string | undefined): Promise<string> {
   const text = await res.text().catch(() => "");
+  let body: unknown = null;
   try {
-    const err = JSON.parse(text)?.error;
-    if (err?.code) return `${res.status} ${err.code}: ${err.message}`;
+    body = JSON.parse(text);
   } catch {
-    // not JSON
+    // not JSON: the text is the message
   }
-  return `${res.status} ${text}`.trim();
+  return describeApiError(res.status, body, text, { token }).message;
+}
+
+/** Why a connection attempt failed, as a person can act on it. */
+function failureReason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const code = cause?.code ?? (error as { code?: unknown }).code;
+  // Refused, unknown host, no route: nothing answers there (yet). Anything else broke a connection.
+  if (typeof code === "string" && code.startsWith("E")) return `API unreachable (${code})`;
+  const detail = typeof cause?.message === "string" ? cause.message : (error as Error).message;
+  return `connection to the API lost (${detail})`;
 }
 
 /**
  * Follows a run's event stream (SSE) until `run_finished`, reconnecting with Last-Event-ID when
  * the connection drops or goes silent; prints progress; resolves with the run's final view.
+ *
+ * Attempts that bring nothing new (no event, no ping) back off: `minDelayMs` doubling to
+ * `maxDelayMs`, at least the server's `retry:` when it ended the stream itself (an API that
+ * shuts down does so at once, on every attempt). An outage is told once per reason, not per
+ * attempt; a stream ended after it brought something is reopened without a word (a proxy's
+ * time limit, say).
  */
 export async function watchRun(
   client: ApiClient,
@@ -274,62 +339,110 @@ export async function watchRun(
   out: WatchOutput = process.stdout,
   opts: WatchOptions = {},
 ): Promise<RunView> {
-  const first = await client.request<RunView>("GET", `/api/runs/${encodeURIComponent(id)}`);
+  const first = await client.request<RunView>("GET", runPath(id));
   const progress = new Progress(out, first.budget.maxIterations, id);
-  const url = new URL(`/api/runs/${encodeURIComponent(id)}/events/stream`, client.baseUrl);
+  const url = new URL(runPath(id, "/events/stream"), client.baseUrl);
   const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
+  const minDelayMs = opts.minDelayMs ?? 250;
+  const maxDelayMs = opts.maxDelayMs ?? 5000;
+  const interrupted = () => {
+    progress.finish();
+    return new WatchInterrupted(`stopped watching run ${id}`);
+  };
   let last = 0;
+  /** Attempts in a row that brought nothing. */
   let failures = 0;
+  /** The reason told for the outage under way (null: none told). */
+  let told: string | null = null;
+  let serverRetryMs = 0;
   let finished = false;
   while (!finished) {
+    if (opts.signal?.aborted) throw interrupted();
     const abort = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([abort.signal, opts.signal]) : abort.signal;
     let idle: NodeJS.Timeout | undefined;
+    let silent = false;
+    let brought = false;
+    let ended = false;
+    let reason = "";
     const activity = () => {
       clearTimeout(idle);
-      idle = setTimeout(() => abort.abort(), idleTimeoutMs);
+      idle = setTimeout(() => {
+        silent = true;
+        abort.abort();
+      }, idleTimeoutMs);
     };
     try {
       activity();
       const headers: Record<string, string> = { accept: "text/event-stream" };
       if (client.token) headers.authorization = `Bearer ${client.token}`;
       if (last > 0) headers["last-event-id"] = String(last);
-      const res = await fetch(url, { headers, signal: abort.signal });
+      const res = await fetch(url, { headers, signal });
       if (res.status === 400 || res.status === 401 || res.status === 404)
-        throw new FatalStreamError(await errorText(res));
-      if (!res.ok || !res.body) throw new Error(await errorText(res));
-      failures = 0;
-      for await (const message of messages(res.body, activity)) {
-        const event = JSON.parse(message.data) as EventView;
-        if (event.seq <= last) continue;
-        last = event.seq;
-        progress.event(event);
-        if (event.type === "run_finished") {
-          finished = true;
-          break;
+        throw new FatalStreamError(await errorText(res, client.token));
+      if (!res.ok || !res.body) {
+        reason = `the API answered ${await errorText(res, client.token)}`;
+      } else {
+        // Back once the stream brings something: an API shutting down answers, then ends.
+        const bring = () => {
+          if (!brought) progress.connected();
+          brought = true;
+        };
+        const hooks: StreamHooks = {
+          activity,
+          comment: bring,
+          retry: (ms) => {
+            serverRetryMs = ms;
+          },
+        };
+        for await (const message of messages(res.body, hooks)) {
+          const event = JSON.parse(message.data) as EventView;
+          if (event.seq <= last) continue;
+          last = event.seq;
+          bring();
+          progress.event(event);
+          if (event.type === "run_finished") {
+            finished = true;
+            break;
+          }
         }
+        ended = true;
+        reason = "the API ended the event stream (shutting down?)";
       }
     } catch (error) {
+      if (opts.signal?.aborted) throw interrupted();
       if (error instanceof FatalStreamError) {
         progress.finish();
         throw error;
       }
-      failures++;
-      if (failures >= (opts.maxFailures ?? 20)) {
-        progress.finish();
-        throw new Error(
-          `lost the event stream of run ${id} at ${client.baseUrl}: ${(error as Error).message}`,
-        );
-      }
+      reason = silent
+        ? `no word from the API for ${Math.round(idleTimeoutMs / 1000)} s`
+        : failureReason(error);
     } finally {
       clearTimeout(idle);
       abort.abort();
     }
-    if (!finished) {
-      progress.note("reconnecting…");
-      await pause(Math.min(250 * 2 ** failures, 5000));
+    if (finished) break;
+    if (brought) {
+      failures = 0;
+      told = null;
     }
+    failures++;
+    if (failures >= (opts.maxFailures ?? 20)) {
+      progress.finish();
+      throw new Error(`lost the event stream of run ${id} at ${client.baseUrl}: ${reason}`);
+    }
+    // A stream that brought something and ended is how SSE goes on: reopened without a word.
+    const quiet = brought && ended;
+    const notice = quiet || reason === told ? undefined : `${reason}, retrying…`;
+    if (notice) told = reason;
+    progress.reconnecting(failures, notice);
+    const backoff = Math.min(minDelayMs * 2 ** (failures - 1), maxDelayMs);
+    // The server's `retry:` counts, within reason (a huge one would look like a hang).
+    const floor = ended ? Math.min(serverRetryMs, maxDelayMs) : 0;
+    await pause(Math.max(backoff, floor), opts.signal);
   }
-  const run = await client.request<RunView>("GET", `/api/runs/${encodeURIComponent(id)}`);
+  const run = await client.request<RunView>("GET", runPath(id));
   const iterations = run.metrics?.iterations ?? run.iteration;
   progress.finish(
     `run ${run.id} ${run.status} (${run.reason ?? "—"})${run.summary ? ` — ${run.summary}` : ""} · ${iterations} iteration${iterations === 1 ? "" : "s"} · ${clock(run.budget.elapsedMs)}`,

@@ -367,6 +367,6 @@ describe("partial success and stall detection through the API", () => {
 
     const bad = await submitCli(["--agent", "true", "--test", "true", "--max-stalled", "0"]);
     expect(bad.code).toBe(1);
-    expect(bad.output).toContain("maxStalledIterations");
+    expect(bad.output).toContain("--max-stalled: Too small");
   });
 });

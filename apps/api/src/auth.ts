@@ -12,7 +12,9 @@ export function bearerAuth(token: string): MiddlewareHandler {
     const match = /^Bearer (.+)$/i.exec(header);
     // Hashing first gives equal lengths, so timingSafeEqual never throws or leaks the length.
     if (!match?.[1] || !timingSafeEqual(digest(match[1]), expected)) {
-      throw new ApiError(401, "unauthorized", "missing or invalid bearer token");
+      // The scheme the client must use (RFC 9110: a 401 names it).
+      c.header("WWW-Authenticate", 'Bearer realm="looprun"');
+      throw new ApiError(401, "unauthorized", "missing or invalid bearer token (API_TOKEN)");
     }
     await next();
   };

@@ -63,6 +63,7 @@ describe("runs API with API_TOKEN", () => {
           headers: auth ? { authorization: auth } : {},
         });
         expect(res.status, String(auth)).toBe(401);
+        expect(res.headers.get("www-authenticate")).toBe('Bearer realm="looprun"');
         expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unauthorized");
       }
       const ok = await app.request("/api/runs", { headers: { authorization: `Bearer ${token}` } });

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { z } from "zod";
+import { z } from "zod";
 import { fromZodError, invalidRequest } from "./errors";
 import { readBodyText } from "./request-body";
 
@@ -27,4 +27,15 @@ export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<
   const parsed = schema.safeParse(single);
   if (!parsed.success) throw fromZodError(parsed.error);
   return parsed.data;
+}
+
+/**
+ * A whole number in a query string, checked by `schema`: decimal digits only. An empty value,
+ * `0x10` or `1e3` is refused, not read as 0, 16 or 1000 as `Number()` would.
+ */
+export function queryInt<S extends z.ZodType>(schema: S) {
+  return z.preprocess(
+    (value) => (typeof value === "string" && /^\d{1,15}$/.test(value) ? Number(value) : value),
+    schema,
+  );
 }

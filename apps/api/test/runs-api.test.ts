@@ -177,13 +177,29 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
       "cursor=abc",
       "unknown=1",
       "sessionId=a%20b",
+      "limit=",
+      "limit=0x10",
+      "limit=1e1",
+      "limit=%205",
     ]) {
       const res = await h.request("GET", `/api/runs?${q}`);
       expect(res.status, q).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
     }
-    const ev = await h.request("GET", "/api/runs/x/events?after=-1");
-    expect(ev.status).toBe(400);
+    // Numbers are decimal digits: not "" read as 0, nor hex or exponents.
+    for (const path of [
+      "/api/runs/x/events?after=-1",
+      "/api/runs/x/events?after=",
+      "/api/runs/x/events?after=1e1",
+      "/api/runs/x/events?limit=0x10",
+      "/api/runs/x/events/stream?after=",
+      "/api/stats/tools?patterns=0x5",
+    ]) {
+      const res = await h.request("GET", path);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.issues[0].path, path).toMatch(/^(after|limit|patterns)$/);
+    }
+    expect((await h.request("GET", "/api/runs?limit=5")).status).toBe(200);
   });
 
   it("ignores the query string of a route that takes none (a cache-buster), as its 404s", async () => {

@@ -6,11 +6,11 @@ import { invalidRequest, notFound } from "../errors";
 import type { RunFeed } from "../live/run-feed";
 import { type LiveOptions, streamSession } from "../live/sse-session";
 import { presentEvent, presentRun } from "../presenters";
-import { parseQuery } from "../request-parsing";
+import { parseQuery, queryInt } from "../request-parsing";
 
 export const EventsStreamQuery = z.strictObject({
   /** Replay from after this seq (exclusive); a `Last-Event-ID` header wins over it. */
-  after: z.coerce.number().int().min(0).optional(),
+  after: queryInt(z.number().int().min(0)).optional(),
 });
 
 export const RunsStreamQuery = z.strictObject({

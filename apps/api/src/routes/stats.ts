@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
-import { parseQuery } from "../request-parsing";
+import { parseQuery, queryInt } from "../request-parsing";
 
 export const ToolStatsQuery = z.strictObject({
   runId: z.string().min(1).max(64).optional(),
@@ -15,7 +15,7 @@ export const ToolStatsQuery = z.strictObject({
   /** Learned patterns of tools or of validation commands only. */
   scope: z.enum(["tool", "command"]).optional(),
   /** @defaultValue 20 — learned patterns listed (most failures first) */
-  patterns: z.coerce.number().int().min(0).max(100).optional(),
+  patterns: queryInt(z.number().int().min(0).max(100)).optional(),
 });
 
 /** Learned patterns `GET /api/stats/tools` lists unless `patterns=` says otherwise. */

@@ -29,6 +29,21 @@ describe("RunSubmission + normalizeSubmission", () => {
     });
   });
 
+  it("names every problem of a body at once: a missing gate beside a missing agent or an unknown key", () => {
+    const paths = (body: Record<string, unknown>) =>
+      parse(body).error?.issues.map((issue) => issue.path.join("."));
+    expect(paths({ task: "t" })).toEqual(["agent", ""]);
+    expect(paths({ task: "t", agent, testComand: "npm test" })).toEqual(["", ""]);
+    expect(parse({ task: "t", agent, testComand: "npm test" }).error?.issues).toEqual([
+      expect.objectContaining({ code: "unrecognized_keys", keys: ["testComand"] }),
+      expect.objectContaining({ message: expect.stringContaining("at least one gate") }),
+    ]);
+    // A gate field that is itself wrong is named; the missing gate is not said on top of it.
+    expect(paths({ task: "t", agent, testCommand: 3 })).toEqual(["testCommand"]);
+    expect(paths({ task: "t", approval: "plan", testCommand: "x" })).toEqual(["agent"]);
+    expect(paths({ task: "t", agent, approval: "plan" })).toEqual(["approval", ""]);
+  });
+
   it("puts testCommand first, then validationCommands", () => {
     const spec = normalizeSubmission(
       RunSubmission.parse({

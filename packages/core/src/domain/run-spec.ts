@@ -158,7 +158,22 @@ export const PhasesSpec = z
     `must list each phase at most once, in the order ${PIPELINE_PHASES.join(", ")}`,
   );
 
-/** The body of `POST /api/runs`. Unknown keys are refused. */
+/**
+ * A check's `when`: the body is an object and the fields `keys` parsed without an issue (an
+ * unknown key elsewhere does not matter).
+ */
+function validAt(...keys: string[]) {
+  return (payload: z.core.ParsePayload) =>
+    typeof payload.value === "object" &&
+    payload.value !== null &&
+    !payload.issues.some((issue) => {
+      const [first] = issue.path ?? [];
+      return first === undefined
+        ? issue.code !== "unrecognized_keys"
+        : keys.includes(String(first));
+    });
+}
+
 export const RunSubmission = z
   .strictObject({
     task: z.string().trim().min(1).max(SPEC_LIMITS.task),
@@ -224,32 +239,33 @@ export const RunSubmission = z
     /** `plan`: pause after planning (status `awaiting_approval`) until a person approves. @defaultValue "none" */
     approval: z.enum(APPROVAL_MODES).optional(),
   })
-  .superRefine((body, ctx) => {
-    const plans =
+  // Each check runs when the fields it reads are valid, even if others are not: a body with
+  // several problems hears of all of them at once (no gate besides a missing agent, say).
+  .refine(
+    (body) =>
+      body.approval !== "plan" ||
       (body.agent.type === "mistral" && body.agent.plan === true) ||
-      (body.phases ?? []).includes("planning");
-    if (body.approval === "plan" && !plans) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["approval"],
-        message:
-          'needs a plan to approve: an agent {"type": "mistral", "plan": true} or "planning" in phases',
-      });
-    }
-    const hasGate =
+      (body.phases ?? []).includes("planning"),
+    {
+      path: ["approval"],
+      message:
+        'needs a plan to approve: an agent {"type": "mistral", "plan": true} or "planning" in phases',
+      when: validAt("agent", "phases", "approval"),
+    },
+  )
+  .refine(
+    (body) =>
       body.testCommand !== undefined ||
       (body.validationCommands?.length ?? 0) > 0 ||
       body.completionPromise !== undefined ||
-      (body.review !== undefined && body.review.type !== "none");
-    if (!hasGate) {
-      ctx.addIssue({
-        code: "custom",
-        path: [],
-        message:
-          "at least one gate is required: testCommand, validationCommands, completionPromise or review",
-      });
-    }
-  });
+      (body.review !== undefined && body.review.type !== "none"),
+    {
+      path: [],
+      message:
+        "at least one gate is required: testCommand, validationCommands, completionPromise or review",
+      when: validAt("testCommand", "validationCommands", "completionPromise", "review"),
+    },
+  );
 export type RunSubmission = z.infer<typeof RunSubmission>;
 
 /** What a run executes, with every default applied. Stored with the run. */

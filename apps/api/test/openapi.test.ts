@@ -89,6 +89,8 @@ describe("GET /api/openapi.json", () => {
     expect(submission?.additionalProperties).toBe(false);
     const list = doc.paths["/api/runs"]?.get?.parameters?.map((p) => `${p.in}:${p.name}`);
     expect(list).toEqual(["query:sessionId", "query:status", "query:limit", "query:cursor"]);
+    const limit = doc.paths["/api/runs"]?.get?.parameters?.find((p) => p.name === "limit");
+    expect(limit?.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 20 });
     const stream = doc.paths["/api/runs/{id}/events/stream"]?.get;
     expect(stream?.parameters?.map((p) => `${p.in}:${p.name}`)).toEqual([
       "path:id",

@@ -35,13 +35,13 @@ export const ListRunsQuery = z.strictObject({
     .regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}")
     .optional(),
   status: z.enum(RUN_STATUSES).optional(),
-  limit: queryInt(z.number().int().min(1).max(100)).default(20),
+  limit: queryInt(z.number().int().min(1).max(100).default(20)),
   cursor: z.string().regex(ULID, "must be a nextCursor returned by this endpoint").optional(),
 });
 
 export const ListEventsQuery = z.strictObject({
-  after: queryInt(z.number().int().min(0)).default(0),
-  limit: queryInt(z.number().int().min(1).max(1000)).default(1000),
+  after: queryInt(z.number().int().min(0).default(0)),
+  limit: queryInt(z.number().int().min(1).max(1000).default(1000)),
 });
 
 /** JSON with sorted keys: two bodies that mean the same hash the same. */

@@ -11,7 +11,7 @@ type Doc = {
     string,
     Record<
       string,
-      { responses: Record<string, unknown>; parameters?: { name: string; in: string }[] }
+      { responses: Record<string, unknown>; parameters?: { name: string; in: string; schema?: unknown }[] }
     >
   >;
   components: { schemas: Record<string, { required?: string[]; additionalProperties?: unknown }> };

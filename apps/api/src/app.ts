@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
-import { refuseCrossSite } from "./cross-site";
+import { refuseCrossSite, refuseForeignHost } from "./cross-site";
 import { dashboardRoutes } from "./dashboard/dashboard-routes";
 import { ApiError } from "./errors";
 import { RunFeed } from "./live/run-feed";
@@ -37,6 +37,9 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       404,
     ),
   );
+
+  // Without a token, only requests addressed to this machine by a loopback name (DNS rebinding).
+  if (!deps.apiToken) app.use("*", refuseForeignHost(deps.corsOrigins ?? []));
 
   // Both say whether Redis and the database answer (the design's contract for each): a
   // process that answers at all, even 503, is alive.

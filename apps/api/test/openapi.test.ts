@@ -11,7 +11,10 @@ type Doc = {
     string,
     Record<
       string,
-      { responses: Record<string, unknown>; parameters?: { name: string; in: string; schema?: unknown }[] }
+      {
+        responses: Record<string, unknown>;
+        parameters?: { name: string; in: string; schema?: unknown }[];
+      }
     >
   >;
   components: { schemas: Record<string, { required?: string[]; additionalProperties?: unknown }> };

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort, type RedisHandle, startRedis } from "./support/redis-server";
 import {
@@ -275,4 +276,43 @@ describe("worker shutdown and crash", () => {
       killGroup(agentPid);
     }
   }, 120_000);
+});
+
+describe("API shutdown with a submit in flight", () => {
+  let redis: RedisHandle;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    stack = await startStack({ redisUrl: redis.url, workers: 0 });
+  });
+
+  afterAll(async () => {
+    redis?.process.kill("SIGCONT");
+    await stack?.stop();
+    await redis?.stop();
+  });
+
+  it("answers it before the queue and the database close, storing nothing it refused", async () => {
+    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
+      message: "/readyz answering 200 once the API has connected to Redis",
+    });
+    // Redis frozen: the submit's run is written, its enqueue waits for Redis' answer (3 s).
+    redis.process.kill("SIGSTOP");
+    const answer = postRun(stack, "in-flight", 20_000).catch((error: unknown) => error);
+    await waitFor(async () => (await stack.api("GET", "/api/runs")).body.items.length === 1, {
+      message: "the submit's run written, its enqueue waiting",
+    });
+    const exit = await stack.apiProcess.stop("SIGTERM");
+    // Answered (the enqueue timed out), not cut off; the API then closed and exited.
+    const res = await answer;
+    expect(res).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
+    expect(exit, stack.apiProcess.output()).toEqual({ code: 0, signal: null });
+    const db = new Database(stack.databasePath, { readonly: true });
+    try {
+      expect(db.prepare("select count(*) as n from runs").get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+  });
 });

@@ -16,8 +16,11 @@ import { BODY_LIMIT_BYTES, refuseLargeBodiesEarly } from "./request-body";
 import { createRunQueue } from "./run-queue";
 import { WriteBatcher } from "./write-batcher";
 
-/** How long requests in flight may take to finish once the API shuts down. */
-const SHUTDOWN_GRACE_MS = 2000;
+/**
+ * How long requests in flight may take to finish once the API shuts down: longer than a Redis
+ * command may take (3 s, run-queue.ts), so that a submit is answered.
+ */
+const SHUTDOWN_GRACE_MS = 5000;
 
 export interface ApiServer {
   url: string;
@@ -82,8 +85,27 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     },
     logger,
   );
+  // Requests whose answer is not out yet (an event stream counts until its headers are).
+  let inFlight = 0;
+  const fetch = async (...args: Parameters<typeof app.fetch>) => {
+    inFlight++;
+    try {
+      const res = await app.fetch(...args);
+      // Shutting down: no connection is kept for a next request.
+      if (shutdown.signal.aborted) {
+        try {
+          res.headers.set("connection", "close");
+        } catch {
+          // a response with immutable headers: its connection closes when idle
+        }
+      }
+      return res;
+    } finally {
+      inFlight--;
+    }
+  };
   // HTTP/1.1 (serve's default): a node:http server.
-  const server = serve({ fetch: app.fetch, hostname: env.HOST, port: env.PORT }) as Server;
+  const server = serve({ fetch, hostname: env.HOST, port: env.PORT }) as Server;
   refuseLargeBodiesEarly(server, BODY_LIMIT_BYTES);
   await new Promise<void>((ready, fail) => {
     server.once("listening", ready);
@@ -101,14 +123,20 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       shutdown.abort();
       const closed = new Promise<void>((done) => server.close(() => done()));
       // The abort ends open event streams, but a client that reconnects at once (`looprun
-      // watch`, a dashboard page) keeps its keep-alive connection busy, and the server open,
-      // for as long as it runs. Connections are cut as soon as they are idle, and all of them
-      // after a grace that lets requests in flight (a submit) finish.
+      // watch`, a dashboard page) would keep its keep-alive connection busy, and the server
+      // open, for as long as it runs: connections are closed as soon as they are idle, and
+      // answers given meanwhile close theirs. Requests in flight (a submit between its commit
+      // and its enqueue) finish and are answered; what still holds a connection after the
+      // grace is cut.
       const idle = setInterval(() => server.closeIdleConnections(), 50);
       const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
       await closed;
       clearInterval(idle);
       clearTimeout(cut);
+      // A handler may outlive its cut connection: the queue and the database stay open for it.
+      for (let waited = 0; inFlight > 0 && waited < SHUTDOWN_GRACE_MS; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       await queue.close();
       await storage.close();
     },

@@ -139,6 +139,25 @@ describe("looprun dev", () => {
     expect(watch.hasExited()).toBe(false);
   });
 
+  it("shuts down in full on Ctrl-C after the reader of its output went away (looprun dev | head)", async () => {
+    const { proc, redisDir } = startDev(await freePort());
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return proc.stdout().includes("Press Ctrl-C to stop.");
+      },
+      { timeoutMs: 60_000, message: "looprun dev ready" },
+    );
+    expect(processesIn(redisDir)).toHaveLength(1);
+    proc.child.stdout?.destroy();
+    proc.child.stderr?.destroy();
+    // Its "shutting down" line meets a closed pipe: it must not end it before its shutdown.
+    proc.child.kill("SIGINT");
+    const exit = await exitOf(proc);
+    expect(exit.code).toBe(0);
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
   it("keeps the managed Redis' data next to DATABASE_PATH, as the snapshots", async () => {
     const { proc, cwd, redisDir } = startDev(await freePort(), {
       DATABASE_PATH: "data/looprun.db",

@@ -15,12 +15,15 @@ import { fail } from "./lifecycle";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-// A reader that went away (`looprun watch ID | head -1`) ends the command as it would end a
-// C program, killed by SIGPIPE (128 + 13), without a stack trace. Node ignores SIGPIPE itself.
+// A reader that went away (`looprun watch ID | head -1`) ends a client command as it would end
+// a C program, killed by SIGPIPE (128 + 13), without a stack trace. Node ignores SIGPIPE itself.
+// A server (`looprun dev | head -3`) goes on without its output: exiting there would skip its
+// shutdown, leaving its Redis, workers and their commands behind.
+const SERVING = ["dev", "api", "worker"].includes(process.argv[2] ?? "");
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code === "EPIPE") process.exit(141);
-    throw error;
+    if (error.code !== "EPIPE") throw error;
+    if (!SERVING) process.exit(141);
   });
 }
 

@@ -63,11 +63,20 @@ async function errorText(res: Response, token: string | undefined): Promise<stri
 }
 
 /** Why a connection attempt failed, as a person can act on it. */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
 function failureReason(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
   const code = cause?.code ?? (error as { code?: unknown }).code;
   // Refused, unknown host, no route: nothing answers there (yet). Anything else broke a connection.
-  if (typeof code === "string" && code.startsWith("E")) return `API unreachable (${code})`;
+  if (typeof code === "string" && UNREACHABLE.has(code)) return `API unreachable (${code})`;
   const detail = typeof cause?.message === "string" ? cause.message : (error as Error).message;
   return `connection to the API lost (${detail})`;
 }

@@ -33,9 +33,9 @@ export async function holdWorkspace(db: PgDb, req: HoldRequest): Promise<HoldRes
         .from(workspaceHolds)
         .where(holdsBarring(keys, req.now));
       if (hold) return { held: false, heldByRun: hold.runId };
-      // Taken unless a live hold is there (an expired one is replaced). Two rollbacks at once
-      // both pass the reads (SHARE does not conflict with itself); the second's insert waits
-      // for the first's rows, then finds them live and takes nothing.
+      // Taken unless a live hold is there (an expired one is replaced). The table lock above
+      // already serialises holds; should two ever pass the reads together, the second's insert
+      // waits for the first's rows, then finds them live and takes nothing.
       const expiresAt = req.now + req.ttlMs;
       const taken = await tx
         .insert(workspaceHolds)

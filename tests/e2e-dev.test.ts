@@ -52,19 +52,24 @@ function startDev(port: number, extraEnv: Record<string, string> = {}) {
   return { proc, cwd, redisDir };
 }
 
+/** Waits for `looprun dev`'s banner (everything started), failing at once if it exits. */
+async function untilReady(proc: ManagedProcess): Promise<void> {
+  await waitFor(
+    () => {
+      if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+      return proc.stdout().includes("Press Ctrl-C to stop.");
+    },
+    { timeoutMs: 60_000, message: "looprun dev ready" },
+  );
+}
+
 const exitOf = async (proc: ManagedProcess) => ({ ...(await proc.exited), output: proc.output() });
 
 describe("looprun dev", () => {
   it("starts its Redis, the API and a worker, runs a loop, and leaves nothing running after Ctrl-C", async () => {
     const port = await freePort();
     const { proc, redisDir } = startDev(port);
-    await waitFor(
-      () => {
-        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
-        return proc.stdout().includes("looprun is running");
-      },
-      { timeoutMs: 60_000, message: "looprun dev ready" },
-    );
+    await untilReady(proc);
     const redisPids = processesIn(redisDir);
     expect(redisPids, proc.output()).toHaveLength(1);
     // Not on the CLI's default port: the suggested command says where the API is.
@@ -98,13 +103,7 @@ describe("looprun dev", () => {
   it("stops on Ctrl-C while `looprun watch` follows a run (its stream reconnecting)", async () => {
     const port = await freePort();
     const { proc } = startDev(port);
-    await waitFor(
-      () => {
-        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
-        return proc.stdout().includes("Press Ctrl-C to stop.");
-      },
-      { timeoutMs: 60_000, message: "looprun dev ready" },
-    );
+    await untilReady(proc);
     const url = `http://127.0.0.1:${port}`;
     const submitted = await request(url, "POST", "/api/runs", {
       task: "goes on for a while",
@@ -141,13 +140,7 @@ describe("looprun dev", () => {
 
   it("shuts down in full on Ctrl-C after the reader of its output went away (looprun dev | head)", async () => {
     const { proc, redisDir } = startDev(await freePort());
-    await waitFor(
-      () => {
-        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
-        return proc.stdout().includes("Press Ctrl-C to stop.");
-      },
-      { timeoutMs: 60_000, message: "looprun dev ready" },
-    );
+    await untilReady(proc);
     expect(processesIn(redisDir)).toHaveLength(1);
     proc.child.stdout?.destroy();
     proc.child.stderr?.destroy();
@@ -162,13 +155,7 @@ describe("looprun dev", () => {
     const { proc, cwd, redisDir } = startDev(await freePort(), {
       DATABASE_PATH: "data/looprun.db",
     });
-    await waitFor(
-      () => {
-        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
-        return proc.stdout().includes("Press Ctrl-C to stop.");
-      },
-      { timeoutMs: 60_000, message: "looprun dev ready" },
-    );
+    await untilReady(proc);
     expect(redisDir).toBe(join(cwd, "data", "redis"));
     expect(processesIn(redisDir), proc.output()).toHaveLength(1);
     expect(proc.stdout()).toContain(`data in ${redisDir}`);
@@ -187,13 +174,7 @@ describe("looprun dev", () => {
     const { proc } = startDev(await freePort(), {
       REDIS_URL: `redis://:${password}@127.0.0.1:${redis.port}`,
     });
-    await waitFor(
-      () => {
-        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
-        return proc.stdout().includes("Press Ctrl-C to stop.");
-      },
-      { timeoutMs: 60_000, message: "looprun dev ready" },
-    );
+    await untilReady(proc);
     expect(proc.stdout()).toContain(`Redis      redis://:xxxxx@127.0.0.1:${redis.port}`);
     expect(proc.output()).not.toContain(password);
   });

@@ -69,6 +69,22 @@ export async function waitFor<T>(
 // ---------------------------------------------------------------------------------------------
 // Processes
 
+/**
+ * Whether `pid` runs `comm` (the program's name) with LOOPRUN_RUN_ID=`runId` in its environment:
+ * a command of the run, exec'd (mid-exec a process's environment cannot be read, and a search
+ * by run id would miss it).
+ */
+export function runsForRun(pid: number, comm: string, runId: string): boolean {
+  try {
+    return (
+      readFileSync(`/proc/${pid}/comm`, "utf8").trim() === comm &&
+      readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`)
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** Whether a process is alive (a zombie, dead but not reaped, counts as dead). */
 export function isAlive(pid: number): boolean {
   try {

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { normalizeSubmission, RUN_QUEUE, type RunJob, RunSubmission } from "@looprun/core";
@@ -8,22 +8,11 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
-import { isAlive, waitFor } from "../../../tests/support/processes";
+import { isAlive, runsForRun, waitFor } from "../../../tests/support/processes";
 import { reconcile } from "../src/reconciler";
 
 const silent = { info() {}, warn() {} };
 
-/** Whether `sh -c "exec sleep …"` runs `sleep` with the run's id (mid-exec it cannot be read). */
-function sleepsFor(pid: number, runId: string): boolean {
-  try {
-    return (
-      readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep" &&
-      readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`)
-    );
-  } catch {
-    return false;
-  }
-}
 const spec = normalizeSubmission(
   RunSubmission.parse({
     task: "t",
@@ -103,7 +92,9 @@ describe.each(["sqlite", "postgres"] as const)("the reconciler on %s", (engine) 
       cleanups.push(async () => {
         if (isAlive(orphan.pid!)) process.kill(-orphan.pid!, "SIGKILL");
       });
-      await waitFor(() => sleepsFor(orphan.pid!, "run-s"), { message: "the orphan's start" });
+      await waitFor(() => runsForRun(orphan.pid!, "sleep", "run-s"), {
+        message: "the orphan's start",
+      });
 
       const result = await reconcile({
         repo: storage.repo,

@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { failRun, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { killOrphanedGroup } from "../src/process/orphans";
-import { isAlive, makeRun, removeDir, resources, tempDir } from "./support";
+import { isAlive, makeRun, removeDir, resources, runsForRun, tempDir } from "./support";
 
 const children: { child: ChildProcess; detached: boolean }[] = [];
 
@@ -44,16 +43,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
  */
 async function started(child: ChildProcess, runId: string): Promise<number> {
   const pid = child.pid!;
-  await until(() => {
-    try {
-      return (
-        readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep" &&
-        readFileSync(`/proc/${pid}/environ`, "utf8").includes(`LOOPRUN_RUN_ID=${runId}`)
-      );
-    } catch {
-      return false;
-    }
-  }, `process ${pid} to start`);
+  await until(() => runsForRun(pid, "sleep", runId), `process ${pid} to start`);
   return pid;
 }
 

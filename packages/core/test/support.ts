@@ -11,11 +11,14 @@ import {
   RunSubmission,
 } from "@looprun/core";
 
-import { isAlive } from "../../../tests/support/processes";
+import { isAlive, runsForRun } from "../../../tests/support/processes";
 import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
 
-/** Shared with every suite (tests/support): whether a process is alive, the snapshots directory. */
-export { isAlive, testSnapshotsDir };
+/**
+ * Shared with every suite (tests/support): whether a process is alive, or a command of a run,
+ * the snapshots directory.
+ */
+export { isAlive, runsForRun, testSnapshotsDir };
 
 /** A fresh temporary directory; `cleanup` removes it. */
 export async function tempDir(prefix = "looprun-test-"): Promise<string> {

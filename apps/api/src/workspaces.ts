@@ -61,3 +61,16 @@ export function resolveWorkspace(root: string, name: string): string {
   if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
   return resolved;
 }
+
+/**
+ * Refuses a session's stored workspace that is WORKSPACES_ROOT itself (stored before such a
+ * workspace was refused): a run there would touch every session's files.
+ */
+export function checkSessionWorkspace(root: string, workspace: string): string {
+  if (workspace === realRootOf(root)) {
+    throw refuse(
+      "the session's workspace is WORKSPACES_ROOT itself (kept from an older looprun): name a directory under it",
+    );
+  }
+  return workspace;
+}

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { normalizeSubmission, RunSubmission } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type ApiHarness, apiHarness, ENGINES, VALID_RUN as valid } from "./api-harness";
 
@@ -152,6 +153,38 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(under.status, JSON.stringify(under.body)).toBe(202);
     const run = await h.request("GET", `/api/runs/${under.body.id}`);
     expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "real"));
+  });
+
+  it("refuses a run in a session whose stored workspace is WORKSPACES_ROOT (from an older looprun)", async () => {
+    mkdirSync(h.workspacesRoot, { recursive: true });
+    const root = realpathSync(h.workspacesRoot);
+    const spec = normalizeSubmission(RunSubmission.parse(valid));
+    await h.repo.createRun({
+      id: "01J00000000000000000000000",
+      sessionId: "old-root",
+      sessionWorkspace: root,
+      workspace: root,
+      spec,
+      createdAt: Date.now(),
+    });
+    // Finished: the session is free, only its workspace is in the way.
+    const claimed = await h.store.claimRun("01J00000000000000000000000");
+    await h.store.commit(
+      "01J00000000000000000000000",
+      claimed?.run.epoch ?? 0,
+      { run: { status: "failed", reason: "error", finishedAt: Date.now() } },
+      Date.now(),
+    );
+    const res = await h.request("POST", "/api/runs", { ...valid, sessionId: "old-root" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues[0].path).toBe("workspace");
+    // Naming a directory under the root is the way on.
+    const named = await h.request("POST", "/api/runs", {
+      ...valid,
+      sessionId: "old-root-2",
+      workspace: "elsewhere",
+    });
+    expect(named.status).toBe(202);
   });
 
   it("refuses a workspace under a file, naming it, storing nothing", async () => {

@@ -22,7 +22,7 @@ import {
   presentToolCall,
 } from "../presenters";
 import { parseBody, parseQuery, queryInt } from "../request-parsing";
-import { resolveWorkspace } from "../workspaces";
+import { checkSessionWorkspace, resolveWorkspace } from "../workspaces";
 import { approvalRoutes } from "./approval";
 import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
@@ -90,7 +90,9 @@ export function runRoutes(deps: AppDeps): Hono {
     const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
       workspaceName === null
-        ? (sessionWorkspace ?? resolveWorkspace(deps.workspacesRoot, sessionId))
+        ? sessionWorkspace !== null
+          ? checkSessionWorkspace(deps.workspacesRoot, sessionWorkspace)
+          : resolveWorkspace(deps.workspacesRoot, sessionId)
         : resolveWorkspace(deps.workspacesRoot, workspaceName);
     // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
     // before anything is stored or enqueued (the checks may have made WORKSPACES_ROOT itself).

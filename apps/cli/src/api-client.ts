@@ -70,6 +70,21 @@ export function describeApiError(
   return new ApiRequestError(status, err?.code, message);
 }
 
+/** The CLI's error for an answer other than 2xx, read from its body (JSON, or any text). */
+export async function apiErrorOf(
+  res: Response,
+  opts: RequestOptions & { token?: string } = {},
+): Promise<ApiRequestError> {
+  const text = await res.text().catch(() => "");
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // Not the API's JSON (a proxy's page, say): its text is the message.
+  }
+  return describeApiError(res.status, body, text, opts);
+}
+
 /** A small client of the looprun HTTP API, for the CLI. */
 export class ApiClient {
   constructor(
@@ -98,19 +113,15 @@ export class ApiClient {
         `cannot reach the looprun API at ${this.baseUrl} (${(error as Error).message}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
       );
     }
+    if (!res.ok) throw await apiErrorOf(res, { ...opts, token: this.token });
     const text = await res.text();
-    let json: unknown = null;
     try {
-      json = text ? JSON.parse(text) : null;
+      return (text ? JSON.parse(text) : null) as T;
     } catch {
-      // Not the API (a proxy's page, say): its text is the message.
-      if (res.ok)
-        throw new Error(
-          `${this.baseUrl} answered ${res.status} with no JSON: is LOOPRUN_URL the looprun API?`,
-        );
+      throw new Error(
+        `${this.baseUrl} answered ${res.status} with no JSON: is LOOPRUN_URL the looprun API?`,
+      );
     }
-    if (!res.ok) throw describeApiError(res.status, json, text, { ...opts, token: this.token });
-    return json as T;
   }
 }
 

@@ -1,4 +1,4 @@
-import { type ApiClient, describeApiError, runPath } from "../api-client";
+import { type ApiClient, apiErrorOf, runPath } from "../api-client";
 import { messages, type StreamHooks } from "./sse-reader";
 import type { EventView } from "./watch-events";
 import { clock, Progress, type WatchOutput } from "./watch-progress";
@@ -50,17 +50,6 @@ const pause = (ms: number, signal?: AbortSignal) =>
       done();
     }
   });
-
-async function errorText(res: Response, token: string | undefined): Promise<string> {
-  const text = await res.text().catch(() => "");
-  let body: unknown = null;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: the text is the message
-  }
-  return describeApiError(res.status, body, text, { token }).message;
-}
 
 /** Why a connection attempt failed, as a person can act on it. */
 const UNREACHABLE = new Set([
@@ -137,9 +126,9 @@ export async function watchRun(
       if (last > 0) headers["last-event-id"] = String(last);
       const res = await fetch(url, { headers, signal });
       if (res.status === 400 || res.status === 401 || res.status === 404)
-        throw new FatalStreamError(await errorText(res, client.token));
+        throw new FatalStreamError((await apiErrorOf(res, { token: client.token })).message);
       if (!res.ok || !res.body) {
-        reason = `the API answered ${await errorText(res, client.token)}`;
+        reason = `the API answered ${(await apiErrorOf(res, { token: client.token })).message}`;
       } else {
         // Back once the stream brings something: an API shutting down answers, then ends.
         const bring = () => {

@@ -43,9 +43,17 @@ export function resolveWorkspace(root: string, name: string): string {
     throw refuse("must stay inside WORKSPACES_ROOT");
   }
   const realRoot = realRootOf(root);
-  const target = join(realRoot, normalized);
+  const resolved = realPathUnder(realRoot, join(realRoot, normalized));
   // The root holds every session's workspace: a run there, or a rollback of it, would touch them all.
-  if (target === realRoot) throw refuse(NOT_THE_ROOT);
+  if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
+  return resolved;
+}
+
+/**
+ * Where `target` (a path under the real root) lies with its symlinks followed: the deepest part
+ * of it that exists decides. Refused when that leads out of the root or under a file.
+ */
+function realPathUnder(realRoot: string, target: string): string {
   let existing = target;
   while (existing !== realRoot && !existsSync(existing)) existing = dirname(existing);
   if (existing === realRoot) {
@@ -57,9 +65,7 @@ export function resolveWorkspace(root: string, name: string): string {
   const real = realpathSync(existing);
   if (!inside(realRoot, real)) throw refuse("must stay inside WORKSPACES_ROOT");
   if (!statSync(real).isDirectory()) throw refuse(`${relative(realRoot, real)} is not a directory`);
-  const resolved = existing === target ? real : join(real, relative(existing, target));
-  if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
-  return resolved;
+  return existing === target ? real : join(real, relative(existing, target));
 }
 
 /**

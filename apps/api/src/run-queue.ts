@@ -1,6 +1,7 @@
 import { RUN_JOB_NAME, RUN_QUEUE, type RunJob, runJobOptions, stopChannel } from "@looprun/core";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { waitUntil } from "./wait-until";
 
 /** The API's side of the run queue: it enqueues, removes and reports Redis health. */
 export interface RunQueue {
@@ -71,9 +72,11 @@ export function createRunQueue(opts: RunQueueOptions): RunQueue {
       // The job of a run that just went to wait for a person may still be active for a moment
       // (its worker returned, BullMQ has not completed it yet): an add would be ignored (same
       // id) and the run left queued until the reconciler's next pass. It is waited for.
-      for (let waited = 0; job && state === "active" && waited < REQUEUE_WAIT_MS; waited += 20) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        state = await job.getState();
+      if (job && state === "active") {
+        await waitUntil(async () => {
+          state = await job.getState();
+          return state !== "active";
+        }, REQUEUE_WAIT_MS);
       }
       if (job && (state === "completed" || state === "failed")) await job.remove();
       await queue.add(RUN_JOB_NAME, { runId }, runJobOptions(runId));

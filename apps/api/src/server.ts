@@ -14,6 +14,7 @@ import { createApp } from "./app";
 import { type ApiEnv, SHORT_TOKEN } from "./env";
 import { BODY_LIMIT_BYTES, refuseLargeBodiesEarly } from "./request-body";
 import { createRunQueue } from "./run-queue";
+import { waitUntil } from "./wait-until";
 import { WriteBatcher } from "./write-batcher";
 
 /**
@@ -134,9 +135,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       clearInterval(idle);
       clearTimeout(cut);
       // A handler may outlive its cut connection: the queue and the database stay open for it.
-      for (let waited = 0; inFlight > 0 && waited < SHUTDOWN_GRACE_MS; waited += 20) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await waitUntil(() => inFlight === 0, SHUTDOWN_GRACE_MS);
       await queue.close();
       await storage.close();
     },

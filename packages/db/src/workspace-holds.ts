@@ -37,31 +37,33 @@ export type HoldResult =
 
 /**
  * Whether the workspace in `column` is `path`, lies inside it, or holds it: a restore of one
- * rewrites the other's files. Workspaces are absolute paths; `under` is `path` + "/" (a value,
- * or a placeholder of a prepared statement). The same SQL on SQLite and PostgreSQL.
+ * rewrites the other's files. Workspaces are absolute paths; `under` is `path` + "/" (given
+ * when `path` is a placeholder of a prepared statement). The same SQL on SQLite and PostgreSQL.
  */
 export function workspacesOverlap(
   column: AnyColumn,
   path: string | SQLWrapper,
-  under: string | SQLWrapper,
+  under?: string | SQLWrapper,
 ): SQL {
+  const below = under ?? (typeof path === "string" ? `${path}/` : undefined);
+  if (below === undefined) throw new Error("workspacesOverlap: a placeholder path needs `under`");
   return sql`(${column} = ${path}
-    or substr(${column}, 1, length(cast(${under} as text))) = ${under}
+    or substr(${column}, 1, length(cast(${below} as text))) = ${below}
     or substr(cast(${path} as text), 1, length(${column}) + 1) = ${column} || '/')`;
 }
 
-const within = (path: string) => `${path}/`;
+/** The key a rollback holds its session's snapshot store by (see holdKeys). */
+const sessionKey = (sessionId: string) => `session:${sessionId}`;
 
-/**
- * Live holds that bar `keys` (a hold's workspace and session keys): the same session, or an
- * overlapping workspace.
- */
-export function holdsBarring(keys: string[], now: number): SQL | undefined {
-  const [workspace, ...others] = keys as [string, ...string[]];
+/** Live holds that bar a rollback: of the session, or of an overlapping workspace. */
+export function holdsBarring(
+  req: Pick<HoldRequest, "workspace" | "sessionId">,
+  now: number,
+): SQL | undefined {
   return and(
     or(
-      workspacesOverlap(workspaceHolds.workspace, workspace, within(workspace)),
-      inArray(workspaceHolds.workspace, others),
+      workspacesOverlap(workspaceHolds.workspace, req.workspace),
+      eq(workspaceHolds.workspace, sessionKey(req.sessionId)),
     ),
     gt(workspaceHolds.expiresAt, now),
   );
@@ -71,10 +73,7 @@ export function holdsBarring(keys: string[], now: number): SQL | undefined {
 export function runsBarring(req: Pick<HoldRequest, "workspace" | "sessionId">): SQL | undefined {
   return and(
     inArray(runs.status, [...ACTIVE_STATUSES]),
-    or(
-      eq(runs.sessionId, req.sessionId),
-      workspacesOverlap(runs.workspace, req.workspace, within(req.workspace)),
-    ),
+    or(eq(runs.sessionId, req.sessionId), workspacesOverlap(runs.workspace, req.workspace)),
   );
 }
 
@@ -84,7 +83,7 @@ export function runsBarring(req: Pick<HoldRequest, "workspace" | "sessionId">): 
  * paths, so the session's key never names one.
  */
 export function holdKeys(req: Pick<HoldRequest, "workspace" | "sessionId">): string[] {
-  return [req.workspace, `session:${req.sessionId}`];
+  return [req.workspace, sessionKey(req.sessionId)];
 }
 
 /**
@@ -98,7 +97,7 @@ export function holdWorkspace(db: Db, req: HoldRequest): HoldResult {
       const active = tx.select({ id: runs.id }).from(runs).where(runsBarring(req)).limit(1).get();
       if (active) return { held: false, activeRunId: active.id };
       const keys = holdKeys(req);
-      const hold = tx.select().from(workspaceHolds).where(holdsBarring(keys, req.now)).get();
+      const hold = tx.select().from(workspaceHolds).where(holdsBarring(req, req.now)).get();
       if (hold) return { held: false, heldByRun: hold.runId };
       for (const workspace of keys) {
         const row = { workspace, runId: req.runId, expiresAt: req.now + req.ttlMs };
@@ -148,5 +147,5 @@ const statements = (db: Db) => ({
  */
 export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
   const { heldUntil } = preparedOnce(db, statements);
-  return heldUntil.get({ workspace, under: within(workspace), now })?.expiresAt ?? null;
+  return heldUntil.get({ workspace, under: `${workspace}/`, now })?.expiresAt ?? null;
 }

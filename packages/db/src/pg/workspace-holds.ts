@@ -31,7 +31,7 @@ export async function holdWorkspace(db: PgDb, req: HoldRequest): Promise<HoldRes
       const [hold] = await tx
         .select({ runId: workspaceHolds.runId })
         .from(workspaceHolds)
-        .where(holdsBarring(keys, req.now));
+        .where(holdsBarring(req, req.now));
       if (hold) return { held: false, heldByRun: hold.runId };
       // Taken unless a live hold is there (an expired one is replaced). The table lock above
       // already serialises holds; should two ever pass the reads together, the second's insert
@@ -76,7 +76,7 @@ export async function workspaceHeldUntil(
     .from(workspaceHolds)
     .where(
       and(
-        workspacesOverlap(workspaceHolds.workspace, workspace, `${workspace}/`),
+        workspacesOverlap(workspaceHolds.workspace, workspace),
         gt(workspaceHolds.expiresAt, now),
       ),
     );

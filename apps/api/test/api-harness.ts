@@ -67,9 +67,14 @@ export async function apiHarness(
     for (let i = 0; i < 100 && !queue.isReady(); i++) await new Promise((r) => setTimeout(r, 20));
   };
 
+  /** Another app on the same database and queue, with other settings (a token, limits…). */
+  const appWith = (settings: Partial<AppDeps>) =>
+    createApp({ repo, queue, workspacesRoot, dbHealthy: () => true, ...settings });
+
   return {
     engine,
     app,
+    appWith,
     repo,
     store,
     storage,

@@ -7,15 +7,10 @@ import { apiHarness, VALID_RUN as valid } from "./api-harness";
 
 describe("cross-site requests", () => {
   it("refuses a POST that a page of another origin sent, and nothing else", async () => {
-    const { createApp } = await import("../src/app");
     const h = await apiHarness(inject("redisUrl"));
     try {
       await h.untilReady();
-      const app = createApp({
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
+      const app = h.appWith({
         corsOrigins: ["https://ok.example"],
       });
       const post = async (headers: Record<string, string>, sessionId: string) => {
@@ -74,17 +69,10 @@ describe("cross-site requests", () => {
 
 describe("host names, without API_TOKEN", () => {
   it("answers only a loopback name or a CORS origin's host, on every route; any host with a token", async () => {
-    const { createApp } = await import("../src/app");
     const h = await apiHarness(inject("redisUrl"));
     try {
-      const deps = {
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
-        corsOrigins: ["https://ok.example"],
-      };
-      const open = createApp(deps);
+      const corsOrigins = ["https://ok.example"];
+      const open = h.appWith({ corsOrigins });
       const get = (app: typeof open, path: string, host: string, token?: string) =>
         app.request(`http://${host}${path}`, {
           headers: { host, ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -118,7 +106,7 @@ describe("host names, without API_TOKEN", () => {
       }
       // With a token, the token decides: any host name.
       const token = "a-token-of-some-length";
-      const guarded = createApp({ ...deps, apiToken: token });
+      const guarded = h.appWith({ corsOrigins, apiToken: token });
       expect((await get(guarded, "/api/runs", "looprun.example", token)).status).toBe(200);
     } finally {
       await h.close();

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createApp } from "../src/app";
 import { PRESETS } from "../src/dashboard/presets";
 import { type ApiHarness, apiHarness } from "./api-harness";
 
@@ -78,11 +77,7 @@ describe("dashboard pages and assets", () => {
   describe("with API_TOKEN", () => {
     const token = "dashboard-token-0123456789";
     const secured = () =>
-      createApp({
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
+      h.appWith({
         apiToken: token,
       });
 

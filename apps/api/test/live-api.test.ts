@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import type { NewEvent } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createApp } from "../src/app";
+import type { createApp } from "../src/app";
 import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 import { payload, type SseMessage, SseReader } from "./sse-client";
 
@@ -21,11 +21,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     h = await apiHarness(inject("redisUrl"), engine);
     await h.untilReady();
     // Short poll and heartbeat intervals, so that tests wait on little.
-    app = createApp({
-      repo: h.repo,
-      queue: h.queue,
-      workspacesRoot: h.workspacesRoot,
-      dbHealthy: () => true,
+    app = h.appWith({
       live: { pollMs: 20, heartbeatMs: 100 },
     });
     store = h.store;
@@ -122,11 +118,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
   it("lets go of the server's shutdown signal when a stream ends, and ends open streams on it", async () => {
     const shutdown = new AbortController();
-    const withShutdown = createApp({
-      repo: h.repo,
-      queue: h.queue,
-      workspacesRoot: h.workspacesRoot,
-      dbHealthy: () => true,
+    const withShutdown = h.appWith({
       live: { pollMs: 20, heartbeatMs: 100 },
       shutdown: shutdown.signal,
     });
@@ -272,11 +264,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "live-token-0123456789";
-    const secured = createApp({
-      repo: h.repo,
-      queue: h.queue,
-      workspacesRoot: h.workspacesRoot,
-      dbHealthy: () => true,
+    const secured = h.appWith({
       apiToken: token,
     });
     const { id } = await submit();

@@ -1,6 +1,5 @@
 import type { IterationRecord } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createApp } from "../src/app";
 import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
 import { parsePrometheusText, sampleValue } from "./prometheus-text";
 
@@ -190,11 +189,7 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
 
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "metrics-token-0123456789";
-    const secured = createApp({
-      repo: h.repo,
-      queue: h.queue,
-      workspacesRoot: h.workspacesRoot,
-      dbHealthy: () => true,
+    const secured = h.appWith({
       apiToken: token,
     });
     expect((await secured.request("/metrics")).status).toBe(401);

@@ -47,15 +47,10 @@ describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => 
 
 describe("runs API with API_TOKEN", () => {
   it("answers 401 unauthorized without the bearer token and serves the API with it", async () => {
-    const { createApp } = await import("../src/app");
     const h = await apiHarness(inject("redisUrl"));
     try {
       const token = "a-token-of-some-length";
-      const app = createApp({
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
+      const app = h.appWith({
         apiToken: token,
       });
       for (const auth of [undefined, "Bearer wrong", `Basic ${token}`, "Bearer "]) {
@@ -96,14 +91,9 @@ describe("runs API limits", () => {
   });
 
   it("answers 429 rate_limited with Retry-After past the per-client limit", async () => {
-    const { createApp } = await import("../src/app");
     const h = await apiHarness(inject("redisUrl"));
     try {
-      const app = createApp({
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
+      const app = h.appWith({
         rateLimitPerMinute: 5,
       });
       const statuses: number[] = [];
@@ -126,18 +116,13 @@ describe("runs API limits", () => {
   });
 
   it("sends no CORS headers unless origins are configured", async () => {
-    const { createApp } = await import("../src/app");
     const h = await apiHarness(inject("redisUrl"));
     try {
       const plain = await h.app.request("/api/runs", {
         headers: { origin: "https://evil.example" },
       });
       expect(plain.headers.get("access-control-allow-origin")).toBeNull();
-      const app = createApp({
-        repo: h.repo,
-        queue: h.queue,
-        workspacesRoot: h.workspacesRoot,
-        dbHealthy: () => true,
+      const app = h.appWith({
         corsOrigins: ["https://ok.example"],
       });
       const ok = await app.request("/api/runs", { headers: { origin: "https://ok.example" } });

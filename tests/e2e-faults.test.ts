@@ -33,6 +33,35 @@ function postRun(stack: Stack, sessionId: string, timeoutMs: number) {
   });
 }
 
+/**
+ * A Redis of the describe block's own (its tests stop, freeze and restart it) and an API on it,
+ * without workers; `own.redis` and `own.stack` once they have started.
+ */
+function withOwnRedis(): { redis: RedisHandle; stack: Stack } {
+  const own = {} as { redis: RedisHandle; stack: Stack };
+  beforeAll(async () => {
+    own.redis = await startRedis();
+    own.stack = await startStack({ redisUrl: own.redis.url, workers: 0 });
+  });
+  afterAll(async () => {
+    own.redis?.process.kill("SIGCONT");
+    await own.stack?.stop();
+    await own.redis?.stop();
+  });
+  return own;
+}
+
+/** Until the API has connected to Redis (`/readyz` answers 200); resolves with that answer. */
+function readyAgain(stack: Stack) {
+  return waitFor(
+    async () => {
+      const res = await stack.api("GET", "/readyz");
+      return res.status === 200 ? res : null;
+    },
+    { message: "/readyz answering 200 once the API has connected to Redis" },
+  );
+}
+
 describe("Redis unreachable", () => {
   let stack: Stack;
 
@@ -82,84 +111,62 @@ describe("Redis unreachable", () => {
 });
 
 describe("Redis going away, or not answering, and coming back", () => {
-  let redis: RedisHandle;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url, workers: 0 });
-  });
-
-  afterAll(async () => {
-    redis?.process.kill("SIGCONT");
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const own = withOwnRedis();
 
   /** Once Redis answers again, /readyz says so and a run for `sessionId` is queued. */
   async function acceptsRunsAgain(sessionId: string): Promise<void> {
-    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
-      message: "/readyz reporting redis up again",
-    });
-    const again = await submit(stack, commandRun("true", { sessionId, testCommand: "true" }));
-    expect((await getRun(stack, again.id)).status).toBe("queued");
+    await readyAgain(own.stack);
+    const again = await submit(own.stack, commandRun("true", { sessionId, testCommand: "true" }));
+    expect((await getRun(own.stack, again.id)).status).toBe("queued");
   }
 
   it("answers 503 while Redis is down and accepts runs again once it is back", async () => {
     // The stack waited for /healthz only: the API's queue connection may still be opening.
-    const before = await waitFor(
-      async () => {
-        const res = await stack.api("GET", "/readyz");
-        return res.status === 200 ? res : null;
-      },
-      { message: "/readyz answering 200 once the API has connected to Redis" },
-    );
+    const before = await readyAgain(own.stack);
     expect(before.body).toEqual({ redis: "up", db: "up" });
-    const accepted = await submit(stack, commandRun("true", { testCommand: "true" }));
+    const accepted = await submit(own.stack, commandRun("true", { testCommand: "true" }));
 
-    const port = redis.port;
-    await redis.stop();
+    const port = own.redis.port;
+    await own.redis.stop();
     const down = await waitFor(
       async () => {
-        const res = await stack.api("GET", "/readyz");
+        const res = await own.stack.api("GET", "/readyz");
         return res.status === 503 ? res : undefined;
       },
       { message: "/readyz reporting redis down" },
     );
     expect(down.body).toEqual({ redis: "down", db: "up" });
 
-    const refused = await postRun(stack, "while-down", 10_000);
+    const refused = await postRun(own.stack, "while-down", 10_000);
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe("unavailable");
-    const list = await stack.api("GET", "/api/runs");
+    const list = await own.stack.api("GET", "/api/runs");
     expect(list.body.items.map((r: { id: string }) => r.id)).toEqual([accepted.id]);
-    expect((await stack.api("GET", "/api/sessions/while-down")).status).toBe(404);
-    expect(existsSync(join(stack.workspacesRoot, "while-down"))).toBe(false);
+    expect((await own.stack.api("GET", "/api/sessions/while-down")).status).toBe(404);
+    expect(existsSync(join(own.stack.workspacesRoot, "while-down"))).toBe(false);
 
-    redis = await startRedis({ port });
+    own.redis = await startRedis({ port });
     await acceptsRunsAgain("while-down");
   });
 
   it("answers 503 within seconds, storing nothing, while a connected Redis does not answer", async () => {
-    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
-      message: "/readyz answering 200 once the API has connected to Redis",
-    });
+    await readyAgain(own.stack);
     const runIds = async () =>
-      (await stack.api("GET", "/api/runs")).body.items.map((r: { id: string }) => r.id);
+      (await own.stack.api("GET", "/api/runs")).body.items.map((r: { id: string }) => r.id);
     const before = await runIds();
     // Frozen, not gone: the connection stays open and nothing comes back.
-    redis.process.kill("SIGSTOP");
+    own.redis.process.kill("SIGSTOP");
     try {
       // Without an answer the requests time out below (20 s): the API must answer first.
-      const ready = await stack.api("GET", "/readyz", undefined, { timeoutMs: 20_000 });
+      const ready = await own.stack.api("GET", "/readyz", undefined, { timeoutMs: 20_000 });
       expect(ready).toMatchObject({ status: 503, body: { redis: "down", db: "up" } });
-      const refused = await postRun(stack, "frozen", 20_000);
+      const refused = await postRun(own.stack, "frozen", 20_000);
       expect(refused.status).toBe(503);
       expect(refused.body.error.code).toBe("unavailable");
       expect(await runIds()).toEqual(before);
-      expect((await stack.api("GET", "/api/sessions/frozen")).status).toBe(404);
+      expect((await own.stack.api("GET", "/api/sessions/frozen")).status).toBe(404);
     } finally {
-      redis.process.kill("SIGCONT");
+      own.redis.process.kill("SIGCONT");
     }
     await acceptsRunsAgain("frozen");
   });
@@ -279,36 +286,22 @@ describe("worker shutdown and crash", () => {
 });
 
 describe("API shutdown with a submit in flight", () => {
-  let redis: RedisHandle;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url, workers: 0 });
-  });
-
-  afterAll(async () => {
-    redis?.process.kill("SIGCONT");
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const own = withOwnRedis();
 
   it("answers it before the queue and the database close, storing nothing it refused", async () => {
-    await waitFor(async () => (await stack.api("GET", "/readyz")).status === 200, {
-      message: "/readyz answering 200 once the API has connected to Redis",
-    });
+    await readyAgain(own.stack);
     // Redis frozen: the submit's run is written, its enqueue waits for Redis' answer (3 s).
-    redis.process.kill("SIGSTOP");
-    const answer = postRun(stack, "in-flight", 20_000).catch((error: unknown) => error);
-    await waitFor(async () => (await stack.api("GET", "/api/runs")).body.items.length === 1, {
+    own.redis.process.kill("SIGSTOP");
+    const answer = postRun(own.stack, "in-flight", 20_000).catch((error: unknown) => error);
+    await waitFor(async () => (await own.stack.api("GET", "/api/runs")).body.items.length === 1, {
       message: "the submit's run written, its enqueue waiting",
     });
-    const exit = await stack.apiProcess.stop("SIGTERM");
+    const exit = await own.stack.apiProcess.stop("SIGTERM");
     // Answered (the enqueue timed out), not cut off; the API then closed and exited.
     const res = await answer;
     expect(res).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
-    expect(exit, stack.apiProcess.output()).toEqual({ code: 0, signal: null });
-    const db = new Database(stack.databasePath, { readonly: true });
+    expect(exit, own.stack.apiProcess.output()).toEqual({ code: 0, signal: null });
+    const db = new Database(own.stack.databasePath, { readonly: true });
     try {
       expect(db.prepare("select count(*) as n from runs").get()).toEqual({ n: 0 });
     } finally {

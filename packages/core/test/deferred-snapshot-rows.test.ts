@@ -1,10 +1,18 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type RunMutation, type RunRecord, runStep } from "@looprun/core";
+import { type RunRecord, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeRun, removeDir, resources, tempDir, testSnapshotsDir, waitFor } from "./support";
+import {
+  FaultyStore,
+  makeRun,
+  removeDir,
+  resources,
+  tempDir,
+  testSnapshotsDir,
+  waitFor,
+} from "./support";
 
 /**
  * With cooldown 0 and no reviewer, an iteration's snapshot diffs are computed while the next
@@ -12,21 +20,7 @@ import { makeRun, removeDir, resources, tempDir, testSnapshotsDir, waitFor } fro
  */
 
 /** A store whose `commit` never returns for one chosen write: the worker died during it. */
-class DyingStore extends MemoryRunStore {
-  dieOn: ((m: RunMutation) => boolean) | null = null;
-  override async commit(
-    runId: string,
-    epoch: number,
-    m: RunMutation,
-    now: number,
-  ): Promise<RunRecord> {
-    if (this.dieOn?.(m)) {
-      this.dieOn = null;
-      return new Promise<RunRecord>(() => {});
-    }
-    return super.commit(runId, epoch, m, now);
-  }
-}
+const dyingStore = () => new FaultyStore(() => new Promise<RunRecord>(() => {}));
 
 let dir: string;
 let ws: string;
@@ -101,7 +95,7 @@ describe("snapshot rows written after their iteration's decision", () => {
   });
 
   it("are computed again by the next worker when the one that decided died before writing them", async () => {
-    const store = new DyingStore();
+    const store = dyingStore();
     const run = makeRun(
       { agent: { type: "command", command: AGENT }, testCommand: TEST, cooldownMs: 0 },
       ws,
@@ -109,12 +103,12 @@ describe("snapshot rows written after their iteration's decision", () => {
     store.add(run);
     // The write of iteration 1's snapshot rows (as soon as iteration 2's agent runs) never
     // lands, nor anything after it.
-    store.dieOn = (m) => m.insertSnapshot?.n === 1;
+    store.faultOn = (m) => m.insertSnapshot?.n === 1;
     const dead = runStep(resources(store), run.id);
     const deadline = Date.now() + 10_000;
-    while (store.dieOn !== null && Date.now() < deadline)
+    while (store.faultOn !== null && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
-    expect(store.dieOn).toBeNull();
+    expect(store.faultOn).toBeNull();
     expect(store.snapshotsOf(run.id)).toEqual([]);
     void dead;
 

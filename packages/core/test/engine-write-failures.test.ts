@@ -1,30 +1,16 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type RunMutation, type RunRecord, runStep } from "@looprun/core";
-import { MemoryRunStore } from "@looprun/core/testing";
+import { type RunMutation, runStep } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeRun, removeDir, resources, tempDir } from "./support";
+import { FaultyStore, makeRun, removeDir, resources, tempDir } from "./support";
 
 // A write of the engine that fails (not a lost lease: a database that is busy or gone for a
 // moment) ends the run `failed` / `error`, and the iteration in flight with it: no iteration
 // is left `running` under a finished run.
 
-/** A store whose `commit` throws once, for the first write `failOn` picks. */
-class FlakyStore extends MemoryRunStore {
-  failOn: ((m: RunMutation) => boolean) | null = null;
-  override async commit(
-    runId: string,
-    epoch: number,
-    m: RunMutation,
-    now: number,
-  ): Promise<RunRecord> {
-    if (this.failOn?.(m)) {
-      this.failOn = null;
-      throw new Error("SQLITE_BUSY: database is locked");
-    }
-    return super.commit(runId, epoch, m, now);
-  }
-}
+/** A store whose `commit` throws once, for the first write `faultOn` picks. */
+const flakyStore = () =>
+  new FaultyStore(() => Promise.reject(new Error("SQLITE_BUSY: database is locked")));
 
 let dir: string;
 beforeEach(async () => {
@@ -43,7 +29,7 @@ describe("an engine write that fails", () => {
       (m: RunMutation) => m.updateIteration?.patch.status === "failed",
     ],
   ])("(%s) ends the run and its iteration together", async (_what, failOn) => {
-    const store = new FlakyStore();
+    const store = flakyStore();
     const run = makeRun(
       {
         agent: { type: "command", command: "echo x >> lines" },
@@ -53,7 +39,7 @@ describe("an engine write that fails", () => {
       join(dir, "ws"),
     );
     store.add(run);
-    store.failOn = failOn;
+    store.faultOn = failOn;
     expect(await runStep(resources(store), run.id)).toMatchObject({
       status: "failed",
       reason: "error",

@@ -6,11 +6,13 @@ import {
   EMPTY_METRICS,
   type EngineResources,
   normalizeSubmission,
+  type RunMutation,
   type RunRecord,
   type RunStore,
   RunSubmission,
 } from "@looprun/core";
 
+import { MemoryRunStore } from "@looprun/core/testing";
 import { isAlive, runsForRun } from "../../../tests/support/processes";
 import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
 
@@ -19,6 +21,32 @@ import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
  * the snapshots directory.
  */
 export { isAlive, runsForRun, testSnapshotsDir };
+
+/**
+ * A memory store whose first write that `faultOn` picks does not go through: `fault` answers it
+ * instead — a rejection (a database busy or gone), or a promise that never settles (the worker
+ * died during the write). `faultOn` is cleared once it has picked one.
+ */
+export class FaultyStore extends MemoryRunStore {
+  faultOn: ((m: RunMutation) => boolean) | null = null;
+
+  constructor(private readonly fault: () => Promise<RunRecord>) {
+    super();
+  }
+
+  override async commit(
+    runId: string,
+    epoch: number,
+    m: RunMutation,
+    now: number,
+  ): Promise<RunRecord> {
+    if (this.faultOn?.(m)) {
+      this.faultOn = null;
+      return this.fault();
+    }
+    return super.commit(runId, epoch, m, now);
+  }
+}
 
 /** A fresh temporary directory; `cleanup` removes it. */
 export async function tempDir(prefix = "looprun-test-"): Promise<string> {

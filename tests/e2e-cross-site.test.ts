@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, request, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { chromiumAvailable, type Dashboard, openDashboard } from "./support/dashboard-browser";
@@ -100,5 +100,22 @@ describe.skipIf(!chromiumAvailable)("a page of another site, looprun without API
       return res.status;
     });
     expect(own).toBe(202);
+  });
+
+  it("answers nothing addressed to another host name (DNS rebinding), to looprun api itself", async () => {
+    // A page of rebind.test, the name re-pointed at 127.0.0.1: its browser sends that name.
+    const { port } = new URL(d.stack.url);
+    const asked = (host: string) =>
+      new Promise<number>((answered, failed) => {
+        const req = request({ host: "127.0.0.1", port, path: "/api/runs", headers: { host } });
+        req.on("response", (res) => {
+          res.resume();
+          answered(res.statusCode ?? 0);
+        });
+        req.on("error", failed);
+        req.end();
+      });
+    expect(await asked(`rebind.test:${port}`)).toBe(403);
+    expect(await asked(`localhost:${port}`)).toBe(200);
   });
 });

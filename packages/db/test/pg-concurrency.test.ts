@@ -186,4 +186,31 @@ describe("PostgreSQL under concurrent writers", () => {
     expect(it1?.agent?.output).toBe("a\uFFFDb");
     expect(it1?.prompt).toBe("p\uFFFD");
   });
+
+  it("stores a lone UTF-16 surrogate with U+FFFD, so that /metrics' JSON reads still work", async () => {
+    const repo = new PgRunRepository(database.db);
+    const half = "\u{1F600} done".slice(1); // an emoji cut in its middle: "\udE00 done"
+    const run = await repo.createRun(newRun({ testCommand: "true # \ud800" }));
+    const store = new PgRunStore(database.db);
+    const { epoch } = (await store.claimRun(run.id))!.run;
+    await store.commit(
+      run.id,
+      epoch,
+      {
+        insertIteration: iteration(run.id, 1, 1, {
+          status: "done",
+          outcome: "validation_failed",
+          finishedAt: 2,
+          agent: { exitCode: 0, output: half, durationMs: 1 },
+          validation: [{ command: "true # \ud800", exitCode: 1, durationMs: 1, output: half }],
+        }),
+      },
+      1,
+    );
+    const [it1] = await repo.listIterations(run.id);
+    expect(it1?.agent?.output).toBe("\uFFFD done");
+    expect(it1?.validation?.[0]?.command).toBe("true # \uFFFD");
+    const read = await repo.metricsReader().read(() => {});
+    expect(read.runCountsByStatus.length).toBeGreaterThan(0);
+  });
 });

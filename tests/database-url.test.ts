@@ -63,6 +63,7 @@ describe("looprun api and worker with a bad DATABASE_URL", () => {
     expect(res.status).not.toBe(0);
     expect(res.stderr).toContain("DATABASE_URL");
     expect(`${res.stdout}${res.stderr}`).not.toContain("hunter2-secret");
+    expect(`${res.stdout}${res.stderr}`).not.toContain("ssl-key-secret");
   });
 });
 
@@ -90,10 +91,13 @@ describe("looprun api and worker with a database they cannot use", () => {
     },
   );
 
-  it("names DATABASE_URL, without its password, for a database that does not exist", () => {
+  it("names DATABASE_URL, without its passwords, for a database that does not exist", () => {
     const url = new URL(postgresAdminUrl());
     url.pathname = "/looprun_no_such_database";
     url.password = "hunter2-secret";
+    // The client key's passphrase, a parameter of node-postgres' URLs.
+    url.searchParams.set("sslpassword", "ssl-key-secret");
+    url.searchParams.set("sslmode", "disable");
     const res = run("api", { DATABASE_URL: url.toString() });
     expect(res.status).toBe(1);
     expect(res.stderr).toMatch(
@@ -101,5 +105,6 @@ describe("looprun api and worker with a database they cannot use", () => {
     );
     expect(res.stderr).toContain("does not exist");
     expect(`${res.stdout}${res.stderr}`).not.toContain("hunter2-secret");
+    expect(`${res.stdout}${res.stderr}`).not.toContain("ssl-key-secret");
   });
 });

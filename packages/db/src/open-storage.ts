@@ -45,7 +45,11 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
-/** The URL with its password (in the authority or as a `password` parameter) masked. */
+/** Query parameters that hold secrets: `password`, node-postgres' `sslpassword` (the client
+ * key's passphrase), and anything else named like a password, secret, token or key. */
+const SECRET_PARAM = /pass|secret|token|key$/i;
+
+/** The URL with its password (in the authority or as a parameter) masked. */
 export function redactUrl(url: string): string {
   let parsed: URL;
   try {
@@ -54,7 +58,9 @@ export function redactUrl(url: string): string {
     return "(an unparsable URL)";
   }
   if (parsed.password) parsed.password = "xxxxx";
-  if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "xxxxx");
+  for (const name of [...new Set(parsed.searchParams.keys())]) {
+    if (SECRET_PARAM.test(name)) parsed.searchParams.set(name, "xxxxx");
+  }
   return parsed.toString();
 }
 

@@ -45,6 +45,8 @@ import { createRun } from "./submit";
 import { holdWorkspace, releaseWorkspace } from "./workspace-holds";
 
 const active = [...ACTIVE_STATUSES];
+/** The largest value of an `integer` column (events.seq). */
+const MAX_SEQ = 2_147_483_647;
 
 /**
  * The API's reads and writes (the `RunRepositoryPort`) on PostgreSQL, asynchronous: the same
@@ -135,11 +137,12 @@ export class PgRunRepository implements RunRepositoryPort {
     return rows.map(toIterationRecord);
   }
 
+  /** `after` may exceed what `seq` (an `integer`) holds: PostgreSQL would refuse the parameter. */
   async listEvents(runId: string, after: number, limit: number): Promise<EventRecord[]> {
     const rows = await this.db
       .select()
       .from(events)
-      .where(and(eq(events.runId, runId), gt(events.seq, after)))
+      .where(and(eq(events.runId, runId), gt(events.seq, Math.min(after, MAX_SEQ))))
       .orderBy(asc(events.seq))
       .limit(limit);
     return rows.map(toEventRecord);

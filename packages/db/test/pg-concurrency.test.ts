@@ -166,6 +166,30 @@ describe("PostgreSQL under concurrent writers", () => {
     );
   });
 
+  it("ends a session left idle inside a transaction, so its row locks do not hold the run", async () => {
+    const repo = new PgRunRepository(database.db);
+    const run = await repo.createRun(newRun({}));
+    // A worker paused (or cut off) in the middle of a commit, with the run's row locked.
+    const paused = await openPgDatabase(pg!.url, { idleInTransactionTimeoutMs: 300 });
+    const client = await paused.pool.connect();
+    client.on("error", () => {}); // the server ends the session: expected here
+    try {
+      await client.query("begin");
+      await client.query("select id from runs where id = $1 for update", [run.id]);
+      await new Promise((r) => setTimeout(r, 1200));
+      // Another worker's claim gets the row at once (nowait: it would fail were it still held).
+      const other = pools[0]!.pool;
+      const { rows } = await other.query("select id from runs where id = $1 for update nowait", [
+        run.id,
+      ]);
+      expect(rows).toEqual([{ id: run.id }]);
+      await expect(client.query("select 1")).rejects.toThrow();
+    } finally {
+      client.release(true);
+      await paused.close();
+    }
+  });
+
   it("stores text with NUL bytes, which PostgreSQL cannot hold, with U+FFFD", async () => {
     const repo = new PgRunRepository(database.db);
     const run = await repo.createRun(newRun({}));

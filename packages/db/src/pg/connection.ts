@@ -54,6 +54,15 @@ export interface OpenPgDatabaseOptions {
    * @defaultValue ignores it
    */
   onIdleError?: (error: Error) => void;
+  /**
+   * How long the server lets a connection sit idle inside a transaction before it ends the
+   * session, releasing its locks. looprun's transactions hold no connection across anything but
+   * their own queries, so an idle one is a process paused or cut off mid-commit: without a limit
+   * its row locks would hold the run's claim (and a rollback's table lock every submit and
+   * commit) until TCP gives up, two hours by default.
+   * @defaultValue 60000
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /**
@@ -68,6 +77,10 @@ export async function openPgDatabase(
     connectionString: url,
     max: opts.maxConnections ?? 10,
     application_name: opts.applicationName ?? "looprun",
+    idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 60_000,
+    // A server that vanished (a host cut off) is noticed on idle connections too.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   pool.on("error", opts.onIdleError ?? (() => {}));
   try {

@@ -222,7 +222,7 @@ describe("PostgreSQL under concurrent writers", () => {
       epoch,
       {
         insertIteration: iteration(run.id, 1, 1, {
-          status: "done",
+          status: "failed",
           outcome: "validation_failed",
           finishedAt: 2,
           agent: { exitCode: 0, output: half, durationMs: 1 },

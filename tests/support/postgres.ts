@@ -16,6 +16,10 @@ export interface PostgresCluster {
   /** A superuser URL of the cluster's `postgres` database. */
   adminUrl: string;
   port: number;
+  /** Stops the server (a fast shutdown: its sessions are ended), keeping its data. */
+  halt(): Promise<void>;
+  /** Starts a halted server again, on the same port. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -127,21 +131,25 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
         : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
       "-c max_connections=300",
     ].join(" ");
-    await as("pg_ctl", [
-      "-D",
-      data,
-      "-l",
-      join(dir, "postgres.log"),
-      "-w",
-      "-t",
-      "60",
-      "-o",
-      options,
-      "start",
-    ]);
+    const start = () =>
+      as("pg_ctl", [
+        "-D",
+        data,
+        "-l",
+        join(dir, "postgres.log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        options,
+        "start",
+      ]);
+    await start();
     return {
       adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
+      halt: () => as("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]),
+      resume: start,
       async stop() {
         await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
         rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,7 @@ import type { AppDeps } from "./app-deps";
 import { bearerAuth } from "./auth";
 import { refuseCrossSite, refuseForeignHost } from "./cross-site";
 import { dashboardRoutes } from "./dashboard/dashboard-routes";
-import { ApiError } from "./errors";
+import { ApiError, unavailable } from "./errors";
 import { RunFeed } from "./live/run-feed";
 import { LIVE_DEFAULTS } from "./live/sse-session";
 import { MetricsCollector } from "./metrics/metrics-collector";
@@ -29,6 +29,10 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   app.onError((error, c) => {
     if (error instanceof ApiError) return c.json(error.toBody(), error.status);
     logger?.error({ err: error, path: c.req.path }, "request failed");
+    if (deps.repo.isUnavailable?.(error)) {
+      const down = unavailable("the database");
+      return c.json(down.toBody(), down.status);
+    }
     return c.json({ error: { code: "internal", message: "internal error" } }, 500);
   });
   app.notFound((c) =>

@@ -132,6 +132,10 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     }
     logger.info({ runId, result }, "run step done");
     switch (result.kind) {
+      case "store_unavailable":
+        // The database is down for now: the job waits, without spending one of its attempts.
+        await job.moveToDelayed(result.until, token);
+        throw new DelayedError();
       case "cooldown":
       case "handed_back":
         await job.moveToDelayed(result.kind === "cooldown" ? result.until : Date.now(), token);

@@ -33,6 +33,11 @@ export type MaybePromise<T> = T | Promise<T>;
  * reconciler. Errors: `createRun` throws `RunAlreadyActiveError` and `IdempotencyConflictError`.
  */
 export interface RunRepositoryPort {
+  /**
+   * Whether an error of this repository says the database is unreachable for now (PostgreSQL
+   * restarting, a connection cut): the API answers 503 `unavailable` rather than 500.
+   */
+  isUnavailable?(error: unknown): boolean;
   createRun(input: NewRun): MaybePromise<RunRecord & { replayed?: boolean }>;
   deleteRun(runId: string): MaybePromise<void>;
   activeRunOf(sessionId: string): MaybePromise<string | null>;

@@ -23,6 +23,9 @@ export const MAX_ITERATION_ATTEMPTS = 3;
 /** How soon a run whose workspace a rollback holds looks again. */
 const HOLD_RECHECK_MS = 500;
 
+/** How soon a step that found the database unreachable tries again. */
+export const STORE_RETRY_MS = 2000;
+
 /**
  * Drives a run as far as it can go without waiting: claims it, runs iterations until one
  * ends the run or asks for a cooldown (the caller then parks the job until `until`).
@@ -32,7 +35,14 @@ export async function runStep(
   runId: string,
   opts: StepOptions = {},
 ): Promise<StepResult> {
-  const claimed = await res.store.claimRun(runId, firstStart(res));
+  let claimed: Awaited<ReturnType<typeof res.store.claimRun>>;
+  try {
+    claimed = await res.store.claimRun(runId, firstStart(res));
+  } catch (error) {
+    if (!res.store.isUnavailable?.(error)) throw error;
+    res.logger.warn({ runId, err: messageOf(error) }, "database unavailable: step put off");
+    return { kind: "store_unavailable", until: (res.now ?? Date.now)() + STORE_RETRY_MS };
+  }
   if (claimed === null) return { kind: "missing" };
   const { run } = claimed;
   if (isTerminal(run.status)) return { kind: "finished", status: run.status, reason: run.reason };
@@ -57,7 +67,8 @@ async function stepOnce(
     return result;
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
-    const message = error instanceof Error ? error.message : String(error);
+    if (res.store.isUnavailable?.(error)) return putOff(res, ctx, error);
+    const message = messageOf(error);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
     const err = ctx.redact(error instanceof Error ? errorFields(error) : message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
@@ -67,10 +78,37 @@ async function stepOnce(
       });
     } catch (finishError) {
       if (finishError instanceof LeaseLostError) return { kind: "lease_lost" };
+      if (res.store.isUnavailable?.(finishError)) return putOff(res, ctx, finishError);
       throw finishError;
     }
     return { kind: "finished", status: "failed", reason: "error" };
   }
+}
+
+/**
+ * The database failed the step for now (a restart, a cut connection, a deadlock): the run is
+ * not failed for it. What the step started is killed, and the run is left as it is stored —
+ * its iteration in flight, if any, `running` — for a later step, which takes it up as it takes
+ * up the iteration of a crashed worker (another attempt).
+ */
+function putOff(res: EngineResources, ctx: RunContext, error: unknown): StepResult {
+  killOrphanedGroup(ctx.run.activePgid, ctx.run.id);
+  res.logger.warn(
+    { runId: ctx.run.id, err: ctx.redact(messageOf(error)) },
+    "database unavailable: step put off",
+  );
+  return { kind: "store_unavailable", until: ctx.now() + STORE_RETRY_MS };
+}
+
+/**
+ * An error's message. A failed query's error (drizzle's) carries the query and its parameters,
+ * the run's own data: its cause says why without them.
+ */
+function messageOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { cause } = error as { cause?: unknown };
+  if ("query" in error && cause instanceof Error) return cause.message;
+  return error.message;
 }
 
 async function drive(

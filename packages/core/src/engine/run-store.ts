@@ -123,6 +123,13 @@ export interface RunStore {
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null>;
   /** Whether the snapshot row of an iteration attempt is stored (see RunContext.defer). */
   hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean>;
+  /**
+   * Whether an error this store threw says that the database could not be reached or could
+   * not apply the call for now (a server restarting, a connection cut, a deadlock's victim):
+   * the step is handed back to try again later, rather than the run failed. A store whose
+   * database is a file in this process (SQLite) has no such errors and need not say.
+   */
+  isUnavailable?(error: unknown): boolean;
 }
 
 /** Whether a claimed run is one `ClaimStart` starts (its workspace's hold checked apart). */

@@ -9,6 +9,8 @@ export type StepResult =
   /** The run waits for a person (`awaiting_approval`): its job ends, no worker slot is held. */
   | { kind: "awaiting_approval" }
   | { kind: "handed_back" }
+  /** The database is unreachable for now: the run is left as it is, to try again at `until`. */
+  | { kind: "store_unavailable"; until: number }
   | { kind: "lease_lost" }
   | { kind: "missing" };
 

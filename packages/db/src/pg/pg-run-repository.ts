@@ -42,6 +42,7 @@ import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "
 import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
 import { createRun } from "./submit";
+import { isPgUnavailable } from "./unavailable";
 import { holdWorkspace, releaseWorkspace } from "./workspace-holds";
 
 const active = [...ACTIVE_STATUSES];
@@ -54,6 +55,10 @@ const MAX_SEQ = 2_147_483_647;
  */
 export class PgRunRepository implements RunRepositoryPort {
   constructor(private readonly db: PgDb) {}
+
+  isUnavailable(error: unknown): boolean {
+    return isPgUnavailable(error);
+  }
 
   /**
    * Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is

@@ -20,6 +20,7 @@ import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
+import { isPgUnavailable } from "./unavailable";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
@@ -202,6 +203,11 @@ export class PgRunStore implements RunStore {
 
   workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
     return workspaceHeldUntil(this.db, workspace, now);
+  }
+
+  /** A transaction is all or nothing and fenced by the epoch: the step may simply try again. */
+  isUnavailable(error: unknown): boolean {
+    return isPgUnavailable(error);
   }
 
   async hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean> {

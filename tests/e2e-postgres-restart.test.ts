@@ -55,6 +55,9 @@ describe("PostgreSQL restarting under a running run", () => {
       const runs = await stack.api("GET", "/api/runs");
       expect(runs.status).toBe(503);
       expect(runs.body.error.code).toBe("unavailable");
+      // As its OpenAPI document says (served without the database).
+      const doc = await stack.api("GET", "/api/openapi.json");
+      expect(doc.body.paths["/api/runs"].get.responses["503"]).toBeDefined();
       const submitted = await stack.api(
         "POST",
         "/api/runs",

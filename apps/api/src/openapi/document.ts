@@ -109,6 +109,8 @@ function operation(op: OperationDoc): JsonSchema {
       : {}),
     responses: Object.fromEntries(
       Object.entries({
+        // Any /api route reads the database; an operation's own 503 (Redis down) says more.
+        ...(op.path.startsWith("/api/") ? { 503: DATABASE_DOWN } : {}),
         ...op.responses,
         // RATE_LIMIT_PER_MINUTE covers every /api route, the cross-site check every /api POST
         // (see app.ts).
@@ -122,6 +124,12 @@ function operation(op: OperationDoc): JsonSchema {
 const CROSS_SITE: ResponseDoc = {
   description:
     "forbidden: sent by a browser from a page of another origin than the API's own and CORS_ORIGINS (cross-site request forgery)",
+  json: "Error",
+};
+
+const DATABASE_DOWN: ResponseDoc = {
+  description:
+    "unavailable: the database cannot be reached for now (PostgreSQL restarting, a connection cut); try again later",
   json: "Error",
 };
 

@@ -119,7 +119,8 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     const store = new MemoryRunStore();
     const run = mistralRun({ testCommand: "true" });
     store.add(run);
-    // The cap keeps the transcript's last 20 characters of the secret, then the rest.
+    // The cap would keep the transcript's last 20 characters of the secret, then the rest:
+    // the transcript is redacted before it is cut, so it keeps the redaction and 10 x's.
     const cap = 20 + 1 + 50 + 1 + finishLine.length;
     const res = resources(store, {
       llm: fx.llm,
@@ -129,7 +130,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
     const output = store.iterationsOf(run.id)[0]?.agent?.output;
     expect(output).toBe(
-      `[… earlier transcript omitted …]\n${REDACTED}\n${"y".repeat(50)}\n${finishLine}`,
+      `[… 90 bytes of earlier transcript omitted …]\n${"x".repeat(10)}${REDACTED}\n${"y".repeat(50)}\n${finishLine}`,
     );
   });
 

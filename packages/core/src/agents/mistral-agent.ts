@@ -1,14 +1,11 @@
 import type { Plan } from "../domain/plan";
 import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
-import { keptTail } from "../util/cut-marks";
-import {
-  parsePlanAnswer,
-  planFromAnswer,
-  REPLAN_AFTER_FAILURES,
-  renderPlan,
-  UpdateStepArgs,
-} from "./plan";
+import { capHead, capTail } from "../util/cut-marks";
+import { completer, makePlan, type PlanRecorder, SYSTEM, updateStep } from "./mistral-agent-plan";
+import { renderPlan } from "./plan";
+
+export { makeAgentPlan } from "./mistral-agent-plan";
 
 export interface AgentTool extends ChatTool {
   server: string;
@@ -41,14 +38,9 @@ export interface RecordedToolCall {
 }
 
 /** Where the agent's actions are persisted and announced as they happen. */
-export interface AgentRecorder {
+export interface AgentRecorder extends PlanRecorder {
   toolCall(call: RecordedToolCall): Promise<void>;
   tokens(count: number): Promise<void>;
-  plan(
-    type: "plan_created" | "plan_updated" | "step_completed",
-    plan: Plan,
-    data?: Record<string, unknown>,
-  ): Promise<void>;
 }
 
 export interface MistralAgentInput {
@@ -68,6 +60,12 @@ export interface MistralAgentInput {
   recorder: AgentRecorder;
   /** @defaultValue 65536 */
   outputCapBytes?: number;
+  /**
+   * Removes secrets from the transcript's text before it is cut (the engine's redactor): a
+   * cut can leave a piece of a secret that a redactor no longer recognises afterwards.
+   * @defaultValue none (the text is kept as it is)
+   */
+  redact?: (text: string) => string;
 }
 
 export interface MistralAgentResult {
@@ -111,15 +109,13 @@ const UPDATE_STEP: ChatTool = {
   },
 };
 
-const SYSTEM = [
-  "You are a careful software engineering agent working inside one workspace directory.",
-  "Act through the tools: read files before changing them, make focused edits, run commands to check your work.",
-  "Paths are relative to the workspace. Do not repeat a tool call that already failed the same way.",
-  'When the task is complete, call `finish` with status "done" and a short summary. If you cannot continue, call `finish` with status "blocked".',
-].join("\n");
-
 /** Three failed tool calls in a row end the iteration. */
 export const MAX_CONSECUTIVE_TOOL_FAILURES = 3;
+
+/** Bytes of a call's arguments, and of its result, that the transcript shows (a line says the rest was cut). */
+const TRANSCRIPT_ARGS_BYTES = 200;
+const TRANSCRIPT_RESULT_BYTES = 300;
+const TRANSCRIPT_LAST_ERROR_BYTES = 500;
 
 /**
  * The built-in LLM agent: decide → call a tool → feed the result back → adapt, until the
@@ -128,7 +124,10 @@ export const MAX_CONSECUTIVE_TOOL_FAILURES = 3;
 export async function runMistralAgent(input: MistralAgentInput): Promise<MistralAgentResult> {
   const started = performance.now();
   const transcript: string[] = [];
-  const log = (line: string) => transcript.push(line);
+  const redact = input.redact ?? ((text: string) => text);
+  // Every line is redacted whole, then cut: never a piece of a secret is left at a cut.
+  const log = (line: string) => transcript.push(redact(line));
+  const clip = (text: string, capBytes: number) => capHead(redact(text), capBytes);
   let plan = input.plan;
   let blocked: string | null = null;
 
@@ -137,10 +136,9 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     phaseFailed: MistralAgentResult["phaseFailed"] = null,
   ): MistralAgentResult => {
     const cap = input.outputCapBytes ?? 65_536;
-    const text = transcript.join("\n");
     return {
       exitCode,
-      output: text.length > cap ? keptTail("earlier transcript", text.slice(-cap)) : text,
+      output: capTail(transcript.join("\n"), cap, "earlier transcript"),
       durationMs: Math.round(performance.now() - started),
       plan,
       phaseFailed,
@@ -211,7 +209,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         if (args === undefined) {
           outcome = {
             isError: true,
-            result: `the arguments of ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}`,
+            result: `the arguments of ${call.name} are not valid JSON: ${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}`,
           };
         } else if (call.name === "update_step" && plan) {
           const updated = await updateStep(input, complete, plan, args);
@@ -231,7 +229,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         }
         calls += 1;
         log(
-          `→ ${call.name}(${call.arguments.slice(0, 200)}) ${outcome.isError ? "✗" : "✓"} ${outcome.result.slice(0, 300)}`,
+          `→ ${call.name}(${clip(call.arguments, TRANSCRIPT_ARGS_BYTES)}) ${outcome.isError ? "✗" : "✓"} ${clip(outcome.result, TRANSCRIPT_RESULT_BYTES)}`,
         );
         messages.push({
           role: "tool",
@@ -242,7 +240,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         failuresInARow = outcome.isError ? failuresInARow + 1 : 0;
         if (failuresInARow >= MAX_CONSECUTIVE_TOOL_FAILURES) {
           log(
-            `stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${call.name}: ${outcome.result.slice(0, 500)}`,
+            `stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${call.name}: ${clip(outcome.result, TRANSCRIPT_LAST_ERROR_BYTES)}`,
           );
           return done(1);
         }
@@ -259,133 +257,4 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     }
     throw error;
   }
-}
-
-type Complete = (
-  messages: ChatMessage[],
-  tools: ChatTool[],
-  json?: boolean,
-) => ReturnType<ChatModel["complete"]>;
-
-type ModelSettings = Pick<MistralAgentInput, "llm" | "model" | "temperature" | "signal">;
-
-/** One chat completion with the agent's model settings; its tokens are counted. */
-function completer(input: ModelSettings, onTokens: (count: number) => Promise<void>): Complete {
-  return async (messages, tools, json = false) => {
-    const res = await input.llm.complete(
-      {
-        model: input.model,
-        messages,
-        ...(tools.length > 0 ? { tools } : {}),
-        ...(json ? { json: true } : {}),
-        ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
-      },
-      input.signal,
-    );
-    await onTokens(res.usage.totalTokens);
-    return res;
-  };
-}
-
-/**
- * Makes the agent's plan ahead of iteration 1 (the run's `approval: "plan"`: a person approves
- * it first); the agent then finds the plan on the run and does not plan again.
- */
-export async function makeAgentPlan(
-  input: ModelSettings & { prompt: string; onTokens: (count: number) => Promise<void> },
-): Promise<{ ok: true; plan: Plan } | { ok: false; error: string }> {
-  try {
-    return await makePlan(input, completer(input, input.onTokens), null, null);
-  } catch (error) {
-    if (error instanceof ChatModelError) {
-      return { ok: false, error: `the model could not be reached: ${error.message}` };
-    }
-    throw error;
-  }
-}
-
-/** Asks for a JSON plan; an invalid answer is asked again once with the error. */
-async function makePlan(
-  input: { prompt: string },
-  complete: Complete,
-  previous: Plan | null,
-  reason: string | null,
-): Promise<{ ok: true; plan: Plan } | { ok: false; error: string }> {
-  const ask = [
-    "Before acting, plan the work. Answer with a JSON object only:",
-    '{"steps": [{"title": "…", "detail": "…"}]} — 1 to 30 concrete steps, in order.',
-    previous ? `\nThe previous plan:\n${renderPlan(previous)}\nRe-plan because: ${reason}` : "",
-  ].join("\n");
-  const messages: ChatMessage[] = [
-    { role: "system", content: SYSTEM },
-    { role: "user", content: `${input.prompt}\n${ask}` },
-  ];
-  let error = "";
-  for (let attempt = 1; attempt <= 2; attempt++) {
-    const res = await complete(messages, [], true);
-    const parsed = parsePlanAnswer(res.content);
-    if (parsed.ok) return { ok: true, plan: planFromAnswer(parsed.plan, previous, reason) };
-    error = parsed.error;
-    messages.push({ role: "assistant", content: res.content ?? "" });
-    messages.push({
-      role: "user",
-      content: `That plan is invalid (${error}). Answer again with the JSON object only.`,
-    });
-  }
-  return { ok: false, error: `invalid plan twice: ${error}` };
-}
-
-async function updateStep(
-  input: MistralAgentInput,
-  complete: Complete,
-  plan: Plan,
-  args: unknown,
-): Promise<{ plan: Plan; outcome: { isError: boolean; result: string } }> {
-  const parsed = UpdateStepArgs.safeParse(args);
-  const step = parsed.success ? plan.steps.find((s) => s.id === parsed.data.step) : undefined;
-  if (!parsed.success || !step) {
-    return {
-      plan,
-      outcome: {
-        isError: true,
-        result: `invalid update_step: give an existing step number (1–${plan.steps.length}) and a status`,
-      },
-    };
-  }
-  const { status, note } = parsed.data;
-  const next: Plan = {
-    ...plan,
-    steps: plan.steps.map((s) =>
-      s.id === step.id
-        ? {
-            ...s,
-            status,
-            note: note ?? s.note,
-            failures: s.failures + (status === "failed" ? 1 : 0),
-          }
-        : s,
-    ),
-  };
-  const updated = next.steps.find((s) => s.id === step.id) ?? step;
-  if (status === "done") {
-    await input.recorder.plan("step_completed", next, { step: step.id, title: step.title });
-  }
-  if (status === "failed" && updated.failures >= REPLAN_AFTER_FAILURES) {
-    const reason = `step ${step.id} ("${step.title}") failed ${updated.failures} times: ${note ?? "no reason given"}`;
-    const made = await makePlan(input, complete, next, reason);
-    if (made.ok) {
-      await input.recorder.plan("plan_updated", made.plan, {
-        reason,
-        steps: made.plan.steps.length,
-      });
-      return {
-        plan: made.plan,
-        outcome: { isError: false, result: `Re-planned. The new plan:\n${renderPlan(made.plan)}` },
-      };
-    }
-  }
-  if (status !== "done") {
-    await input.recorder.plan("plan_updated", next, { step: step.id, status });
-  }
-  return { plan: next, outcome: { isError: false, result: `step ${step.id} is ${status}` } };
 }

@@ -158,6 +158,7 @@ export async function runAgentPhase(
           tokensLeft: () =>
             maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens,
           outputCapBytes: input.outputCapBytes,
+          redact: (text) => ctx.redact(text),
           recorder: {
             toolCall: async (call) => {
               const record: NewToolCall = { iteration: input.n, ...call };

@@ -1,4 +1,5 @@
 import type { Mistral } from "@mistralai/mistralai";
+import { capHead } from "../util/cut-marks";
 import { unlessAborted } from "../util/unless-aborted";
 import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
 import { ChatModelError } from "./chat-model";
@@ -143,7 +144,9 @@ export class MistralChatModel implements ChatModel {
           ? Number((error as { statusCode: unknown }).statusCode)
           : null;
       const message = error instanceof Error ? error.message : String(error);
-      throw new ChatModelError(`chat completion failed: ${message}`.slice(0, 1000), status, {
+      // A marked cut: the vendor may echo the request (tool results with secrets in them), and
+      // the redactor removes a secret's piece at a cut only where a line says it was cut.
+      throw new ChatModelError(capHead(`chat completion failed: ${message}`, 1000), status, {
         cause: error,
       });
     }

@@ -1,5 +1,5 @@
 import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
-import { keptHead } from "../util/cut-marks";
+import { capHead } from "../util/cut-marks";
 
 function base64Bytes(data: string): number {
   return Math.floor((data.length * 3) / 4);
@@ -42,11 +42,5 @@ export function callResultText(result: { content?: unknown; structuredContent?: 
  * much was cut; the marker comes on top of the cap.
  */
 export function capText(text: string, capBytes: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= capBytes) return text;
-  let end = capBytes;
-  // Back up to the first byte of a character the cap would split (UTF-8 continuation bytes are 10xxxxxx).
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  const kept = bytes.subarray(0, end).toString("utf8");
-  return keptHead(kept, bytes.length - end, bytes.length);
+  return capHead(text, capBytes);
 }

@@ -36,3 +36,33 @@ export function tailCut(text: string): number | undefined {
 export function headCut(text: string): number | undefined {
   return HEAD_LINE.exec(text)?.index;
 }
+
+/** Whether byte `i` of UTF-8 `bytes` continues a character (10xxxxxx) rather than starting one. */
+function continues(bytes: Buffer, i: number): boolean {
+  return ((bytes[i] ?? 0) & 0xc0) === 0x80;
+}
+
+/**
+ * The first `capBytes` bytes of `text` (never splitting a character: no half of an emoji, no
+ * lone surrogate) followed by the line that says how much was cut; `text` itself when it fits.
+ * The line comes on top of the cap.
+ */
+export function capHead(text: string, capBytes: number): string {
+  if (text.length <= capBytes / 3 || Buffer.byteLength(text, "utf8") <= capBytes) return text;
+  const bytes = Buffer.from(text, "utf8");
+  let end = Math.max(0, capBytes);
+  while (end > 0 && continues(bytes, end)) end--;
+  return keptHead(bytes.subarray(0, end).toString("utf8"), bytes.length - end, bytes.length);
+}
+
+/**
+ * The last `capBytes` bytes of `text` (never splitting a character) after the line that says
+ * how many bytes of `what` ("earlier transcript") were omitted; `text` itself when it fits.
+ */
+export function capTail(text: string, capBytes: number, what: string): string {
+  if (text.length <= capBytes / 3 || Buffer.byteLength(text, "utf8") <= capBytes) return text;
+  const bytes = Buffer.from(text, "utf8");
+  let start = bytes.length - Math.max(0, capBytes);
+  while (start < bytes.length && continues(bytes, start)) start++;
+  return keptTail(`${start} bytes of ${what}`, bytes.subarray(start).toString("utf8"));
+}

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral } from "../../../../tests/support/fake-mistral";
 import { ChatModelError } from "../../src/llm/chat-model";
 import { MistralChatModel } from "../../src/llm/mistral-chat-model";
+import { Redactor } from "../../src/util/redactor";
 
 describe("MistralChatModel (real SDK, fake Mistral server)", () => {
   const fake = new FakeMistral();
@@ -47,6 +48,22 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     expect(res.usage.totalTokens).toBe(120);
     expect(fake.requests[0]?.authorization).toBe("Bearer test-key-123");
     expect(fake.requests[0]?.tools?.[0]?.function.name).toBe("read");
+  });
+
+  it("cuts a long vendor error with a marker, so the redactor removes a secret cut in half", async () => {
+    const secret = "npm_QWERTYUIOPASDFGHJKLZXCVBNM0123456789";
+    fake.replies({ status: 400, body: { message: "probe" } });
+    const probe = (await ask().catch((e: unknown) => e)) as ChatModelError;
+    const at = probe.message.indexOf("probe");
+    expect(at).toBeGreaterThan(0);
+    // The vendor echoes a request whose tool result held the secret, 20 characters of it before 1000.
+    fake.replies({ status: 400, body: { message: `${"x".repeat(980 - at)}${secret} and more` } });
+    const error = (await ask().catch((e: unknown) => e)) as ChatModelError;
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect(error.message).toMatch(/\n\[… \d+ of \d+ bytes cut …\]$/);
+    const shown = new Redactor([secret]).text(`the model could not be reached: ${error.message}`);
+    expect(shown).not.toContain(secret.slice(0, 10));
+    expect(shown).toContain("[REDACTED]");
   });
 
   it("retries a 503 and then succeeds", async () => {

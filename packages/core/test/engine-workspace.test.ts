@@ -67,6 +67,27 @@ describe("a run's workspace", () => {
     });
   });
 
+  it("waits while a rollback of another of its session's workspaces holds the session", async () => {
+    // The restore uses the session's snapshot store, which the run's baseline writes to.
+    const run = makeRun(
+      { agent: { type: "command", command: "touch ran" }, testCommand: "test -f ran" },
+      engine.ws,
+    );
+    engine.store.add(run);
+    const now = Date.now();
+    engine.store.holds.set(`session:${run.sessionId}`, now + 60_000);
+    engine.store.holds.set("session:another", now + 60_000);
+    const res = resources(engine.store, { now: () => now });
+
+    expect(await runStep(res, run.id)).toEqual({ kind: "cooldown", until: now + 500 });
+    expect(await engine.store.getRun(run.id)).toMatchObject({ status: "queued", startedAt: null });
+    expect(engine.store.snapshotsOf(run.id)).toEqual([]);
+    expect(existsSync(join(engine.ws, "ran"))).toBe(false);
+
+    engine.store.holds.delete(`session:${run.sessionId}`);
+    expect(await runStep(res, run.id)).toMatchObject({ kind: "finished", status: "succeeded" });
+  });
+
   it("starts the run in full when the hold its claim saw is gone by the step's own look", async () => {
     const run = makeRun(
       {

@@ -20,7 +20,7 @@ import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
 import { toIterationRecord, toolCallRows, toRunRecord } from "./records";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
-import { workspaceHeldUntil } from "./workspace-holds";
+import { type HeldRun, workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -120,11 +120,7 @@ export class SqliteRunStore implements RunStore {
           run = toRunRecord(updated);
         }
         let started = false;
-        if (
-          start &&
-          startsOnClaim(run) &&
-          workspaceHeldUntil(this.db, run.workspace, start.now) === null
-        ) {
+        if (start && startsOnClaim(run) && workspaceHeldUntil(this.db, run, start.now) === null) {
           started = true;
           run = this.apply(runId, run.epoch, start.mutation(run), start.now);
         }
@@ -254,8 +250,8 @@ export class SqliteRunStore implements RunStore {
     return st.snapshotStored.get({ runId, n, attempt }) !== undefined;
   }
 
-  async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
-    return workspaceHeldUntil(this.db, workspace, now);
+  async workspaceHeldUntil(run: HeldRun, now: number): Promise<number | null> {
+    return workspaceHeldUntil(this.db, run, now);
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

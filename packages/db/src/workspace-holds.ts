@@ -55,7 +55,13 @@ export function workspacesOverlap(
 /** The key a rollback holds its session's snapshot store by (see holdKeys). */
 const sessionKey = (sessionId: string) => `session:${sessionId}`;
 
-/** Live holds that bar a rollback: of the session, or of an overlapping workspace. */
+/** What a run that is about to start is checked by: its workspace and its session. */
+export type HeldRun = Pick<HoldRequest, "workspace" | "sessionId">;
+
+/**
+ * Live holds that bar a rollback, or a run from starting: of the session (its snapshot
+ * store), or of an overlapping workspace.
+ */
 export function holdsBarring(
   req: Pick<HoldRequest, "workspace" | "sessionId">,
   now: number,
@@ -130,10 +136,13 @@ const statements = (db: Db) => ({
     .from(workspaceHolds)
     .where(
       and(
-        workspacesOverlap(
-          workspaceHolds.workspace,
-          sql.placeholder("workspace"),
-          sql.placeholder("under"),
+        or(
+          workspacesOverlap(
+            workspaceHolds.workspace,
+            sql.placeholder("workspace"),
+            sql.placeholder("under"),
+          ),
+          eq(workspaceHolds.workspace, sql.placeholder("session")),
         ),
         gt(workspaceHolds.expiresAt, sql.placeholder("now")),
       ),
@@ -142,10 +151,12 @@ const statements = (db: Db) => ({
 });
 
 /**
- * Until when a rollback holds the workspace (or one it lies in, or one inside it), or null
- * (asked before every run starts).
+ * Until when a rollback holds the workspace (or one it lies in, or one inside it) or the
+ * run's session (its snapshot store), or null (asked before every run starts).
  */
-export function workspaceHeldUntil(db: Db, workspace: string, now: number): number | null {
+export function workspaceHeldUntil(db: Db, run: HeldRun, now: number): number | null {
   const { heldUntil } = preparedOnce(db, statements);
-  return heldUntil.get({ workspace, under: `${workspace}/`, now })?.expiresAt ?? null;
+  const { workspace } = run;
+  const session = sessionKey(run.sessionId);
+  return heldUntil.get({ workspace, under: `${workspace}/`, session, now })?.expiresAt ?? null;
 }

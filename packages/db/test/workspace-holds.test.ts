@@ -82,18 +82,22 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
       ttlMs: TTL,
     });
 
+  /** Until when a run of session `other` in `workspace` waits (no hold of that session). */
+  const heldUntil = (workspace: string, now: number, sessionId = "other") =>
+    engine.store.workspaceHeldUntil({ workspace, sessionId }, now);
+
   it("holds a workspace for one rollback; its runs wait until it is released", async () => {
     const done = await finishedRun("s1", "/ws/a");
     expect(await hold(done)).toEqual({ held: true });
-    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBe(1000 + TTL);
-    expect(await engine.store.workspaceHeldUntil("/ws/other", 2000)).toBeNull();
+    expect(await heldUntil("/ws/a", 2000)).toBe(1000 + TTL);
+    expect(await heldUntil("/ws/other", 2000)).toBeNull();
     // A second rollback of the workspace, or of the session, is refused meanwhile.
     expect(await hold(done)).toEqual({ held: false, heldByRun: done.id });
     const sameSession = await finishedRun("s1", "/ws/elsewhere");
     expect(await hold(sameSession)).toEqual({ held: false, heldByRun: done.id });
 
     await engine.repo.releaseWorkspace({ ...done, runId: done.id });
-    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBeNull();
+    expect(await heldUntil("/ws/a", 2000)).toBeNull();
     expect(await hold(sameSession)).toEqual({ held: true });
   });
 
@@ -119,6 +123,27 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     });
   });
 
+  it("leaves a run of the session queued while another of its workspaces is restored", async () => {
+    // The rollback holds the session's snapshot store: a run starting in another workspace of
+    // the session would take its baseline snapshot there, mid-restore.
+    const done = await finishedRun("s1", "/ws/a");
+    expect(await hold(done, 1000)).toEqual({ held: true });
+    expect(await heldUntil("/ws/b", 2000, "s1")).toBe(1000 + TTL);
+    expect(await heldUntil("/ws/b", 2000, "s2")).toBeNull();
+    const next = newRun({}, { sessionId: "s1", workspace: "/ws/b" });
+    await engine.repo.createRun(next);
+    const start = { now: 2000, mutation: () => ({ run: { status: "running" as const } }) };
+    expect((await engine.store.claimRun(next.id, start))?.run).toMatchObject({
+      status: "queued",
+      startedAt: null,
+    });
+    await engine.repo.releaseWorkspace({ ...done, runId: done.id });
+    expect(await heldUntil("/ws/b", 2000, "s1")).toBeNull();
+    expect((await engine.store.claimRun(next.id, start))?.run).toMatchObject({
+      status: "running",
+    });
+  });
+
   it("refuses while a run is active in the session, or in another session's same workspace", async () => {
     const done = await finishedRun("s1", "/ws/a");
     const active = newRun({}, { sessionId: "s1", workspace: "/ws/a" });
@@ -130,8 +155,8 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     await engine.repo.createRun(sharing);
     expect(await hold(other)).toEqual({ held: false, activeRunId: sharing.id });
     // Nothing was held by the refusals.
-    expect(await engine.store.workspaceHeldUntil("/ws/a", 2000)).toBeNull();
-    expect(await engine.store.workspaceHeldUntil("/ws/b", 2000)).toBeNull();
+    expect(await heldUntil("/ws/a", 2000)).toBeNull();
+    expect(await heldUntil("/ws/b", 2000)).toBeNull();
   });
 
   it("counts a workspace inside another as the same one, and a sibling named alike as another", async () => {
@@ -152,9 +177,9 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     // A hold bars the workspaces inside it and around it, not its siblings.
     const held = await finishedRun("s5", "/ws/x");
     expect(await hold(held)).toEqual({ held: true });
-    expect(await engine.store.workspaceHeldUntil("/ws/x/y", 2000)).toBe(1000 + TTL);
-    expect(await engine.store.workspaceHeldUntil("/ws", 2000)).toBe(1000 + TTL);
-    expect(await engine.store.workspaceHeldUntil("/ws/xy", 2000)).toBeNull();
+    expect(await heldUntil("/ws/x/y", 2000)).toBe(1000 + TTL);
+    expect(await heldUntil("/ws", 2000)).toBe(1000 + TTL);
+    expect(await heldUntil("/ws/xy", 2000)).toBeNull();
     const inner = await finishedRun("s6", "/ws/x/y");
     expect(await hold(inner)).toEqual({ held: false, heldByRun: held.id });
     const outer = await finishedRun("s7", "/ws/xy");
@@ -164,8 +189,8 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
   it("takes over a hold that expired (its API died mid-restore)", async () => {
     const done = await finishedRun("s1", "/ws/a");
     expect(await hold(done, 1000)).toEqual({ held: true });
-    expect(await engine.store.workspaceHeldUntil("/ws/a", 1000 + TTL)).toBeNull();
+    expect(await heldUntil("/ws/a", 1000 + TTL)).toBeNull();
     expect(await hold(done, 1000 + TTL)).toEqual({ held: true });
-    expect(await engine.store.workspaceHeldUntil("/ws/a", 1000 + TTL)).toBe(1000 + 2 * TTL);
+    expect(await heldUntil("/ws/a", 1000 + TTL)).toBe(1000 + 2 * TTL);
   });
 });

@@ -130,7 +130,7 @@ async function drive(
   // A rollback is restoring the workspace: the run starts once it is done (checked again soon).
   if (ctx.run.status === "queued") {
     const now = ctx.now();
-    const heldUntil = await res.store.workspaceHeldUntil(ctx.run.workspace, now);
+    const heldUntil = await res.store.workspaceHeldUntil(ctx.run, now);
     if (heldUntil !== null) {
       await ctx.commit({ progress: "waiting: a rollback is restoring the workspace" });
       return { kind: "cooldown", until: Math.min(heldUntil, now + HOLD_RECHECK_MS) };

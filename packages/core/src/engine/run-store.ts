@@ -117,10 +117,14 @@ export interface RunStore {
   /** The run's pipeline phase artifacts, in phase order. */
   phaseArtifacts(runId: string): Promise<PhaseArtifact[]>;
   /**
-   * Until when a rollback holds the workspace (it is being restored: no run may start
-   * there), or null.
+   * Until when a rollback holds the run's workspace (it is being restored: no run may start
+   * there) or its session (another of the session's workspaces is being restored, with the
+   * session's snapshot store, which the run's snapshots write to), or null.
    */
-  workspaceHeldUntil(workspace: string, now: number): Promise<number | null>;
+  workspaceHeldUntil(
+    run: Pick<RunRecord, "workspace" | "sessionId">,
+    now: number,
+  ): Promise<number | null>;
   /** Whether the snapshot row of an iteration attempt is stored (see RunContext.defer). */
   hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean>;
   /**

@@ -67,11 +67,7 @@ export class MemoryRunStore implements RunStore {
     if (!run) return null;
     if (!["succeeded", "failed", "stopped"].includes(run.status)) run.epoch += 1;
     let started = false;
-    if (
-      start &&
-      startsOnClaim(run) &&
-      (await this.workspaceHeldUntil(run.workspace, start.now)) === null
-    ) {
+    if (start && startsOnClaim(run) && (await this.workspaceHeldUntil(run, start.now)) === null) {
       started = true;
       await this.commit(runId, run.epoch, start.mutation(structuredClone(run)), start.now);
     }
@@ -201,12 +197,17 @@ export class MemoryRunStore implements RunStore {
     );
   }
 
-  /** Workspaces held by a rollback, until when (tests set them). */
+  /** Workspaces (and `session:<id>` keys) held by a rollback, until when (tests set them). */
   readonly holds = new Map<string, number>();
 
-  async workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
-    const until = this.holds.get(workspace);
-    return until !== undefined && until > now ? until : null;
+  async workspaceHeldUntil(
+    run: Pick<RunRecord, "workspace" | "sessionId">,
+    now: number,
+  ): Promise<number | null> {
+    const until = [this.holds.get(run.workspace), this.holds.get(`session:${run.sessionId}`)]
+      .filter((t): t is number => t !== undefined && t > now)
+      .sort((a, b) => b - a)[0];
+    return until ?? null;
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

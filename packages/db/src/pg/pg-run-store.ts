@@ -13,6 +13,7 @@ import {
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { toIterationRecord, toolCallRows, toRunRecord } from "../records";
+import type { HeldRun } from "../workspace-holds";
 import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
@@ -50,11 +51,7 @@ export class PgRunStore implements RunStore {
         if (updated) run = toRunRecord(updated);
       }
       let started = false;
-      if (
-        start &&
-        startsOnClaim(run) &&
-        (await workspaceHeldUntil(tx, run.workspace, start.now)) === null
-      ) {
+      if (start && startsOnClaim(run) && (await workspaceHeldUntil(tx, run, start.now)) === null) {
         started = true;
         run = await this.apply(tx, runId, run.epoch, start.mutation(run), start.now);
       }
@@ -201,8 +198,8 @@ export class PgRunStore implements RunStore {
     return listPhaseArtifacts(this.db, runId);
   }
 
-  workspaceHeldUntil(workspace: string, now: number): Promise<number | null> {
-    return workspaceHeldUntil(this.db, workspace, now);
+  workspaceHeldUntil(run: HeldRun, now: number): Promise<number | null> {
+    return workspaceHeldUntil(this.db, run, now);
   }
 
   /** A transaction is all or nothing and fenced by the epoch: the step may simply try again. */

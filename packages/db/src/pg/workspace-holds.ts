@@ -1,11 +1,11 @@
-import { and, eq, gt, inArray, sql, TransactionRollbackError } from "drizzle-orm";
+import { and, eq, inArray, sql, TransactionRollbackError } from "drizzle-orm";
 import {
+  type HeldRun,
   type HoldRequest,
   type HoldResult,
   holdKeys,
   holdsBarring,
   runsBarring,
-  workspacesOverlap,
 } from "../workspace-holds";
 import type { PgDb } from "./connection";
 import { runs, workspaceHolds } from "./schema";
@@ -68,17 +68,13 @@ export async function releaseWorkspace(
 
 export async function workspaceHeldUntil(
   db: PgDb,
-  workspace: string,
+  run: HeldRun,
   now: number,
 ): Promise<number | null> {
   const [hold] = await db
     .select({ expiresAt: workspaceHolds.expiresAt })
     .from(workspaceHolds)
-    .where(
-      and(
-        workspacesOverlap(workspaceHolds.workspace, workspace),
-        gt(workspaceHolds.expiresAt, now),
-      ),
-    );
+    .where(holdsBarring(run, now))
+    .limit(1);
   return hold?.expiresAt ?? null;
 }

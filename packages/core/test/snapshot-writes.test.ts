@@ -25,7 +25,13 @@ const gitDir = () => snapshots.gitDir("s1");
 const git = (...args: string[]) =>
   execFileSync("git", ["-c", "core.quotePath=false", `--git-dir=${gitDir()}`, ...args], {
     encoding: "utf8",
-    env: { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: "1" },
+    env: {
+      PATH: process.env.PATH,
+      HOME: dir,
+      GIT_CONFIG_NOSYSTEM: "1",
+      // The workspace's own index in the snapshot git dir (workspace-index.ts).
+      GIT_INDEX_FILE: snapshots.indexFile("s1", ws),
+    },
   });
 
 beforeEach(async () => {
@@ -147,7 +153,7 @@ describe("snapshot trees written from the index without git", () => {
         index: true,
       },
     );
-    expect(readFileSync(join(gitDir(), "index")).readUInt32BE(4)).toBe(4);
+    expect(readFileSync(snapshots.indexFile("s1", ws)).readUInt32BE(4)).toBe(4);
     expect(git("show", `${next}:b.txt`)).toBe("two\n");
     expect(git("rev-parse", `${next}^{tree}`).trim()).toBe(git("write-tree").trim());
   });

@@ -191,7 +191,7 @@ describe("reading a workspace in-process", () => {
     const past = new Date(Date.now() - 60_000);
     utimesSync(join(ws, "old.txt"), past, past);
     await snapshots.take(target(), "baseline", null);
-    const index = await readGitIndex(snapshots.gitDir("scan"));
+    const index = await readGitIndex(snapshots.indexFile("scan", ws));
     const files = filesFromIndex(index!)!;
     for (const path of ["old.txt", "fresh.txt"]) {
       const st = lstatSync(join(ws, path), { bigint: true });

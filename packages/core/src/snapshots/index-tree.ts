@@ -1,5 +1,4 @@
 import { readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { writeLooseObject } from "./git-objects";
 
 /**
@@ -12,8 +11,9 @@ import { writeLooseObject } from "./git-objects";
 export async function writeTreeFromIndex(
   gitDir: string,
   known: Set<string>,
+  indexFile: string,
 ): Promise<{ tree: string; index: GitIndex } | null> {
-  const index = await readGitIndex(gitDir);
+  const index = await readGitIndex(indexFile);
   if (index === null) return null;
   return { tree: writeTree(gitDir, index.entries, known), index };
 }
@@ -39,11 +39,11 @@ export interface GitIndex {
 }
 
 /**
- * The index of a snapshot git dir, or null when it holds what this does not handle. No index
- * file is an empty index (`git add -A` of an empty work tree writes none).
+ * An index file of a snapshot git dir (see workspace-index.ts), or null when it holds what
+ * this does not handle. No index file is an empty index (`git add -A` of an empty work tree
+ * writes none).
  */
-export async function readGitIndex(gitDir: string): Promise<GitIndex | null> {
-  const file = join(gitDir, "index");
+export async function readGitIndex(file: string): Promise<GitIndex | null> {
   let index: Buffer;
   let mtimeNs: bigint;
   try {

@@ -1,5 +1,4 @@
 import { type Dir, existsSync, opendirSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
   type CappedText,
@@ -14,6 +13,7 @@ import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
 import { initSnapshotRepository } from "./snapshot-repository";
+import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
   type ScanLimits,
@@ -85,7 +85,7 @@ export class WorkspaceSnapshots {
   /**
    * Records the workspace as it is now; returns the snapshot (commit) id. The workspace is
    * read in-process when this process knows its previous state (see workspace-scan.ts), else
-   * by `git add -A`; `opts.index` asks for git's way, which leaves the git dir's index equal
+   * by `git add -A`; `opts.index` asks for git's way, which leaves the workspace's index equal
    * to the workspace (a restore needs that).
    */
   async take(
@@ -137,18 +137,21 @@ export class WorkspaceSnapshots {
     key: string,
     signal?: AbortSignal,
   ): Promise<string> {
-    // One active run per session: a lock left here is a crashed worker's, never a live writer's.
-    await rm(join(gitDir, "index.lock"), { force: true });
+    const index = workspaceIndexFile(gitDir, workspace);
+    await prepareWorkspaceIndex(gitDir, index, this.timeoutMs, signal);
     // Unreadable files are skipped (git still exits non-zero); the snapshot holds the rest.
     const add = await runGit(this.base(gitDir, workspace, ["add", "-A", "--ignore-errors"]), {
-      env: this.env,
+      env: { ...this.env, GIT_INDEX_FILE: index },
       cwd: workspace,
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
     });
-    if (add.exitCode === null) throw new GitError(["add"], add);
+    if (add.exitCode === null) {
+      await releaseKilledLock(index);
+      throw new GitError(["add"], add);
+    }
     this.reads.gitAdds++;
-    const written = await writeTreeFromIndex(gitDir, this.objectsOf(gitDir));
+    const written = await writeTreeFromIndex(gitDir, this.objectsOf(gitDir), index);
     if (written === null)
       return (await this.git(gitDir, workspace, ["write-tree"], signal)).stdout.trim();
     // Only a clean add says what the workspace holds: an unreadable file is git's to retry.
@@ -331,6 +334,12 @@ export class WorkspaceSnapshots {
     ];
   }
 
+  /** The index file git uses for `workspace` in the session's git dir (see workspace-index.ts). */
+  indexFile(sessionId: string, workspace: string): string {
+    return workspaceIndexFile(this.gitDir(sessionId), workspace);
+  }
+
+  /** A command with a work tree uses that workspace's own index (see workspace-index.ts). */
   private async git(
     gitDir: string,
     workTree: string | null,
@@ -340,13 +349,16 @@ export class WorkspaceSnapshots {
     stdin?: string,
   ): Promise<GitResult> {
     const full = this.base(gitDir, workTree, args);
+    const index = workTree === null ? null : workspaceIndexFile(gitDir, workTree);
+    if (index !== null) await prepareWorkspaceIndex(gitDir, index, this.timeoutMs, signal);
     const result = await runGit(full, {
-      env: this.env,
+      env: index === null ? this.env : { ...this.env, GIT_INDEX_FILE: index },
       timeoutMs: this.timeoutMs,
       ...(signal ? { signal } : {}),
       ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
       ...(stdin !== undefined ? { stdin } : {}),
     });
+    if (result.exitCode === null && index !== null) await releaseKilledLock(index);
     if (result.exitCode !== 0) throw new GitError(args, result);
     return result;
   }

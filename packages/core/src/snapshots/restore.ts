@@ -1,3 +1,4 @@
+import { GitError } from "./git";
 import type { SnapshotTarget, WorkspaceSnapshots } from "./workspace-snapshots";
 
 /** A path the restore changed back: rewritten (modified or deleted since), or removed (new since). */
@@ -22,6 +23,11 @@ export interface RestoreResult {
  * the run's own chain of snapshots is left alone), which leaves the index equal to it; then
  * `read-tree -u --reset <to>` moves index and work tree to the snapshot, deleting what the
  * snapshot does not hold.
+ *
+ * A path is removed only if it is not ignored by the rules restored with `to`: a file that
+ * existed, ignored, before the run is in `before` if the run edited `.gitignore` so that it no
+ * longer is, and `read-tree` deletes it. Such paths are written back from `before` (work tree
+ * only: they stay out of the index, as the ignored files they are) and are not reported.
  */
 export async function restoreWorkspace(
   snapshots: WorkspaceSnapshots,
@@ -49,13 +55,56 @@ export async function restoreWorkspace(
     const status = parts[i]!;
     files.push({ path: parts[i + 1]!, change: status === "A" ? "removed" : "restored" });
   }
-  if (files.length > 0) {
+  if (files.length === 0) return { before, files };
+  await snapshots.gitIn(
+    target.sessionId,
+    target.workspace,
+    ["read-tree", "-u", "--reset", to],
+    signal,
+  );
+  const removed = files.filter((f) => f.change === "removed").map((f) => f.path);
+  const kept = new Set(await ignoredPaths(snapshots, target, removed, signal));
+  if (kept.size > 0) {
     await snapshots.gitIn(
       target.sessionId,
       target.workspace,
-      ["read-tree", "-u", "--reset", to],
+      [
+        "--literal-pathspecs",
+        "-C",
+        target.workspace,
+        "restore",
+        `--source=${before}`,
+        "--worktree",
+        "--pathspec-from-file=-",
+        "--pathspec-file-nul",
+      ],
       signal,
+      { stdin: [...kept].join("\0") },
     );
   }
-  return { before, files };
+  return { before, files: files.filter((f) => f.change !== "removed" || !kept.has(f.path)) };
+}
+
+/** Which of `paths` the workspace's ignore rules (as restored) ignore, tracked or not. */
+async function ignoredPaths(
+  snapshots: WorkspaceSnapshots,
+  target: SnapshotTarget,
+  paths: string[],
+  signal?: AbortSignal,
+): Promise<string[]> {
+  if (paths.length === 0) return [];
+  try {
+    const result = await snapshots.gitIn(
+      target.sessionId,
+      target.workspace,
+      ["-C", target.workspace, "check-ignore", "--no-index", "-z", "--stdin"],
+      signal,
+      { stdin: `${paths.join("\0")}\0` },
+    );
+    return result.stdout.split("\0").filter((p) => p.length > 0);
+  } catch (error) {
+    // Exit status 1: none of them is ignored.
+    if (error instanceof GitError && error.result.exitCode === 1) return [];
+    throw error;
+  }
 }

@@ -17,7 +17,9 @@ type Tx = Pick<PgDb, "select" | "insert">;
  * PostgreSQL twin of `recordPatterns` (../failure-patterns.ts). The counters are added in the
  * upsert itself, so runs of one workspace committing at once never lose a count; the last
  * errors are merged from the row as read in this transaction (two runs failing the same way
- * at the same instant may keep one error text instead of both).
+ * at the same instant may keep one error text instead of both). The rows are upserted in key
+ * order (`patternDeltas` sorts them): two commits touching the same rows lock them in the same
+ * order, so one waits for the other instead of both deadlocking (40P01, one run failing).
  */
 export async function recordPatterns(
   tx: Tx,

@@ -15,6 +15,7 @@ import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { snapshotsOf } from "../src/engine/snapshot-step";
 import { readGitIndex, statKey } from "../src/snapshots/index-tree";
+import { SNAPSHOT_ATTRIBUTES } from "../src/snapshots/snapshot-repository";
 import { filesFromIndex } from "../src/snapshots/workspace-scan";
 import { makeRun, removeDir, resources, tempDir } from "./support";
 
@@ -72,6 +73,8 @@ beforeEach(async () => {
   reference = join(dir, "reference.git");
   mkdirSync(ws);
   execFileSync("git", ["init", "-q", "--bare", reference], { env: gitEnv() });
+  // The snapshot git dirs' attributes (no conversion), so that git reads what they store.
+  writeFileSync(join(reference, "info", "attributes"), SNAPSHOT_ATTRIBUTES);
   snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots"), path: process.env.PATH });
   parent = null;
 });
@@ -137,16 +140,13 @@ describe("reading a workspace in-process", () => {
     // Nothing changed.
     expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
 
-    // Attributes may convert line endings or run filters: git's to apply.
-    write(".gitattributes", "*.txt text eol=crlf\n");
+    // A workspace's attributes convert nothing in a snapshot git dir (SNAPSHOT_ATTRIBUTES):
+    // the scan reads the bytes as git does, and keeps reading the workspace itself.
+    write(".gitattributes", "*.txt text eol=crlf\n* text=auto\n");
     write("crlf.txt", "one\r\ntwo\r\n");
-    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "git" });
-    // (With the attributes gone, git keeps a converted file's blob while its stat data says
-    // unchanged — how long that is depends on the clock — where a scan reads it again: the
-    // converted file goes with them, so that both read the same files.)
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
     unlinkSync(join(ws, ".gitattributes"));
     unlinkSync(join(ws, "crlf.txt"));
-    // git told the scan what it found: the next snapshot is read in-process again.
     expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
 
     // A nested repository is git's (a gitlink or an embedded repository).

@@ -1,4 +1,11 @@
-import { existsSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 
 /**
@@ -36,6 +43,33 @@ const CONFIG = [
 ].join("\n");
 
 /**
+ * The attributes of every path in a snapshot git dir (`info/attributes`, which outranks the
+ * workspace's `.gitattributes`): no conversion on the way in or out — no line endings
+ * (`text`, `eol`, and the older `crlf`), no `filter` driver (e.g. LFS), no `ident`
+ * expansion, no `working-tree-encoding`. A snapshot holds the bytes of the files, and a
+ * restore writes those bytes back: with a workspace's `* text=auto`, CRLF files were stored
+ * with LF and restored so.
+ */
+export const SNAPSHOT_ATTRIBUTES = "* -text -eol -crlf -filter -ident -working-tree-encoding\n";
+
+/**
+ * Writes `info/attributes` of `gitDir` (see SNAPSHOT_ATTRIBUTES) unless it is there already:
+ * for repositories made before it was, too.
+ */
+export function ensureSnapshotAttributes(gitDir: string): void {
+  const file = join(gitDir, "info", "attributes");
+  try {
+    if (readFileSync(file, "utf8") === SNAPSHOT_ATTRIBUTES) return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  mkdirSync(join(gitDir, "info"), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, SNAPSHOT_ATTRIBUTES);
+  renameSync(tmp, file);
+}
+
+/**
  * Makes the repository `gitDir` (`<root>/<session>.git`). Each step may be repeated (a maker
  * that died half-way, two at once); HEAD comes last: a repository with a HEAD is complete.
  */
@@ -56,6 +90,7 @@ export function initSnapshotRepository(root: string, gitDir: string): void {
   }
   // Written as it is: until HEAD is there, a maker that died half-way is followed by another.
   writeFileSync(join(gitDir, "config"), CONFIG);
+  ensureSnapshotAttributes(gitDir);
   // Renamed into place: git reads a repository whose HEAD is there, whole.
   const head = join(gitDir, "HEAD");
   const tmp = `${head}.${process.pid}.tmp`;

@@ -1,7 +1,9 @@
 import {
   type BigIntStats,
+  type Dir,
   type Dirent,
   lstatSync,
+  opendirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -18,14 +20,15 @@ import { type GitIndex, statKey, type TreeFile, writeTree } from "./index-tree";
  * the snapshot after every iteration — two spawns of git (each blocks the worker's event loop
  * for fork and exec) were a third of an iteration with quick commands.
  *
- * It honours what decides `git add -A` here (the snapshot git dirs have no config, excludes or
- * attributes of their own; `gitEnv` turns off the user's): the workspace's `.gitignore` files
- * (with the `ignore` package: git's pattern rules, a deeper file taking precedence), tracked
- * files staying tracked though ignored, symlinks stored as links, the executable bit. Whatever
- * only git should judge makes it return null, and the caller runs git: a `.gitattributes` (line
- * endings, filters), a nested repository or gitlink, a name git treats specially or that is
- * not UTF-8, an unreadable file, a workspace of more than `maxFiles` files or a file over
- * `maxFileBytes` (git streams those).
+ * It honours what decides `git add -A` here (the snapshot git dirs have no config or excludes
+ * of their own, and attributes that turn every conversion off, so that a workspace's
+ * `.gitattributes` changes nothing: see SNAPSHOT_ATTRIBUTES; `gitEnv` turns off the user's
+ * configuration): the workspace's `.gitignore` files (with the `ignore` package: git's pattern
+ * rules, a deeper file taking precedence), tracked files staying tracked though ignored,
+ * symlinks stored as links, the executable bit. Whatever only git should judge makes it return
+ * null, and the caller runs git: a nested repository or gitlink, a name git treats specially
+ * or that is not UTF-8, an unreadable file, a workspace of more than `maxFiles` files or a
+ * file over `maxFileBytes` (git streams those).
  */
 
 /** One file as the last scan (or git's index) saw it. */
@@ -159,8 +162,7 @@ export function scanWorkspace(
     for (const entry of entries) {
       const { name } = entry;
       if (name === ".git" && dir === "") continue; // the workspace's own repository
-      if (SPECIAL_NAME.test(name) || name === ".gitattributes" || name.includes("\uFFFD"))
-        throw new LeaveToGit();
+      if (SPECIAL_NAME.test(name) || name.includes("\uFFFD")) throw new LeaveToGit();
       const path = dir + name;
       if (entry.isDirectory()) {
         if (!isIgnored(`${path}/`, here)) walk(`${path}/`, here);
@@ -200,4 +202,19 @@ export function scanWorkspace(
     file.id = Buffer.from(writeLooseObject(gitDir, "blob", content, known), "hex");
   const sorted = [...files.values()].sort((a, b) => Buffer.compare(a.path, b.path));
   return { tree: writeTree(gitDir, sorted, known), files };
+}
+
+/** Whether `path` is a directory with nothing in it (one entry read, not the whole listing). */
+export function isEmptyDir(path: string): boolean {
+  let dir: Dir;
+  try {
+    dir = opendirSync(path);
+  } catch {
+    return false;
+  }
+  try {
+    return dir.readSync() === null;
+  } finally {
+    dir.closeSync();
+  }
 }

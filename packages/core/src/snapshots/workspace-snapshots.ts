@@ -1,4 +1,4 @@
-import { type Dir, existsSync, opendirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   type CappedText,
@@ -12,10 +12,11 @@ import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
-import { initSnapshotRepository } from "./snapshot-repository";
+import { ensureSnapshotAttributes, initSnapshotRepository } from "./snapshot-repository";
 import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
+  isEmptyDir,
   type ScanLimits,
   scanWorkspace,
   type WorkspaceFiles,
@@ -67,6 +68,8 @@ export class WorkspaceSnapshots {
   /** The trees of the snapshots this process took (commit id → tree id). */
   private readonly commitTrees = new Map<string, string>();
   private readonly diffTreeProcesses = new DiffTreeProcesses();
+  /** Git dirs whose `info/attributes` this process has seen to (see ensureRepository). */
+  private readonly attributed = new Set<string>();
 
   constructor(opts: WorkspaceSnapshotsOptions) {
     this.root = resolve(opts.root);
@@ -365,26 +368,19 @@ export class WorkspaceSnapshots {
 
   private ensureRepository(sessionId: string): string {
     const gitDir = this.gitDir(sessionId);
-    if (existsSync(join(gitDir, "HEAD"))) return gitDir;
+    if (existsSync(join(gitDir, "HEAD"))) {
+      // A repository made before snapshots kept bytes as they are (see SNAPSHOT_ATTRIBUTES).
+      if (!this.attributed.has(gitDir)) {
+        ensureSnapshotAttributes(gitDir);
+        if (this.attributed.size >= 1024) this.attributed.clear();
+        this.attributed.add(gitDir);
+      }
+      return gitDir;
+    }
     // A new (or removed and made again) git dir holds none of the objects seen before.
     this.knownObjects.delete(gitDir);
     for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
     initSnapshotRepository(this.root, gitDir);
     return gitDir;
-  }
-}
-
-/** Whether `path` is a directory with nothing in it (one entry read, not the whole listing). */
-function isEmptyDir(path: string): boolean {
-  let dir: Dir;
-  try {
-    dir = opendirSync(path);
-  } catch {
-    return false;
-  }
-  try {
-    return dir.readSync() === null;
-  } finally {
-    dir.closeSync();
   }
 }

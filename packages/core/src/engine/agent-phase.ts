@@ -61,6 +61,9 @@ function expandVars(
   );
 }
 
+/** The longest a mistral agent's MCP servers may take to start (less when the deadline is nearer). */
+const CONNECT_TIMEOUT_MS = 60_000;
+
 /** Runs the run's agent for one iteration: a command, or the mistral agent with MCP tools. */
 export async function runAgentPhase(
   res: EngineResources,
@@ -130,6 +133,9 @@ export async function runAgentPhase(
           {
             reservedNames: ["finish", "update_step"],
             requestTimeoutMs: res.toolTimeoutMs ?? 120_000,
+            // A stop or the deadline ends the start-up too (a server may take a minute).
+            signal,
+            connectTimeoutMs: Math.max(1, Math.min(CONNECT_TIMEOUT_MS, input.msLeft())),
           },
         );
       } catch (error) {

@@ -43,6 +43,11 @@ export interface ToolHubOptions {
   reservedNames?: readonly string[];
   /** @defaultValue { name: "looprun", version: "0.1.0" } — how the hub introduces itself to servers */
   clientInfo?: { name: string; version: string };
+  /**
+   * Ends start-up (a stop, the run's deadline): `connect` rejects at once and closes the
+   * servers started so far. @defaultValue none
+   */
+  signal?: AbortSignal;
 }
 
 /** A server's tool as offered to the model. */
@@ -100,6 +105,7 @@ async function connectServer(
   spec: McpServerSpec,
   clientInfo: { name: string; version: string },
   timeout: number,
+  signal: AbortSignal,
 ): Promise<{ connection: Connection; tools: Tool[] }> {
   // No `roots` capability: server-filesystem would replace its allowed directories with ours.
   const client = new Client(clientInfo, { capabilities: {} });
@@ -123,16 +129,20 @@ async function connectServer(
       stderr = tail;
       transport = stdio;
     }
-    await client.connect(transport, { timeout });
+    signal.throwIfAborted();
+    // The signal ends the initialisation and listing requests (the SDK cancels them).
+    await client.connect(transport, { timeout, signal });
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
       const page = await client.listTools(cursor === undefined ? undefined : { cursor }, {
         timeout,
+        signal,
       });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
+    signal.throwIfAborted();
     const connection: Connection = { name: spec.name, client, transport, stderr, closed: false };
     client.onclose = () => {
       connection.closed = true;
@@ -141,9 +151,8 @@ async function connectServer(
   } catch (error) {
     await client.close().catch(() => {});
     await transport?.close().catch(() => {});
-    throw new McpConnectError(spec.name, `${errorMessage(error)}${stderrNote(stderr)}`, {
-      cause: error,
-    });
+    const why = signal.aborted ? "its start-up was cancelled" : errorMessage(error);
+    throw new McpConnectError(spec.name, `${why}${stderrNote(stderr)}`, { cause: error });
   }
 }
 
@@ -223,7 +232,8 @@ export class ToolHub {
 
   /**
    * Starts (stdio) or reaches (HTTP) every server, in parallel, and lists its tools. If one
-   * fails, the others are closed again and a {@link McpConnectError} names it.
+   * fails, the others' start-up is cancelled, those started are closed again, and a
+   * {@link McpConnectError} names it; so when `opts.signal` is aborted.
    */
   static async connect(
     servers: readonly McpServerSpec[],
@@ -238,14 +248,23 @@ export class ToolHub {
     const timeoutMs = opts.requestTimeoutMs ?? 60_000;
     const connectTimeoutMs = opts.connectTimeoutMs ?? 60_000;
     const clientInfo = opts.clientInfo ?? { name: "looprun", version: "0.1.0" };
+    // One failure (or the caller's abort) cancels the start-up of every other server.
+    const startUp = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, startUp.signal]) : startUp.signal;
     const settled = await Promise.allSettled(
-      servers.map((spec) => connectServer(spec, clientInfo, connectTimeoutMs)),
+      servers.map((spec) =>
+        connectServer(spec, clientInfo, connectTimeoutMs, signal).catch((error: unknown) => {
+          startUp.abort(error);
+          throw error;
+        }),
+      ),
     );
     const connected = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
     const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
     if (failure) {
       await Promise.allSettled(connected.map(({ connection }) => connection.client.close()));
-      throw failure.reason;
+      // The first failure, not the cancellations it caused.
+      throw startUp.signal.reason ?? failure.reason;
     }
     return new ToolHub(
       connected.map((c) => c.connection),

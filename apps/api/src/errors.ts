@@ -9,6 +9,7 @@ export type ErrorCode =
   | "run_already_active"
   | "run_finished"
   | "session_busy"
+  | "workspace_missing"
   | "not_awaiting_approval"
   | "payload_too_large"
   | "idempotency_conflict"

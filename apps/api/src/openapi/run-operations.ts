@@ -201,7 +201,9 @@ export const RUN_OPERATIONS: OperationDoc[] = [
       400: bad,
       401: unauthorized,
       404: err("not_found: no such run, or no snapshot of that iteration"),
-      409: err("session_busy: the session has an active run (`activeRunId`)"),
+      409: err(
+        "session_busy: the session has an active run (`activeRunId`); workspace_missing: the run's workspace directory is gone (`workspace`)",
+      ),
     },
   },
   {

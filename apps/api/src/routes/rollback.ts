@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { restoreWorkspace, SNAPSHOT_DEFAULTS, WorkspaceSnapshots } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -16,7 +17,8 @@ const HOLD_TTL_MS = 5 * 60_000;
 /**
  * Restores a run's workspace to the snapshot after iteration `n` (0: as it was before the
  * run). Refused while the session — or another session sharing the workspace — has an active
- * run (a worker may be writing there), or another rollback restores it.
+ * run (a worker may be writing there), or another rollback restores it, and when the
+ * workspace directory is gone (see assertWorkspaceThere).
  */
 export function rollbackRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -63,6 +65,7 @@ export function rollbackRoutes(deps: AppDeps): Hono {
             : `a snapshot of iteration ${iteration} of run ${run.id}`,
         );
       }
+      assertWorkspaceThere(run.workspace);
       restored = await restoreWorkspace(
         snapshots,
         { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
@@ -81,4 +84,27 @@ export function rollbackRoutes(deps: AppDeps): Hono {
   });
 
   return app;
+}
+
+/**
+ * A 409 when the run's workspace is not a directory (removed since, or a volume not mounted):
+ * the restore is not made into a directory created for it — where a path is missing because
+ * its volume is, files written there would be lost or hide what is mounted later. The user
+ * creates the directory and asks again: a restore into an empty one writes every file back.
+ */
+function assertWorkspaceThere(workspace: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(workspace).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (!isDirectory) {
+    throw new ApiError(
+      409,
+      "workspace_missing",
+      `the run's workspace ${workspace} is not a directory (removed since the run?): create it and retry to restore the snapshot into it`,
+      { workspace },
+    );
+  }
 }

@@ -1,0 +1,76 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WorkspaceSnapshots } from "@looprun/core";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { type ApiHarness, apiHarness, VALID_RUN } from "./api-harness";
+
+// `POST /api/runs/:id/rollback` of a run whose workspace directory is gone: a 409 naming it
+// (nothing is restored into a directory made for it), and the restore once it is there again.
+
+let h: ApiHarness;
+let snapshotsDir: string;
+beforeEach(async () => {
+  snapshotsDir = mkdtempSync(join(tmpdir(), "looprun-rollback-api-"));
+  h = await apiHarness(inject("redisUrl"), "sqlite", { snapshotsDir });
+  await h.untilReady();
+});
+afterEach(async () => {
+  await h.close();
+  rmSync(snapshotsDir, { recursive: true, force: true });
+});
+
+/** A finished run whose baseline holds `kept.txt`, as a worker leaves it. */
+async function finishedRun() {
+  const submitted = await h.request("POST", "/api/runs", VALID_RUN);
+  expect(submitted.status).toBe(202);
+  const run = (await h.repo.getRun(submitted.body.id))!;
+  mkdirSync(run.workspace, { recursive: true });
+  writeFileSync(join(run.workspace, "kept.txt"), "before the run\n");
+  const snapshots = new WorkspaceSnapshots({ root: snapshotsDir });
+  const target = { sessionId: run.sessionId, runId: run.id, workspace: run.workspace };
+  const baseline = await snapshots.take(target, "baseline", null);
+  snapshots.close();
+  const claimed = await h.store.claimRun(run.id);
+  const now = Date.now();
+  await h.store.commit(
+    run.id,
+    claimed!.run.epoch,
+    {
+      run: {
+        status: "failed",
+        reason: "max_iterations",
+        finishedAt: now,
+        baselineSnapshot: baseline,
+      },
+    },
+    now,
+  );
+  return run;
+}
+
+describe("rollback of a run whose workspace is gone", () => {
+  it("answers 409 workspace_missing naming it, then restores once the directory is back", async () => {
+    const run = await finishedRun();
+    rmSync(run.workspace, { recursive: true });
+
+    for (let i = 0; i < 2; i++) {
+      // Twice: the first refusal released its hold (no session_busy).
+      const refused = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({
+        code: "workspace_missing",
+        workspace: run.workspace,
+      });
+      expect(refused.body.error.message).toContain(run.workspace);
+    }
+    const events = await h.repo.listEvents(run.id, 0, 1000);
+    expect(events.filter((e) => e.type === "rollback_applied")).toEqual([]);
+
+    mkdirSync(run.workspace);
+    const restored = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+    expect(restored.status).toBe(200);
+    expect(restored.body.files).toEqual([{ path: "kept.txt", change: "restored" }]);
+    expect(readFileSync(join(run.workspace, "kept.txt"), "utf8")).toBe("before the run\n");
+  });
+});

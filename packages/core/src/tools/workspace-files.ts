@@ -1,11 +1,20 @@
 import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
+import { capHead, capTail } from "../util/cut-marks";
 import { ToolFailure } from "./errors";
 import { globMatcher } from "./glob-pattern";
 
 /** Files larger than this are not read whole: a model cannot use them and they cost memory. */
 export const MAX_READ_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes of text a read returns at most (a line says how much was left out). The MCP message
+ * must stay well under the SDK stdio client's 10 MiB limit — a larger one closes the
+ * connection and every later call fails — and JSON may escape a byte into six.
+ */
+export const MAX_RETURN_BYTES = 1024 * 1024;
+/** Bytes looked at for a NUL byte, which says a file is binary (as git decides). */
+const BINARY_PROBE_BYTES = 8000;
 /** `search_files` stops after this many matches. */
 export const MAX_SEARCH_RESULTS = 1000;
 
@@ -29,6 +38,10 @@ export function describeFsError(error: unknown, path: string): string {
   }
 }
 
+/**
+ * A file's text, or its first (`head`) or last (`tail`) lines, at most MAX_RETURN_BYTES of
+ * it. A binary file is refused: as text it would be replacement characters, three bytes each.
+ */
 export async function readTextFile(
   absolute: string,
   opts: { head?: number; tail?: number },
@@ -39,13 +52,23 @@ export async function readTextFile(
       `file is ${info.size} bytes, more than the ${MAX_READ_BYTES} bytes this tool reads`,
     );
   }
-  const text = await readFile(absolute, "utf8");
-  if (opts.head === undefined && opts.tail === undefined) return text;
+  const bytes = await readFile(absolute);
+  if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
+    throw new ToolFailure(
+      `the file looks binary (${bytes.length} bytes, with NUL bytes): this tool reads text files`,
+    );
+  }
+  const text = bytes.toString("utf8");
+  // The cut's line is the redactor's (util/cut-marks.ts): it must stay as it is.
+  if (opts.head === undefined && opts.tail === undefined) return capHead(text, MAX_RETURN_BYTES);
   const lines = text.split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
-  if (opts.head !== undefined) return lines.slice(0, opts.head).join("\n");
+  if (opts.head !== undefined)
+    return capHead(lines.slice(0, opts.head).join("\n"), MAX_RETURN_BYTES);
   const tail = opts.tail ?? 0;
-  return tail === 0 ? "" : lines.slice(-tail).join("\n");
+  return tail === 0
+    ? ""
+    : capTail(lines.slice(-tail).join("\n"), MAX_RETURN_BYTES, "the lines asked for");
 }
 
 export async function listDirectory(absolute: string): Promise<string> {

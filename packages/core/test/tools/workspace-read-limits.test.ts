@@ -1,0 +1,49 @@
+import { randomBytes } from "node:crypto";
+import { realpath, writeFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolHub, workspaceServerLaunch } from "../../src/tools/index";
+import { removeDir, tempDir } from "./helpers";
+
+// Over real stdio: a message above the SDK client's 10 MiB closes the connection for good.
+
+let root: string;
+let hub: ToolHub;
+
+beforeAll(async () => {
+  root = await realpath(await tempDir());
+  const line = `${"a".repeat(99)}\n`;
+  await writeFile(`${root}/big.log`, `${line.repeat(120_000)}the last line\n`); // 12 MB
+  const binary = randomBytes(4 * 1024 * 1024);
+  binary[10] = 0;
+  await writeFile(`${root}/blob.bin`, binary);
+  hub = await ToolHub.connect(
+    [{ name: "ws", ...workspaceServerLaunch(root, { PATH: process.env.PATH ?? "" }), cwd: root }],
+    // The hub's own cap out of the way, to see what the server sends.
+    { resultCapBytes: 4 * 1024 * 1024 },
+  );
+});
+afterAll(async () => {
+  await hub.close();
+  await removeDir(root);
+});
+
+describe("workspace server: reads of large files", () => {
+  it("returns at most 1 MiB of a large file, says how much it left out, and stays connected", async () => {
+    const whole = await hub.call("ws__read_text_file", { path: "big.log" });
+    expect(whole.isError).toBe(false);
+    expect(Buffer.byteLength(whole.result)).toBeLessThan(1024 * 1024 + 100);
+    expect(whole.result).toMatch(/\n\[… \d+ of 12000014 bytes cut …\]$/);
+    const tail = await hub.call("ws__read_text_file", { path: "big.log", tail: 2 });
+    expect(tail.result).toBe(`${"a".repeat(99)}\nthe last line`);
+    const list = await hub.call("ws__list_directory", { path: "." });
+    expect(list).toMatchObject({ isError: false });
+    expect(list.result).toContain("big.log");
+  });
+
+  it("refuses a binary file as such, and stays connected", async () => {
+    const blob = await hub.call("ws__read_text_file", { path: "blob.bin" });
+    expect(blob.isError).toBe(true);
+    expect(blob.result).toContain("looks binary");
+    expect(await hub.call("ws__list_directory", { path: "." })).toMatchObject({ isError: false });
+  });
+});

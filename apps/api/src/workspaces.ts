@@ -69,6 +69,21 @@ function realPathUnder(realRoot: string, target: string): string {
 }
 
 /**
+ * The workspace a filter names (`GET /api/stats/tools?workspace=`), as runs store theirs: a
+ * name under `root` resolved as a submit resolves it (symlinks followed: WORKSPACES_ROOT may be
+ * reached through one), an absolute path with the symlinks of its part that exists followed.
+ */
+export function resolveWorkspaceFilter(root: string, name: string): string {
+  if (!isAbsolute(name)) return resolveWorkspace(root, name);
+  if (name.includes("\0")) throw refuse("must not contain NUL bytes");
+  // The deepest part of the path that exists decides (a run's workspace may not exist yet).
+  const path = normalize(name);
+  let existing = path;
+  while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing);
+  return join(realpathSync(existing), relative(existing, path));
+}
+
+/**
  * Refuses a session's stored workspace that is WORKSPACES_ROOT itself (stored before such a
  * workspace was refused): a run there would touch every session's files.
  */

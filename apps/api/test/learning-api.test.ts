@@ -1,3 +1,6 @@
+import { mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import type { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import * as R from "../src/openapi/response-schemas";
 import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
@@ -11,8 +14,8 @@ describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) 
   afterEach(() => h.close());
 
   /** A run in `workspace` whose worker recorded a failing tool call and a decided iteration. */
-  async function learnedRun(workspace: string) {
-    const submitted = await h.request("POST", "/api/runs", {
+  async function learnedRun(workspace: string, request = h.request) {
+    const submitted = await request("POST", "/api/runs", {
       task: "fix the cart",
       workspace,
       agent: { type: "command", command: "true" },
@@ -121,6 +124,28 @@ describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) 
     expect((await h.request("GET", "/api/stats/tools?patterns=1")).body.patterns).toHaveLength(1);
   });
 
+  it("filters by workspace when WORKSPACES_ROOT is reached through a symlink", async () => {
+    // Runs store their workspace's real path; the filter is resolved the same way.
+    const real = join(h.workspacesRoot, "..", "real-root");
+    const link = join(h.workspacesRoot, "..", "link-root");
+    mkdirSync(real);
+    symlinkSync(real, link);
+    const app = h.appWith({ workspacesRoot: link });
+    const request = (method: string, path: string, body?: unknown) => call(app, method, path, body);
+    await learnedRun("shop", request);
+    await learnedRun("other", request);
+
+    for (const workspace of ["shop", encodeURIComponent(join(link, "shop"))]) {
+      const res = await request("GET", `/api/stats/tools?workspace=${workspace}&scope=command`);
+      expect(res.status).toBe(200);
+      expect(res.body.patterns.map((p: { subject: string }) => p.subject)).toEqual([
+        "npm test",
+        "npm run lint",
+      ]);
+      expect(res.body.patterns[0].workspace).toBe(join(real, "shop"));
+    }
+  });
+
   it("refuses a bad filter, naming it", async () => {
     for (const [query, path] of [
       ["scope=files", "scope"],
@@ -134,3 +159,13 @@ describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) 
     }
   });
 });
+
+async function call(app: Hono, method: string, path: string, body?: unknown) {
+  const res = await app.request(path, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: test responses are checked field by field
+  return { status: res.status, body: (await res.json()) as any };
+}

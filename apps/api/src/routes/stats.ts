@@ -1,10 +1,10 @@
-import { resolve } from "node:path";
 import type { FailurePattern } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
 import { parseQuery, queryInt } from "../request-parsing";
+import { resolveWorkspaceFilter } from "../workspaces";
 
 export const ToolStatsQuery = z.strictObject({
   runId: z.string().min(1).max(64).optional(),
@@ -57,7 +57,7 @@ export function statsRoutes(deps: AppDeps): Hono {
     // What runs learned (all time; `runId` and `since` window the call statistics only).
     const patterns = await deps.repo.failurePatterns({
       ...(q.workspace !== undefined
-        ? { workspace: resolve(deps.workspacesRoot, q.workspace) }
+        ? { workspace: resolveWorkspaceFilter(deps.workspacesRoot, q.workspace) }
         : {}),
       ...(q.scope !== undefined ? { scope: q.scope } : {}),
       limit: q.patterns ?? PATTERNS_LISTED,

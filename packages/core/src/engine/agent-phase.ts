@@ -3,7 +3,7 @@ import { runMistralAgent } from "../agents/mistral-agent";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
 import { ToolHub } from "../tools/tool-hub";
-import { workspaceServerLaunch } from "../tools/workspace-server-launch";
+import { workspaceCallTimeoutMs, workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
 import { looksSecret } from "../util/redactor";
 import type { EngineResources } from "./resources";
@@ -132,7 +132,9 @@ export async function runAgentPhase(
           ],
           {
             reservedNames: ["finish", "update_step"],
-            requestTimeoutMs: res.toolTimeoutMs ?? 120_000,
+            // Longer than a command's own timeout and kill: it times out on the server, which
+            // reports it with its output, not on the client, which would lose that.
+            requestTimeoutMs: res.toolTimeoutMs ?? workspaceCallTimeoutMs(),
             // A stop or the deadline ends the start-up too (a server may take a minute).
             signal,
             connectTimeoutMs: Math.max(1, Math.min(CONNECT_TIMEOUT_MS, input.msLeft())),

@@ -26,7 +26,7 @@ export interface EngineResources {
   llm?: ChatModel;
   /** @defaultValue "mistral-large-latest" — for runs that name no model */
   defaultModel?: string;
-  /** @defaultValue 120000 — timeout of one MCP tool call */
+  /** @defaultValue 135000 — timeout of one MCP tool call (a workspace command's 120 s, its kill, and slack) */
   toolTimeoutMs?: number;
   /** @defaultValue 500 — how often a running iteration checks for a stop request or a lost lease */
   stopPollMs?: number;

@@ -18,4 +18,8 @@ export { FUNCTION_NAME_PATTERN, ToolNameAllocator } from "./tool-names";
 export type { WorkspaceServerOptions } from "./workspace-server";
 export { createWorkspaceServer } from "./workspace-server";
 export type { StdioLaunch } from "./workspace-server-launch";
-export { workspaceServerLaunch } from "./workspace-server-launch";
+export {
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  workspaceCallTimeoutMs,
+  workspaceServerLaunch,
+} from "./workspace-server-launch";

@@ -1,6 +1,25 @@
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+/** A `run_command`'s timeout when the call gives none, and the most it may ask for. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
+
+/**
+ * After its timeout, what a command may still take before the server reports it: the kill's
+ * grace (2 s, SIGTERM then SIGKILL), the wait for its pipes (1 s) and for its process group
+ * (2 s), and the answer's way back, with room to spare.
+ */
+const COMMAND_END_MS = 15_000;
+
+/**
+ * The client's timeout for calls to a workspace server whose commands may run
+ * `commandTimeoutMs`: longer than a command's own timeout and its kill, so that a command
+ * that times out is reported by the server — with its output — not cut off by the client.
+ */
+export function workspaceCallTimeoutMs(commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS): number {
+  return commandTimeoutMs + COMMAND_END_MS;
+}
+
 export interface StdioLaunch {
   command: string;
   args: string[];
@@ -13,9 +32,15 @@ export interface StdioLaunch {
  * loader and the entry file — so it works whatever the current directory is. `env` is the
  * process's (and so its commands') environment; stdio clients add only a few safe variables.
  */
-export function workspaceServerLaunch(root: string, env: Record<string, string>): StdioLaunch {
+export function workspaceServerLaunch(
+  root: string,
+  env: Record<string, string>,
+  /** @defaultValue DEFAULT_COMMAND_TIMEOUT_MS */
+  opts: { commandTimeoutMs?: number } = {},
+): StdioLaunch {
   const require = createRequire(import.meta.url);
   const tsxLoader = pathToFileURL(require.resolve("tsx")).href;
   const entry = fileURLToPath(new URL("./workspace-server-main.ts", import.meta.url));
-  return { command: process.execPath, args: ["--import", tsxLoader, entry, root], env };
+  const timeout = opts.commandTimeoutMs === undefined ? [] : [String(opts.commandTimeoutMs)];
+  return { command: process.execPath, args: ["--import", tsxLoader, entry, root, ...timeout], env };
 }

@@ -1,5 +1,5 @@
 // Entry point of the workspace MCP server as its own process (see `workspaceServerLaunch`):
-// `node --import tsx workspace-server-main.ts DIR`. Its environment is already the minimal
+// `node --import tsx workspace-server-main.ts DIR [COMMAND_TIMEOUT_MS]`. Its environment is already the minimal
 // one its launcher chose, and becomes the environment of the commands it runs.
 import { existsSync, statSync } from "node:fs";
 import { serveWorkspaceOverStdio } from "./serve-workspace-stdio";
@@ -17,7 +17,14 @@ for (const [name, value] of Object.entries(process.env)) {
   if (value !== undefined) commandEnv[name] = value;
 }
 
-const served = await serveWorkspaceOverStdio({ root, commandEnv });
+const timeoutArg = Number(process.argv[3]);
+const commandTimeoutMs = Number.isInteger(timeoutArg) && timeoutArg > 0 ? timeoutArg : undefined;
+
+const served = await serveWorkspaceOverStdio({
+  root,
+  commandEnv,
+  ...(commandTimeoutMs !== undefined ? { commandTimeoutMs } : {}),
+});
 const shutdown = () => {
   served.close().finally(() => process.exit(0));
 };

@@ -9,6 +9,7 @@ import { PathConfinementError, ToolFailure } from "./errors";
 import { applyTextEdits } from "./text-edits";
 import { unifiedDiff } from "./unified-diff";
 import { describeFsError, listDirectory, readTextFile, searchFiles } from "./workspace-files";
+import { DEFAULT_COMMAND_TIMEOUT_MS } from "./workspace-server-launch";
 
 export interface WorkspaceServerOptions {
   /** The workspace directory; every path argument is confined to it and commands run in it. */
@@ -64,7 +65,7 @@ function killGroups(pids: Set<number>): void {
  */
 export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
   const { root, commandEnv } = opts;
-  const maxTimeoutMs = opts.commandTimeoutMs ?? 120_000;
+  const maxTimeoutMs = opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   const outputCapBytes = opts.outputCapBytes ?? 65_536;
   const running = new Set<number>();
   const closed = new AbortController();

@@ -186,39 +186,50 @@ describe("rollback through the API and a worker", () => {
     expect(readFileSync(join(ws, "a.txt"), "utf8")).toBe("A0\n");
   });
 
-  it("starts a run submitted while a rollback holds its workspace only once the hold is gone", async () => {
-    const ws = seedWorkspace("held-ws");
-    // A rollback in progress, as the API records it (its restore may take a while).
-    const db = new Database(stack.databasePath);
-    const queue = new Queue(RUN_QUEUE, {
-      connection: { url: inject("redisUrl") },
-      prefix: stack.prefix,
-    });
-    try {
-      db.prepare(
-        "insert into workspace_holds (workspace, run_id, expires_at) values (?, ?, ?)",
-      ).run(realpathSync(ws), "01ROLLBACKINPROGRESS00000", Date.now() + 60_000);
-      const run = await submit(
-        stack,
-        commandRun("touch ran", { sessionId: "held", workspace: "held-ws", testCommand: "true" }),
-      );
-      // The worker took the job three times and put it back each time, the run untouched.
-      await waitFor(async () => ((await queue.getJob(run.id))?.attemptsStarted ?? 0) >= 3);
-      const waiting = await getRun(stack, run.id);
-      expect(waiting.progress).toBe("waiting: a rollback is restoring the workspace");
-      expect(waiting.status).toBe("queued");
-      expect(waiting.startedAt).toBeNull();
-      expect(existsSync(join(ws, "ran"))).toBe(false);
-      expect((await getEvents(stack, run.id)).map((e) => e.type)).toEqual(["run_queued"]);
+  it.each([
+    ["its workspace", "held-ws", "held"],
+    // A rollback of another of the session's workspaces: it holds the session's snapshot store.
+    ["its session", "held-other-ws", "held-session"],
+  ])(
+    "starts a run submitted while a rollback holds %s only once the hold is gone",
+    async (_what, name, sessionId) => {
+      const ws = seedWorkspace(name);
+      // A rollback in progress, as the API records it (its restore may take a while).
+      const db = new Database(stack.databasePath);
+      const queue = new Queue(RUN_QUEUE, {
+        connection: { url: inject("redisUrl") },
+        prefix: stack.prefix,
+      });
+      try {
+        db.prepare(
+          "insert into workspace_holds (workspace, run_id, expires_at) values (?, ?, ?)",
+        ).run(
+          sessionId === "held" ? realpathSync(ws) : `session:${sessionId}`,
+          "01ROLLBACKINPROGRESS00000",
+          Date.now() + 60_000,
+        );
+        const run = await submit(
+          stack,
+          commandRun("touch ran", { sessionId, workspace: name, testCommand: "true" }),
+        );
+        // The worker took the job three times and put it back each time, the run untouched.
+        await waitFor(async () => ((await queue.getJob(run.id))?.attemptsStarted ?? 0) >= 3);
+        const waiting = await getRun(stack, run.id);
+        expect(waiting.progress).toBe("waiting: a rollback is restoring the workspace");
+        expect(waiting.status).toBe("queued");
+        expect(waiting.startedAt).toBeNull();
+        expect(existsSync(join(ws, "ran"))).toBe(false);
+        expect((await getEvents(stack, run.id)).map((e) => e.type)).toEqual(["run_queued"]);
 
-      db.prepare("delete from workspace_holds").run();
-      expect((await waitForStatus(stack, run.id)).status).toBe("succeeded");
-      expect(existsSync(join(ws, "ran"))).toBe(true);
-    } finally {
-      db.close();
-      await queue.close();
-    }
-  });
+        db.prepare("delete from workspace_holds").run();
+        expect((await waitForStatus(stack, run.id)).status).toBe("succeeded");
+        expect(existsSync(join(ws, "ran"))).toBe(true);
+      } finally {
+        db.close();
+        await queue.close();
+      }
+    },
+  );
 
   it("rollbackOnFailure leaves the workspace as before the run; the patch stays downloadable", async () => {
     const ws = seedWorkspace("rollback-on-failure");

@@ -187,6 +187,11 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       const res = await complete(messages, tools);
       messages.push({ role: "assistant", content: res.content, toolCalls: res.toolCalls });
       if (res.content) log(res.content);
+      if (res.finishReason === "length") {
+        // Cut at the output limit: its tool calls may be cut too, and it did not finish.
+        log("stopped: the model's answer was cut at its length limit (finish_reason length)");
+        return done(1);
+      }
       if (res.toolCalls.length === 0) {
         log("(the model stopped calling tools)");
         return done(0);

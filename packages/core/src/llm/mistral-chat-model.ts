@@ -119,7 +119,9 @@ export class MistralChatModel implements ChatModel {
       call.catch(() => {});
       const res = await unlessAborted(call, callSignal);
       const choice = res.choices[0];
-      const toolCalls: ChatToolCall[] = (choice?.message?.toolCalls ?? []).map((c, i) => ({
+      // An answer without a choice says nothing: not a turn that ended without tool calls.
+      if (!choice) throw new ChatModelError("the model's answer has no choices", null);
+      const toolCalls: ChatToolCall[] = (choice.message?.toolCalls ?? []).map((c, i) => ({
         id: c.id ?? `call_${i}`,
         name: c.function.name,
         arguments:
@@ -128,9 +130,9 @@ export class MistralChatModel implements ChatModel {
             : JSON.stringify(c.function.arguments),
       }));
       return {
-        content: textOf(choice?.message?.content),
+        content: textOf(choice.message?.content),
         toolCalls,
-        finishReason: String(choice?.finishReason ?? "stop"),
+        finishReason: String(choice.finishReason ?? "stop"),
         usage: {
           promptTokens: res.usage.promptTokens ?? 0,
           completionTokens: res.usage.completionTokens ?? 0,
@@ -139,6 +141,7 @@ export class MistralChatModel implements ChatModel {
       };
     } catch (error) {
       if (signal.aborted) throw new ChatModelError("the call was aborted", null, { cause: error });
+      if (error instanceof ChatModelError) throw error;
       const status =
         typeof error === "object" && error !== null && "statusCode" in error
           ? Number((error as { statusCode: unknown }).statusCode)

@@ -66,6 +66,23 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     expect(shown).toContain("[REDACTED]");
   });
 
+  it("fails with a ChatModelError on an answer without choices", async () => {
+    fake.replies({
+      status: 200,
+      body: {
+        id: "x",
+        object: "chat.completion",
+        created: 1,
+        model: "m",
+        usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+        choices: [],
+      },
+    });
+    const error = await ask().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect((error as Error).message).toContain("no choices");
+  });
+
   it("retries a 503 and then succeeds", async () => {
     fake.replies({ status: 503 }, { content: "ok" });
     const res = await ask();

@@ -147,10 +147,10 @@ describe("rollback through the API and a worker", () => {
     ).toHaveLength(2);
     writeFileSync(gate, "");
     expect((await waitForStatus(stack, busy.id)).status).toBe("succeeded");
-    // The command agent learns too: the first run's failed check is in the second's prompt.
+    // The command agent's prompt is told only real patterns: the first run's check failing
+    // once before it passed is not one (learning.test.ts).
     const [learned] = await getIterations(stack, busy.id);
-    expect(learned?.prompt).toContain("# Learned from earlier runs");
-    expect(learned?.prompt).toContain("- command `test -f done`: failed 1 of 2 times");
+    expect(learned?.prompt).not.toContain("command `test -f done`");
   });
 
   it("is refused while another session's run works in the same workspace", async () => {

@@ -114,7 +114,7 @@ describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) 
     expect(tools.body.patterns).toEqual([
       expect.objectContaining({
         subject: "workspace.run_command",
-        shape: "{command:string}",
+        shape: "$ npm test",
         successes: 1,
         failures: 1,
         meanDurationMs: 30,

@@ -90,17 +90,27 @@ export {
 } from "./engine/index";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./learning/index";
 export {
+  ADVISE_MIN_FAILURES,
+  ADVISE_MIN_RATIO,
   argumentShape,
   byFailuresThenRecency,
+  byPatternKey,
+  COMMAND_ADVISE_MIN_RATIO,
+  errorKind,
   foldPattern,
+  functionName,
   LAST_ERRORS_KEPT,
+  mergeCandidates,
   mergeLastErrors,
   observationsOf,
   PATTERNS_FOR_PROMPT,
   patternDeltas,
   patternKey,
+  promptCandidates,
   relevantPatterns,
   renderLearnedPatterns,
+  toolCallShape,
+  WORKED_MAX_RATIO,
 } from "./learning/index";
 export type {
   ChatMessage,

@@ -4,8 +4,10 @@ import {
   argumentShape,
   type FailurePattern,
   MistralChatModel,
+  promptCandidates,
   renderLearnedPatterns,
   runStep,
+  toolCallShape,
 } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -47,7 +49,7 @@ const pattern = (p: Partial<FailurePattern>): FailurePattern => ({
 });
 
 describe("renderLearnedPatterns", () => {
-  it("tells what failed (worst first, with the last error) and what worked", () => {
+  it("tells what failed (worst first, by the names the model calls) and what worked", () => {
     const text = renderLearnedPatterns([
       pattern({
         subject: "workspace.write_file",
@@ -55,7 +57,11 @@ describe("renderLearnedPatterns", () => {
         successes: 9,
         totalDurationMs: 45,
       }),
-      pattern({ failures: 1, successes: 3, lastErrors: ["exit 127"] }),
+      pattern({
+        shape: "$ yarn test",
+        failures: 3,
+        lastErrors: ["exit code 127: yarn: not found"],
+      }),
       pattern({
         scope: "command",
         subject: "npm test",
@@ -63,20 +69,107 @@ describe("renderLearnedPatterns", () => {
         failures: 4,
         lastErrors: ["exit 1: 2 failing\n  cart"],
       }),
+      pattern({
+        subject: "workspace.edit_file",
+        shape: "{edits:array,path:string} ! oldText not found in <path>",
+        failures: 2,
+        lastErrors: ["oldText not found in a.ts"],
+      }),
+      pattern({ subject: "workspace.edit_file", shape: "{edits:array,path:string}", successes: 1 }),
     ]);
     expect(text).toBe(
       [
         "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
         "- command `npm test`: failed 4 of 4 times; last error: exit 1: 2 failing cart",
-        "- tool `workspace.run_command` with {command:string}: failed 1 of 4 times; last error: exit 127",
+        "- tool `workspace__run_command` with command `yarn test`: failed 3 of 3 times; last error: exit code 127: yarn: not found",
+        '- tool `workspace__edit_file` with {edits:array,path:string} failing with "oldText not found in <path>": failed 2 of 3 times; last error: oldText not found in a.ts',
         "These worked before (prefer them):",
-        "- tool `workspace.write_file` with {content:string,path:string}: succeeded 9 of 9 times (mean 5 ms)",
+        "- tool `workspace__write_file` with {content:string,path:string}: succeeded 9 of 9 times (mean 5 ms)",
+      ].join("\n"),
+    );
+  });
+
+  it("advises only against real patterns: twice or more, and at least half the calls", () => {
+    const text = renderLearnedPatterns([
+      // A tool that failed 1 time in 200 (rows from before error kinds: failures in the shape's row).
+      pattern({
+        subject: "workspace.read_text_file",
+        shape: "{path:string}",
+        successes: 199,
+        failures: 1,
+      }),
+      // A missing file, 3 times in 40 reads.
+      pattern({
+        subject: "workspace.read_text_file",
+        shape: "{path:string} ! no such file or directory: <path>",
+        failures: 3,
+      }),
+      // One failure is an incident.
+      pattern({ shape: "$ make", failures: 1 }),
+      // Tests run before and after a fix: fail, pass — a working command.
+      pattern({ shape: "$ npm test", failures: 3, successes: 3 }),
+      // run_command keyed by its argument shape (rows from before): no advice either way.
+      pattern({ shape: "{command:string}", failures: 9, successes: 1 }),
+    ]);
+    expect(text).toBe(
+      [
+        "These worked before (prefer them):",
+        "- tool `workspace__read_text_file` with {path:string}: succeeded 199 of 203 times (mean 0 ms)",
       ].join("\n"),
     );
   });
 
   it("has nothing to say without patterns", () => {
     expect(renderLearnedPatterns([])).toBeNull();
+  });
+});
+
+describe("toolCallShape", () => {
+  const call = (tool: string, args: unknown, isError = false, result = "ok") => ({
+    server: "workspace",
+    tool,
+    args,
+    isError,
+    result,
+  });
+  it("keys run_command by its command, other failures by shape and error kind", () => {
+    expect(toolCallShape(call("run_command", { command: "  npm   test " }, true))).toBe(
+      "$ npm test",
+    );
+    expect(toolCallShape(call("read_text_file", { path: "src/a.ts" }))).toBe("{path:string}");
+    expect(
+      toolCallShape(
+        call("read_text_file", { path: "src/a.ts" }, true, "no such file or directory: src/a.ts"),
+      ),
+    ).toBe("{path:string} ! no such file or directory: <path>");
+    expect(
+      toolCallShape(
+        call("read_text_file", { path: "big.log" }, true, "file is 20971520 bytes\nmore"),
+      ),
+    ).toBe("{path:string} ! file is N bytes");
+    // Another server's run_command is just a tool.
+    expect(toolCallShape({ ...call("run_command", { command: "ls" }), server: "other" })).toBe(
+      "{command:string}",
+    );
+  });
+});
+
+describe("promptCandidates", () => {
+  it("chooses what worked apart from what failed most", () => {
+    const failing = Array.from({ length: 60 }, (_, i) =>
+      pattern({ shape: `$ false ${i}`, failures: 2 + i }),
+    );
+    const worked = pattern({
+      subject: "workspace.list_directory",
+      shape: "{path:string}",
+      successes: 5,
+    });
+    const chosen = promptCandidates([worked, ...failing], 50);
+    expect(chosen).toHaveLength(51);
+    expect(chosen).toContain(worked);
+    expect(renderLearnedPatterns(chosen)).toContain(
+      "These worked before (prefer them):\n- tool `workspace__list_directory` with {path:string}: succeeded 5 of 5 times",
+    );
   });
 });
 
@@ -111,19 +204,25 @@ describe("learning across runs (real SDK → fake Mistral)", () => {
     return () => removeDir(dir);
   });
 
-  it("gives the next run in the workspace what failed and what worked before, and the planner too", async () => {
+  it("tells the next run (agent and planner) what really failed, not the tools of an ordinary run", async () => {
     const store = new MemoryRunStore();
-    const READ_MISSING: Reply = {
-      toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "missing.txt" } }],
-    };
-    const FIX: Reply = {
-      toolCalls: [
-        { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
-      ],
-    };
+    const call = (name: string, args: unknown): Reply => ({
+      toolCalls: [{ name: `workspace__${name}`, arguments: args }],
+    });
+    const FIX = call("write_file", { path: "bug.txt", content: "fixed\n" });
     const DONE: Reply = finish("ok");
-    // Run 1: a tool call that fails, a failing check, then the fix.
-    fake.replies(READ_MISSING, DONE, FIX, DONE);
+    // Run 1, an ordinary session: a file that is not there, the right one, the check failing
+    // before the fix and passing after it; and a command that cannot work, twice.
+    fake.replies(
+      call("read_text_file", { path: "README.md" }),
+      call("read_text_file", { path: "bug.txt" }),
+      call("run_command", { command: "grep -q fixed bug.txt" }),
+      call("run_command", { command: "yarn test" }),
+      FIX,
+      call("run_command", { command: "yarn test" }),
+      call("run_command", { command: "grep -q fixed bug.txt" }),
+      DONE,
+    );
     const first = makeRun(
       {
         task: "Fix bug.txt",
@@ -160,16 +259,19 @@ describe("learning across runs (real SDK → fake Mistral)", () => {
     const planning = userText(fake.requests[0]);
     const acting = userText(fake.requests[1]);
     for (const text of [planning, acting]) {
-      expect(text).toContain("# Learned from earlier runs");
-      expect(text).toMatch(
-        /- tool `workspace\.read_text_file` with \{path:string\}: failed 1 of 1 times; last error: .*missing\.txt/,
-      );
-      expect(text).toContain(
-        "- command `grep -q fixed bug.txt`: failed 1 of 2 times; last error: exit 1",
-      );
-      expect(text).toContain(
-        "These worked before (prefer them):\n- tool `workspace.write_file` with {content:string,path:string}: succeeded 1 of 1 times",
-      );
+      const learned = text
+        .slice(text.indexOf("# Learned from earlier runs"))
+        .replace(/\d+ ms/g, "N ms")
+        .split("\n\n")[1]
+        ?.split("\n");
+      expect(learned).toEqual([
+        "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
+        expect.stringMatching(
+          /^- tool `workspace__run_command` with command `yarn test`: failed 2 of 2 times; last error: exit code 127 \(N ms\) .*yarn: not found$/,
+        ),
+        "These worked before (prefer them):",
+        "- tool `workspace__write_file` with {content:string,path:string}: succeeded 1 of 1 times (mean N ms)",
+      ]);
     }
     // The iteration's stored prompt holds it as well.
     expect(store.iterationsOf(second.id)[0]?.prompt).toContain("# Learned from earlier runs");

@@ -1,12 +1,12 @@
 import {
-  byFailuresThenRecency,
   type FailurePattern,
   foldPattern,
+  mergeCandidates,
   observationsOf,
   patternDeltas,
   type RunMutation,
 } from "@looprun/core";
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, gt, gte, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { preparedOnce } from "./prepared";
 import { failurePatterns } from "./schema";
@@ -62,6 +62,8 @@ export function recordPatterns(
   }
 }
 
+const failureRatio = sql`${failurePatterns.failures} * 1.0 / (${failurePatterns.failures} + ${failurePatterns.successes})`;
+
 /**
  * The statements of `recordPatterns` and `workspacePatterns` (read before every iteration),
  * prepared once per connection (see prepared.ts).
@@ -69,11 +71,26 @@ export function recordPatterns(
 function patternStatements(db: Db) {
   const p = sql.placeholder;
   return {
-    ofWorkspace: db
+    // The two selections of `promptCandidates` (@looprun/core): what may have failed before,
+    // highest failure ratio first, and apart from it what succeeded most.
+    failing: db
       .select()
       .from(failurePatterns)
-      .where(eq(failurePatterns.workspace, p("workspace")))
-      .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+      .where(
+        and(
+          eq(failurePatterns.workspace, p("workspace")),
+          gt(failurePatterns.failures, 0),
+          gte(failurePatterns.failures, failurePatterns.successes),
+        ),
+      )
+      .orderBy(desc(failureRatio), desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+      .limit(p("limit"))
+      .prepare(),
+    succeeding: db
+      .select()
+      .from(failurePatterns)
+      .where(and(eq(failurePatterns.workspace, p("workspace")), gt(failurePatterns.successes, 0)))
+      .orderBy(desc(failurePatterns.successes), desc(failurePatterns.lastSeenAt))
       .limit(p("limit"))
       .prepare(),
     get: db
@@ -158,10 +175,11 @@ export function listPatterns(db: Db, filter: PatternFilter): FailurePattern[] {
   );
 }
 
-/** A workspace's patterns, most failures first, then the most recent. */
+/** The patterns a prompt is chosen from (`promptCandidates`), most failures first. */
 export function workspacePatterns(db: Db, workspace: string, limit: number): FailurePattern[] {
-  return preparedOnce(db, patternStatements)
-    .ofWorkspace.all({ workspace, limit })
-    .map(toFailurePattern)
-    .sort(byFailuresThenRecency);
+  const st = preparedOnce(db, patternStatements);
+  return mergeCandidates(
+    st.failing.all({ workspace, limit }).map(toFailurePattern),
+    st.succeeding.all({ workspace, limit }).map(toFailurePattern),
+  );
 }

@@ -22,7 +22,7 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
   });
 
   describe(`${engine}: failure patterns`, () => {
-    it("counts tool calls per tool and argument shape, newest errors first, exactly once per commit", async () => {
+    it("counts tool calls per tool, argument shape and error kind, newest errors first, exactly once per commit", async () => {
       const run = await h.createRun(newRun({}, { workspace: "/tmp/ws-learn-a" }));
       const { epoch } = (await h.store.claimRun(run.id))!.run;
       const call = (isError: boolean, result: string, args: unknown) => ({
@@ -59,24 +59,24 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
         3000,
       );
       const patterns = await h.store.failurePatterns("/tmp/ws-learn-a", 10);
-      expect(patterns).toHaveLength(2);
+      expect(patterns).toHaveLength(3);
+      // Failures are kept apart from the shape's successes, by error kind (the path left out).
       expect(patterns[0]).toEqual({
         scope: "tool",
         workspace: "/tmp/ws-learn-a",
         subject: "workspace.read_text_file",
-        shape: "{path:string}",
-        successes: 1,
+        shape: "{path:string} ! ENOENT: <path>",
+        successes: 0,
         failures: 2,
-        totalDurationMs: 12,
+        totalDurationMs: 8,
         lastErrors: ["ENOENT: c.txt", "ENOENT: a.txt"],
         lastRunId: run.id,
         lastSeenAt: 2000,
       });
-      expect(patterns[1]).toMatchObject({
-        shape: "{head:number,path:string}",
-        successes: 1,
-        failures: 0,
-      });
+      expect(patterns.slice(1).map((p) => [p.shape, p.successes, p.failures])).toEqual([
+        ["{head:number,path:string}", 1, 0],
+        ["{path:string}", 1, 0],
+      ]);
       // Other workspaces learn nothing from it.
       expect(await h.store.failurePatterns("/tmp/ws-learn-other", 10)).toEqual([]);
     });
@@ -93,28 +93,66 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
         1100,
       );
       expect(await h.store.failurePatterns("/tmp/ws-learn-b", 10)).toEqual([]);
+      const decide = (n: number, output: string, at: number) =>
+        h.store.commit(
+          run.id,
+          epoch,
+          {
+            updateIteration: {
+              n,
+              attempt: 1,
+              patch: {
+                status: "failed",
+                outcome: "validation_failed",
+                validation: [check("npm test", 1, output), check("npm run lint", 0)],
+              },
+            },
+          },
+          at,
+        );
+      await decide(1, "2 failing: cart total", 1200);
+      await h.store.commit(run.id, epoch, { insertIteration: iteration(run.id, 2, 1) }, 1300);
+      await decide(2, "1 failing: cart total", 1400);
+      const patterns = await h.store.failurePatterns("/tmp/ws-learn-b", 10);
+      expect(patterns.map((p) => [p.scope, p.subject, p.successes, p.failures])).toEqual([
+        ["command", "npm test", 0, 2],
+        ["command", "npm run lint", 2, 0],
+      ]);
+      expect(patterns[0]?.lastErrors).toEqual([
+        "exit 1: 1 failing: cart total",
+        "exit 1: 2 failing: cart total",
+      ]);
+    });
+
+    it("keys run_command by its command, and chooses what worked apart from what failed", async () => {
+      const ws = "/tmp/ws-learn-d";
+      const run = await h.createRun(newRun({}, { workspace: ws }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      const command = (cmd: string, ok: boolean) => ({
+        iteration: 1,
+        server: "workspace",
+        tool: "run_command",
+        args: { command: cmd },
+        isError: !ok,
+        result: ok ? "exit code 0" : "exit code 1",
+        durationMs: 1,
+      });
+      // Six commands that always fail (more than the limit), and one that works.
+      const failing = ["a", "b", "c", "d", "e", "f"].map((x) => command(`false ${x}`, false));
       await h.store.commit(
         run.id,
         epoch,
-        {
-          updateIteration: {
-            n: 1,
-            attempt: 1,
-            patch: {
-              status: "failed",
-              outcome: "validation_failed",
-              validation: [check("npm test", 1, "1 failing: cart total"), check("npm run lint", 0)],
-            },
-          },
-        },
-        1200,
+        { toolCalls: [...failing, ...failing, command("npm  test", true)] },
+        1000,
       );
-      const patterns = await h.store.failurePatterns("/tmp/ws-learn-b", 10);
-      expect(patterns.map((p) => [p.scope, p.subject, p.successes, p.failures])).toEqual([
-        ["command", "npm test", 0, 1],
-        ["command", "npm run lint", 1, 0],
-      ]);
-      expect(patterns[0]?.lastErrors).toEqual(["exit 1: 1 failing: cart total"]);
+      const patterns = await h.store.failurePatterns(ws, 5);
+      expect(patterns.filter((p) => p.failures > 0)).toHaveLength(5);
+      expect(patterns.find((p) => p.successes > 0)).toMatchObject({
+        subject: "workspace.run_command",
+        shape: "$ npm test",
+        successes: 1,
+        failures: 0,
+      });
     });
 
     it("learns nothing from a fenced-off commit", async () => {

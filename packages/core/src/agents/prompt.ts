@@ -1,6 +1,7 @@
 import type { PhaseArtifact } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
-import { type FailurePattern, renderLearnedPatterns } from "../learning/patterns";
+import { renderLearnedPatterns } from "../learning/pattern-advice";
+import type { FailurePattern } from "../learning/patterns";
 import { renderPhaseArtifacts } from "../pipeline/phase-prompt";
 import {
   renderSessionHistory,

@@ -109,7 +109,8 @@ export interface RunStore {
   /** The run's failed tool calls, oldest first (the latest `limit`). */
   toolFailures(runId: string, limit: number): Promise<ToolFailure[]>;
   /**
-   * What earlier runs learned in a workspace (see `learning/`): its patterns with the most
+   * What earlier runs learned in a workspace (see `learning/`): the patterns a prompt is chosen
+   * from (`promptCandidates`: what failed, and apart from it what succeeded most), the most
    * failures first, then the most recent. Commits fold their tool calls and the validation
    * results of the iterations they decide into these patterns, in the same transaction.
    */

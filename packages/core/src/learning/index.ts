@@ -1,7 +1,19 @@
 export { argumentShape } from "./argument-shape";
+export {
+  ADVISE_MIN_FAILURES,
+  ADVISE_MIN_RATIO,
+  COMMAND_ADVISE_MIN_RATIO,
+  mergeCandidates,
+  promptCandidates,
+  relevantPatterns,
+  renderLearnedPatterns,
+  WORKED_MAX_RATIO,
+} from "./pattern-advice";
+export { errorKind, functionName, toolCallShape } from "./pattern-keys";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./patterns";
 export {
   byFailuresThenRecency,
+  byPatternKey,
   foldPattern,
   LAST_ERRORS_KEPT,
   mergeLastErrors,
@@ -9,6 +21,4 @@ export {
   PATTERNS_FOR_PROMPT,
   patternDeltas,
   patternKey,
-  relevantPatterns,
-  renderLearnedPatterns,
 } from "./patterns";

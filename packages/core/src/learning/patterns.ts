@@ -1,5 +1,5 @@
 import type { RunMutation } from "../engine/run-store";
-import { argumentShape } from "./argument-shape";
+import { toolCallShape } from "./pattern-keys";
 
 /** What earlier runs learned about one approach: a tool with an argument shape, or a command. */
 export interface FailurePattern {
@@ -9,7 +9,7 @@ export interface FailurePattern {
   workspace: string;
   /** `server.tool`, or the command line. */
   subject: string;
-  /** The tool call's argument shape (see `argumentShape`); "" for a command. */
+  /** What kind of tool call (see pattern-keys.ts: argument shape, command, error kind); "" for a command. */
   shape: string;
   successes: number;
   failures: number;
@@ -50,7 +50,7 @@ export function observationsOf(m: RunMutation): PatternObservation[] {
     seen.push({
       scope: "tool",
       subject: `${call.server}.${call.tool}`,
-      shape: argumentShape(call.args),
+      shape: toolCallShape(call),
       ok: !call.isError,
       durationMs: call.durationMs,
       error: call.isError ? errorText(call.result) : null,
@@ -135,10 +135,6 @@ export function mergeLastErrors(previous: readonly string[], delta: PatternDelta
   return [...delta.errors, ...previous].slice(0, LAST_ERRORS_KEPT);
 }
 
-function failureRatio(p: FailurePattern): number {
-  return p.failures / Math.max(1, p.failures + p.successes);
-}
-
 /** A pattern with a delta folded in (how every store updates one). */
 export function foldPattern(
   existing: FailurePattern | null,
@@ -166,67 +162,5 @@ export function byFailuresThenRecency(a: FailurePattern, b: FailurePattern): num
   return b.failures - a.failures || b.lastSeenAt - a.lastSeenAt;
 }
 
-/** Patterns a prompt is chosen from (the store's most failing and most recent). */
+/** Patterns of each kind a prompt is chosen from (see `promptCandidates`). */
 export const PATTERNS_FOR_PROMPT = 50;
-
-/** Lines of each kind a prompt receives. */
-const FAILED_SHOWN = 5;
-const WORKED_SHOWN = 3;
-
-/**
- * The patterns worth telling an agent: what keeps failing (most failures, then most recent),
- * and what worked (only successes, most used).
- */
-export function relevantPatterns(patterns: readonly FailurePattern[]): {
-  failed: FailurePattern[];
-  worked: FailurePattern[];
-} {
-  const failed = patterns
-    .filter((p) => p.failures > 0)
-    .sort(
-      (a, b) =>
-        failureRatio(b) - failureRatio(a) || b.failures - a.failures || b.lastSeenAt - a.lastSeenAt,
-    )
-    .slice(0, FAILED_SHOWN);
-  const worked = patterns
-    .filter((p) => p.failures === 0 && p.successes > 0 && p.scope === "tool")
-    .sort((a, b) => b.successes - a.successes || b.lastSeenAt - a.lastSeenAt)
-    .slice(0, WORKED_SHOWN);
-  return { failed, worked };
-}
-
-function label(p: FailurePattern): string {
-  return p.scope === "tool" ? `tool \`${p.subject}\` with ${p.shape}` : `command \`${p.subject}\``;
-}
-
-function meanMs(p: FailurePattern): number {
-  return Math.round(p.totalDurationMs / Math.max(1, p.successes + p.failures));
-}
-
-/** The prompt section "Learned from earlier runs", or null when there is nothing to tell. */
-export function renderLearnedPatterns(patterns: readonly FailurePattern[]): string | null {
-  const { failed, worked } = relevantPatterns(patterns);
-  if (failed.length === 0 && worked.length === 0) return null;
-  const parts: string[] = [];
-  if (failed.length > 0) {
-    parts.push(
-      "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
-      ...failed.map((p) => {
-        const error = p.lastErrors[0]
-          ? `; last error: ${p.lastErrors[0].replace(/\s+/g, " ")}`
-          : "";
-        return `- ${label(p)}: failed ${p.failures} of ${p.failures + p.successes} times${error}`;
-      }),
-    );
-  }
-  if (worked.length > 0) {
-    parts.push(
-      "These worked before (prefer them):",
-      ...worked.map(
-        (p) =>
-          `- ${label(p)}: succeeded ${p.successes} of ${p.successes} times (mean ${meanMs(p)} ms)`,
-      ),
-    );
-  }
-  return parts.join("\n");
-}

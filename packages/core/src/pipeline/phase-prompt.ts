@@ -1,6 +1,7 @@
 import type { PhaseArtifact, PreparationPhase } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
-import { type FailurePattern, renderLearnedPatterns } from "../learning/patterns";
+import { renderLearnedPatterns } from "../learning/pattern-advice";
+import type { FailurePattern } from "../learning/patterns";
 
 /** What each preparation phase is asked to produce. */
 export const PHASE_INSTRUCTIONS: Record<PreparationPhase, string> = {

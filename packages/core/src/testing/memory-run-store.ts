@@ -11,8 +11,8 @@ import {
   type RunStore,
   startsOnClaim,
 } from "../engine/run-store";
+import { promptCandidates } from "../learning/pattern-advice";
 import {
-  byFailuresThenRecency,
   type FailurePattern,
   foldPattern,
   observationsOf,
@@ -151,10 +151,9 @@ export class MemoryRunStore implements RunStore {
   }
 
   async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {
-    return [...(this.patterns.get(workspace)?.values() ?? [])]
-      .sort(byFailuresThenRecency)
-      .slice(0, limit)
-      .map((p) => structuredClone(p));
+    return promptCandidates([...(this.patterns.get(workspace)?.values() ?? [])], limit).map((p) =>
+      structuredClone(p),
+    );
   }
 
   async sessionHistory(

@@ -1,12 +1,12 @@
 import {
-  byFailuresThenRecency,
   type FailurePattern,
   foldPattern,
+  mergeCandidates,
   observationsOf,
   patternDeltas,
   type RunMutation,
 } from "@looprun/core";
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, gt, gte, sql } from "drizzle-orm";
 import { type PatternFilter, toFailurePattern } from "../failure-patterns";
 import type { PgDb } from "./connection";
 import { failurePatterns } from "./schema";
@@ -69,18 +69,34 @@ export async function recordPatterns(
   }
 }
 
+/** Twin of `workspacePatterns` (../failure-patterns.ts): the two selections of `promptCandidates`. */
 export async function workspacePatterns(
   db: PgDb,
   workspace: string,
   limit: number,
 ): Promise<FailurePattern[]> {
-  const rows = await db
-    .select()
-    .from(failurePatterns)
-    .where(eq(failurePatterns.workspace, workspace))
-    .orderBy(desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
-    .limit(limit);
-  return rows.map(toFailurePattern).sort(byFailuresThenRecency);
+  const ratio = sql`${failurePatterns.failures}::float8 / (${failurePatterns.failures} + ${failurePatterns.successes})`;
+  const [failing, succeeding] = await Promise.all([
+    db
+      .select()
+      .from(failurePatterns)
+      .where(
+        and(
+          eq(failurePatterns.workspace, workspace),
+          gt(failurePatterns.failures, 0),
+          gte(failurePatterns.failures, failurePatterns.successes),
+        ),
+      )
+      .orderBy(desc(ratio), desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+      .limit(limit),
+    db
+      .select()
+      .from(failurePatterns)
+      .where(and(eq(failurePatterns.workspace, workspace), gt(failurePatterns.successes, 0)))
+      .orderBy(desc(failurePatterns.successes), desc(failurePatterns.lastSeenAt))
+      .limit(limit),
+  ]);
+  return mergeCandidates(failing.map(toFailurePattern), succeeding.map(toFailurePattern));
 }
 
 /** Twin of `listPatterns` (../failure-patterns.ts). */

@@ -1,0 +1,201 @@
+import { functionName, parseToolShape, type ToolShape } from "./pattern-keys";
+import { byFailuresThenRecency, type FailurePattern, patternKey } from "./patterns";
+
+/*
+ * When a pattern is advice. One failure is an incident, not a pattern: an agent reads a file
+ * that is not there, runs the tests before fixing them. A pattern is told as "failed before"
+ * only when it failed at least twice and at least half of its calls (a tool that failed 1 time
+ * in 200 works). Commands (`run_command` by command, validation commands) need 4 failures in
+ * 5: an agent runs the tests before and after its fix, so a working test command fails about
+ * half the time (fail, pass; fail, fail, pass) — only a command that almost never passes
+ * (`yarn test` without yarn) is an approach to change. What worked is what succeeded with at
+ * most 1 failure in 5.
+ */
+export const ADVISE_MIN_FAILURES = 2;
+export const ADVISE_MIN_RATIO = 0.5;
+export const COMMAND_ADVISE_MIN_RATIO = 0.8;
+export const WORKED_MAX_RATIO = 0.2;
+
+/** Lines of each kind a prompt receives. */
+const FAILED_SHOWN = 5;
+const WORKED_SHOWN = 3;
+
+/** What a pattern is, for advice. */
+type Kind = { kind: "validation" } | ToolShape;
+
+function kindOf(p: FailurePattern): Kind {
+  return p.scope === "command" ? { kind: "validation" } : parseToolShape(p.subject, p.shape);
+}
+
+interface Weighed {
+  pattern: FailurePattern;
+  kind: Kind;
+  /** The calls the pattern's failures are weighed against. */
+  calls: number;
+  ratio: number;
+}
+
+/**
+ * Each pattern with the calls its failures count against: its own, or for an error kind all
+ * calls of the tool with that argument shape that are among `patterns` (when those rows are
+ * missing, its own — a tool that rarely succeeds).
+ */
+function weigh(patterns: readonly FailurePattern[]): Weighed[] {
+  const ofShape = new Map<string, { calls: number; failures: number }>();
+  const shapeKey = (subject: string, shape: string) => JSON.stringify([subject, shape]);
+  const kinds = patterns.map(kindOf);
+  patterns.forEach((p, i) => {
+    const k = kinds[i];
+    if (p.scope !== "tool" || (k?.kind !== "calls" && k?.kind !== "error")) return;
+    const key = shapeKey(p.subject, k.shape);
+    const sum = ofShape.get(key) ?? { calls: 0, failures: 0 };
+    ofShape.set(key, {
+      calls: sum.calls + p.successes + p.failures,
+      failures: sum.failures + p.failures,
+    });
+  });
+  return patterns.map((pattern, i) => {
+    const kind = kinds[i] ?? kindOf(pattern);
+    const own = { calls: pattern.successes + pattern.failures, failures: pattern.failures };
+    if (kind.kind !== "error" && kind.kind !== "calls") {
+      return { pattern, kind, calls: own.calls, ratio: own.failures / Math.max(1, own.calls) };
+    }
+    const shape = ofShape.get(shapeKey(pattern.subject, kind.shape)) ?? own;
+    const calls = Math.max(own.calls, shape.calls);
+    // An error kind is weighed by its own failures; the shape's calls by all of theirs.
+    const failures = kind.kind === "error" ? own.failures : Math.max(own.failures, shape.failures);
+    return { pattern, kind, calls, ratio: failures / Math.max(1, calls) };
+  });
+}
+
+function isCommand(kind: Kind): boolean {
+  return kind.kind === "command" || kind.kind === "validation";
+}
+
+function failedBefore(w: Weighed): boolean {
+  if (w.kind.kind === "legacy_command") return false;
+  const minRatio = isCommand(w.kind) ? COMMAND_ADVISE_MIN_RATIO : ADVISE_MIN_RATIO;
+  return w.pattern.failures >= ADVISE_MIN_FAILURES && w.ratio >= minRatio;
+}
+
+function workedBefore(w: Weighed): boolean {
+  return (
+    w.pattern.scope === "tool" &&
+    (w.kind.kind === "calls" || w.kind.kind === "command") &&
+    w.pattern.successes > 0 &&
+    w.ratio <= WORKED_MAX_RATIO
+  );
+}
+
+/**
+ * The patterns worth telling an agent: what keeps failing (see the thresholds above; highest
+ * failure ratio, then most failures, then most recent) and what worked (most successes).
+ */
+function relevant(patterns: readonly FailurePattern[]): { failed: Weighed[]; worked: Weighed[] } {
+  const weighed = weigh(patterns);
+  const failed = weighed
+    .filter(failedBefore)
+    .sort(
+      (a, b) =>
+        b.ratio - a.ratio ||
+        b.pattern.failures - a.pattern.failures ||
+        b.pattern.lastSeenAt - a.pattern.lastSeenAt,
+    )
+    .slice(0, FAILED_SHOWN);
+  const worked = weighed
+    .filter(workedBefore)
+    .sort(
+      (a, b) =>
+        b.pattern.successes - a.pattern.successes || b.pattern.lastSeenAt - a.pattern.lastSeenAt,
+    )
+    .slice(0, WORKED_SHOWN);
+  return { failed, worked };
+}
+
+export function relevantPatterns(patterns: readonly FailurePattern[]): {
+  failed: FailurePattern[];
+  worked: FailurePattern[];
+} {
+  const { failed, worked } = relevant(patterns);
+  return { failed: failed.map((w) => w.pattern), worked: worked.map((w) => w.pattern) };
+}
+
+/**
+ * The patterns a prompt is chosen from, as every store selects them: up to `limit` that
+ * failed at least half their calls (highest ratio, then most failures first; single failures
+ * too, since they count against the calls of their tool) and, chosen apart, up to `limit`
+ * with the most successes — what worked, and the calls an error kind is weighed against.
+ * Most failures first, then most recent.
+ */
+export function promptCandidates(
+  patterns: readonly FailurePattern[],
+  limit: number,
+): FailurePattern[] {
+  const ratio = (p: FailurePattern) => p.failures / Math.max(1, p.failures + p.successes);
+  const failing = patterns
+    .filter((p) => p.failures > 0 && p.failures >= p.successes)
+    .sort((a, b) => ratio(b) - ratio(a) || byFailuresThenRecency(a, b))
+    .slice(0, limit);
+  const succeeding = patterns
+    .filter((p) => p.successes > 0)
+    .sort((a, b) => b.successes - a.successes || b.lastSeenAt - a.lastSeenAt)
+    .slice(0, limit);
+  return mergeCandidates(failing, succeeding);
+}
+
+/** The two selections of `promptCandidates` as one list (a pattern in both once). */
+export function mergeCandidates(
+  failing: readonly FailurePattern[],
+  succeeding: readonly FailurePattern[],
+): FailurePattern[] {
+  const byKey = new Map<string, FailurePattern>();
+  for (const p of [...failing, ...succeeding]) byKey.set(patternKey(p), p);
+  return [...byKey.values()].sort(byFailuresThenRecency);
+}
+
+function label(w: Weighed): string {
+  const tool = `tool \`${functionName(w.pattern.subject)}\``;
+  switch (w.kind.kind) {
+    case "validation":
+      return `command \`${w.pattern.subject}\``;
+    case "command":
+      return `${tool} with command \`${w.kind.command}\``;
+    case "calls":
+      return `${tool} with ${w.kind.shape}`;
+    case "error":
+      return `${tool} with ${w.kind.shape} failing with "${w.kind.error}"`;
+    case "legacy_command":
+      return tool;
+  }
+}
+
+function meanMs(p: FailurePattern): number {
+  return Math.round(p.totalDurationMs / Math.max(1, p.successes + p.failures));
+}
+
+/** The prompt section "Learned from earlier runs", or null when there is nothing to tell. */
+export function renderLearnedPatterns(patterns: readonly FailurePattern[]): string | null {
+  const { failed, worked } = relevant(patterns);
+  if (failed.length === 0 && worked.length === 0) return null;
+  const parts: string[] = [];
+  if (failed.length > 0) {
+    parts.push(
+      "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
+      ...failed.map((w) => {
+        const last = w.pattern.lastErrors[0];
+        const error = last ? `; last error: ${last.replace(/\s+/g, " ")}` : "";
+        return `- ${label(w)}: failed ${w.pattern.failures} of ${w.calls} times${error}`;
+      }),
+    );
+  }
+  if (worked.length > 0) {
+    parts.push(
+      "These worked before (prefer them):",
+      ...worked.map(
+        (w) =>
+          `- ${label(w)}: succeeded ${w.pattern.successes} of ${w.calls} times (mean ${meanMs(w.pattern)} ms)`,
+      ),
+    );
+  }
+  return parts.join("\n");
+}

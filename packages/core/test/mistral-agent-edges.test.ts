@@ -1,7 +1,7 @@
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
-import type { Reply } from "../../../tests/support/fake-mistral";
+import { finish, type Reply } from "../../../tests/support/fake-mistral";
 import { mistralFixture } from "./mistral-fixture";
 import { resources } from "./support";
 
@@ -51,5 +51,44 @@ describe("the mistral agent on unusual answers", () => {
     expect(it1.agent?.exitCode).toBe(1);
     expect(it1.agent?.output).toContain("I will now write the fi");
     expect(it1.agent?.output).toContain("length limit");
+  });
+
+  it("records a call with unparseable arguments as a failed call, and sends {} back in the history", async () => {
+    const { store, run } = await iterate([
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: '{"path":"bug.txt","content":"fix' },
+        ],
+      },
+      finish("x"),
+    ]);
+    const calls = store.toolCalls.filter((c) => c.runId === run.id);
+    expect(calls.map((c) => [c.server, c.tool, c.isError])).toEqual([
+      ["workspace", "write_file", true],
+    ]);
+    expect(calls[0]?.result).toContain("not valid JSON");
+    expect(store.eventsOf(run.id).filter((e) => e.type === "tool_called")).toHaveLength(1);
+    expect((await store.getRun(run.id))!.metrics).toMatchObject({ toolCalls: 1, toolFailures: 1 });
+    const second = fx.fake.requests[1]!;
+    const sentBack = second.messages.find((m) => m.role === "assistant")?.tool_calls as {
+      function: { arguments: string };
+    }[];
+    expect(sentBack[0]?.function.arguments).toBe("{}");
+    expect(second.messages.find((m) => m.role === "tool")?.content).toContain("not valid JSON");
+  });
+
+  it("answers a finish with unparseable arguments with an error, so the model can call it again", async () => {
+    const { store, run } = await iterate([
+      {
+        toolCalls: [{ name: "finish", arguments: '{"summary":"which file?" "status":"blocked"}' }],
+      },
+      finish("which file?", "blocked"),
+    ]);
+    expect(fx.fake.requests).toHaveLength(2);
+    expect(String(fx.fake.requests[1]?.messages.at(-1)?.content)).toContain("not valid JSON");
+    const calls = store.toolCalls.filter((c) => c.runId === run.id);
+    expect(calls.map((c) => [c.tool, c.isError])).toEqual([["finish", true]]);
+    // The second, valid finish is the one that ended the turn: blocked, with its question.
+    expect(store.iterationsOf(run.id)[0]?.agent?.output).toContain("finish (blocked): which file?");
   });
 });

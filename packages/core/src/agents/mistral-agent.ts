@@ -112,6 +112,18 @@ const UPDATE_STEP: ChatTool = {
 /** Three failed tool calls in a row end the iteration. */
 export const MAX_CONSECUTIVE_TOOL_FAILURES = 3;
 
+/** The agent's own tools (not the hub's). */
+const AGENT_TOOLS = new Set([FINISH.name, UPDATE_STEP.name]);
+
+/** A tool call's arguments as JSON (none is `{}`), or undefined when they are not JSON. */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text || "{}");
+  } catch {
+    return undefined;
+  }
+}
+
 /** Bytes of a call's arguments, and of its result, that the transcript shows (a line says the rest was cut). */
 const TRANSCRIPT_ARGS_BYTES = 200;
 const TRANSCRIPT_RESULT_BYTES = 300;
@@ -185,7 +197,12 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         return done(1);
       }
       const res = await complete(messages, tools);
-      messages.push({ role: "assistant", content: res.content, toolCalls: res.toolCalls });
+      const parsed = res.toolCalls.map((call) => ({ call, args: parseArguments(call.arguments) }));
+      // Unparseable arguments go back as "{}": the vendor may refuse a history that holds them.
+      const sent = parsed.map(({ call, args }) =>
+        args === undefined ? { ...call, arguments: "{}" } : call,
+      );
+      messages.push({ role: "assistant", content: res.content, toolCalls: sent });
       if (res.content) log(res.content);
       if (res.finishReason === "length") {
         // Cut at the output limit: its tool calls may be cut too, and it did not finish.
@@ -196,36 +213,39 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         log("(the model stopped calling tools)");
         return done(0);
       }
-      for (const call of res.toolCalls) {
-        let args: unknown;
-        try {
-          args = JSON.parse(call.arguments || "{}");
-        } catch {
-          args = undefined;
-        }
-        if (call.name === "finish") {
-          const status = (args as { status?: unknown } | undefined)?.status;
-          const summary = String((args as { summary?: unknown } | undefined)?.summary ?? "");
+      for (const { call, args } of parsed) {
+        if (call.name === "finish" && args !== undefined) {
+          const status = (args as { status?: unknown } | null)?.status;
+          const summary = String((args as { summary?: unknown } | null)?.summary ?? "");
           log(`finish (${String(status)}): ${summary}`);
           if (status === "blocked") blocked = summary.trim() || "(the agent gave no question)";
           return done(status === "done" ? 0 : 1);
         }
         let outcome: { isError: boolean; result: string };
-        if (args === undefined) {
+        if (args === undefined && AGENT_TOOLS.has(call.name)) {
+          // A failed call like any other (recorded, counted), answered so the model can retry.
           outcome = {
             isError: true,
-            result: `the arguments of ${call.name} are not valid JSON: ${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}`,
+            result: `the arguments of ${call.name} are not valid JSON (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with a JSON object`,
           };
+          await input.recorder.toolCall({
+            server: "",
+            tool: call.name,
+            args: call.arguments,
+            ...outcome,
+            durationMs: 0,
+          });
         } else if (call.name === "update_step" && plan) {
           const updated = await updateStep(input, complete, plan, args);
           plan = updated.plan;
           outcome = updated.outcome;
         } else {
-          const r = await input.toolSet.call(call.name, args, input.signal);
+          // Unparseable arguments go to the hub as text: it reports them without calling.
+          const r = await input.toolSet.call(call.name, args ?? call.arguments, input.signal);
           await input.recorder.toolCall({
             server: r.server,
             tool: r.tool,
-            args,
+            args: args ?? call.arguments,
             isError: r.isError,
             result: r.result,
             durationMs: r.durationMs,

@@ -100,6 +100,7 @@ export {
   foldPattern,
   functionName,
   LAST_ERRORS_KEPT,
+  MAX_PATTERNS_PER_WORKSPACE,
   mergeCandidates,
   mergeLastErrors,
   observationsOf,

@@ -1,6 +1,7 @@
 import {
   type FailurePattern,
   foldPattern,
+  MAX_PATTERNS_PER_WORKSPACE,
   mergeCandidates,
   observationsOf,
   patternDeltas,
@@ -43,9 +44,11 @@ export function recordPatterns(
   const deltas = patternDeltas(observationsOf(m));
   if (deltas.length === 0) return;
   const st = preparedOnce(db, patternStatements);
+  let added = false;
   for (const delta of deltas) {
     const key = { scope: delta.scope, workspace, subject: delta.subject, shape: delta.shape };
     const existing = st.get.get(key);
+    if (!existing) added = true;
     const next = foldPattern(
       existing ? toFailurePattern(existing) : null,
       workspace,
@@ -60,6 +63,9 @@ export function recordPatterns(
       dDurationMs: delta.totalDurationMs,
     });
   }
+  // A row per distinct command line would grow without bound: past the cap, the workspace's
+  // least recently seen patterns go (only a commit that added a row can pass it).
+  if (added) st.evict.run({ workspace, keep: MAX_PATTERNS_PER_WORKSPACE });
 }
 
 const failureRatio = sql`${failurePatterns.failures} * 1.0 / (${failurePatterns.failures} + ${failurePatterns.successes})`;
@@ -92,6 +98,12 @@ function patternStatements(db: Db) {
       .where(and(eq(failurePatterns.workspace, p("workspace")), gt(failurePatterns.successes, 0)))
       .orderBy(desc(failurePatterns.successes), desc(failurePatterns.lastSeenAt))
       .limit(p("limit"))
+      .prepare(),
+    evict: db
+      .delete(failurePatterns)
+      .where(
+        sql`rowid in (select rowid from ${failurePatterns} where ${failurePatterns.workspace} = ${p("workspace")} order by ${failurePatterns.lastSeenAt} desc, rowid desc limit -1 offset ${p("keep")})`,
+      )
       .prepare(),
     get: db
       .select()

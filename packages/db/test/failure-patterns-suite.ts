@@ -1,4 +1,4 @@
-import type { ValidationResult } from "@looprun/core";
+import { MAX_PATTERNS_PER_WORKSPACE, type ValidationResult } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { iteration } from "./store-fixtures";
 import type { StoreHarness } from "./store-harness";
@@ -153,6 +153,29 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
         successes: 1,
         failures: 0,
       });
+    });
+
+    it("keeps a workspace's most recently seen patterns up to the cap", async () => {
+      const ws = "/tmp/ws-learn-cap";
+      const run = await h.createRun(newRun({}, { workspace: ws }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      const failed = (command: string) => ({
+        iteration: 1,
+        server: "workspace",
+        tool: "run_command",
+        args: { command },
+        isError: true,
+        result: "exit code 1",
+        durationMs: 1,
+      });
+      await h.store.commit(run.id, epoch, { toolCalls: [failed("make old")] }, 1000);
+      const fresh = Array.from({ length: MAX_PATTERNS_PER_WORKSPACE }, (_, i) =>
+        failed(`make ${i}`),
+      );
+      await h.store.commit(run.id, epoch, { toolCalls: fresh }, 2000);
+      const kept = await h.store.failurePatterns(ws, 2 * MAX_PATTERNS_PER_WORKSPACE);
+      expect(kept).toHaveLength(MAX_PATTERNS_PER_WORKSPACE);
+      expect(kept.map((p) => p.shape)).not.toContain("$ make old");
     });
 
     it("learns nothing from a fenced-off commit", async () => {

@@ -16,6 +16,7 @@ export {
   byPatternKey,
   foldPattern,
   LAST_ERRORS_KEPT,
+  MAX_PATTERNS_PER_WORKSPACE,
   mergeLastErrors,
   observationsOf,
   PATTERNS_FOR_PROMPT,

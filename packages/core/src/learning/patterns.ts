@@ -162,5 +162,11 @@ export function byFailuresThenRecency(a: FailurePattern, b: FailurePattern): num
   return b.failures - a.failures || b.lastSeenAt - a.lastSeenAt;
 }
 
+/**
+ * Patterns a workspace keeps (one per command line and error kind would grow without bound);
+ * stores drop the least recently seen beyond it.
+ */
+export const MAX_PATTERNS_PER_WORKSPACE = 1000;
+
 /** Patterns of each kind a prompt is chosen from (see `promptCandidates`). */
 export const PATTERNS_FOR_PROMPT = 50;

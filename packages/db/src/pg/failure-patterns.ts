@@ -1,6 +1,7 @@
 import {
   type FailurePattern,
   foldPattern,
+  MAX_PATTERNS_PER_WORKSPACE,
   mergeCandidates,
   observationsOf,
   patternDeltas,
@@ -11,7 +12,7 @@ import { type PatternFilter, toFailurePattern } from "../failure-patterns";
 import type { PgDb } from "./connection";
 import { failurePatterns } from "./schema";
 
-type Tx = Pick<PgDb, "select" | "insert">;
+type Tx = Pick<PgDb, "select" | "insert" | "delete">;
 
 /**
  * PostgreSQL twin of `recordPatterns` (../failure-patterns.ts). The counters are added in the
@@ -28,6 +29,7 @@ export async function recordPatterns(
   m: RunMutation,
   now: number,
 ): Promise<void> {
+  let added = false;
   for (const delta of patternDeltas(observationsOf(m))) {
     const [existing] = await tx
       .select()
@@ -40,6 +42,7 @@ export async function recordPatterns(
           eq(failurePatterns.shape, delta.shape),
         ),
       );
+    if (!existing) added = true;
     const next = foldPattern(
       existing ? toFailurePattern(existing) : null,
       workspace,
@@ -66,6 +69,15 @@ export async function recordPatterns(
           lastSeenAt: now,
         },
       });
+  }
+  // The cap of ../failure-patterns.ts. Rows another commit holds are skipped, not waited for:
+  // taking many row locks in scan order could deadlock with that commit's upserts.
+  if (added) {
+    await tx
+      .delete(failurePatterns)
+      .where(
+        sql`ctid in (select ctid from ${failurePatterns} where ${failurePatterns.workspace} = ${workspace} order by ${failurePatterns.lastSeenAt} desc offset ${MAX_PATTERNS_PER_WORKSPACE} for update skip locked)`,
+      );
   }
 }
 

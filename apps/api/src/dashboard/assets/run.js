@@ -1,5 +1,8 @@
-// One run, live: its events over SSE (GET /api/runs/:id/events/stream) and its changes over the
-// runs stream; iterations, reviews and tool calls are read again when an event says they changed.
+// One run, live: its events over SSE (GET /api/runs/:id/events/stream) — the page's one
+// long-lived connection: a browser keeps at most 6 per host across its tabs (HTTP/1.1), so a
+// second stream per page would let a few open run pages starve every other request. The run,
+// its iterations, reviews and tool calls are read again when an event says they changed, and
+// the run now and then while it is active (its progress line also changes between events).
 import { ApiError, api, follow, optional } from "./api.js";
 import { eventItem, roleOf } from "./events.js";
 import { badge, clock, elapsedNow, h, isActive } from "./format.js";
@@ -32,16 +35,19 @@ function clearError(from) {
 }
 const actionFailed = (error) => showError(`${error.status ?? ""} ${error.message}`, "action");
 
-/** What an event makes stale (the run itself also comes over the runs stream). */
+/** What an event makes stale: the run always (status, progress, metrics), and what the type says. */
 function staleAfter(type) {
-  if (type === "tool_called") return ["toolCalls"];
-  if (type.startsWith("plan_") || type === "step_completed") return [];
+  if (type === "tool_called") return ["run", "toolCalls"];
+  if (type.startsWith("plan_") || type === "step_completed") return ["run"];
   if (type.startsWith("review_")) return ["reviews", "iterations", "run"];
   if (type.startsWith("run_") || type === "stop_requested" || type === "budget_exhausted") {
     return ["run", "iterations", "reviews", "toolCalls"];
   }
-  return ["iterations"];
+  return ["run", "iterations"];
 }
+
+/** How often an active run is read again without an event (its progress line changes between events). */
+const RUN_REFRESH_MS = 3000;
 
 function setRun(run) {
   state.run = run;
@@ -337,23 +343,19 @@ $("rollback-form").addEventListener("submit", async (event) => {
 });
 
 setInterval(() => {
-  if (state.run && isActive(state.run.status)) renderBudget();
+  if (!state.run || !isActive(state.run.status)) return;
+  renderBudget();
+  if (Date.now() - state.readAt >= RUN_REFRESH_MS) markStale(["run"]);
 }, 1000);
 
 for (const part of Object.keys(READ)) stale.add(part);
 await reload();
 const liveState = $("live-state");
-const runs = follow(`/api/runs/stream?runId=${encodeURIComponent(id)}`, {
-  onEvent(type, data) {
-    if (type === "run_updated") setRun(data);
-  },
-});
 follow(`/api/runs/${id}/events/stream`, {
   onEvent(type, event) {
     if (!addEvent(event)) return;
     markStale(staleAfter(type));
     if (type === "run_finished") {
-      runs.close();
       readLateEvents();
       return "stop";
     }

@@ -90,4 +90,24 @@ describe("a workspace's own index", () => {
     expect(existsSync(lock)).toBe(false);
     expect(existsSync(join(a, "new.txt"))).toBe(false);
   });
+
+  it("waits for a lock on a workspace's index that a live git may hold, and leaves it to it", async () => {
+    const baseline = await snapshots.take(targetA(), "baseline", null);
+    writeFileSync(join(a, "new.txt"), "new\n");
+    const lock = `${snapshots.indexFile("s1", a)}.lock`;
+    mkdirSync(join(snapshots.gitDir("s1"), "indexes"), { recursive: true });
+    writeFileSync(lock, "");
+    let settled = false;
+    const restoring = restoreWorkspace(snapshots, targetA(), baseline).finally(() => {
+      settled = true;
+    });
+    // A while within the git timeout: the lock is its writer's, and nothing was restored yet.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(existsSync(lock)).toBe(true);
+    expect(settled).toBe(false);
+    expect(existsSync(join(a, "new.txt"))).toBe(true);
+    // The writer is done: its lock goes, and the restore goes on.
+    rmSync(lock);
+    expect((await restoring).files).toEqual([{ path: "new.txt", change: "removed" }]);
+  });
 });

@@ -187,6 +187,38 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
     ).toBe(2);
   });
 
+  it("counts calls of tools no server has (names the model made up) under one label", async () => {
+    const t = Date.now();
+    const run = await submit("metrics-unknown");
+    const madeUp = (tool: string) => ({
+      iteration: 1,
+      server: "",
+      tool,
+      args: {},
+      isError: true,
+      result: `unknown tool "${tool}"`,
+      durationMs: 1,
+    });
+    await store.commit(
+      run.id,
+      run.epoch,
+      {
+        run: { status: "running", startedAt: t },
+        insertIteration: iteration(run.id, 1, t),
+        toolCalls: [madeUp("invented_one"), madeUp("invented_two")],
+      },
+      t,
+    );
+    const samples = await scrape();
+    expect(sampleValue(samples, "looprun_tool_calls_total", { server: "", tool: "unknown" })).toBe(
+      2,
+    );
+    expect(
+      sampleValue(samples, "looprun_tool_call_failures_total", { server: "", tool: "unknown" }),
+    ).toBe(2);
+    expect(samples.some((s) => s.labels.tool?.startsWith("invented"))).toBe(false);
+  });
+
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "metrics-token-0123456789";
     const secured = h.appWith({

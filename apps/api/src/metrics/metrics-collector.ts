@@ -126,9 +126,10 @@ export class MetricsCollector {
       byteOrder(`${a.server}\0${a.tool}`, `${b.server}\0${b.tool}`),
     );
     for (const c of calls) {
-      this.toolCalls.inc({ server: c.server, tool: c.tool }, c.calls);
+      const labels = { server: c.server, tool: toolLabel(c.server, c.tool) };
+      this.toolCalls.inc(labels, c.calls);
       // Created at 0 too, so every tool has both series.
-      this.toolFailures.inc({ server: c.server, tool: c.tool }, c.failures);
+      this.toolFailures.inc(labels, c.failures);
     }
   }
 
@@ -151,4 +152,12 @@ export class MetricsCollector {
       this.queueUp.set(0);
     }
   }
+}
+
+/**
+ * A call's tool as a label: a name the model made up (no server has it, server "") would be
+ * a series of its own for good, one per invention; they all count as "unknown".
+ */
+function toolLabel(server: string, tool: string): string {
+  return server === "" ? "unknown" : tool;
 }

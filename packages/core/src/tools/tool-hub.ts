@@ -92,6 +92,17 @@ interface Entry {
   validate: (args: unknown) => string[];
 }
 
+/** Characters of a name no server has kept as the call's tool (function names have at most 64). */
+const UNKNOWN_NAME_CHARS = 64;
+
+/** A made-up tool name as recorded: any text a model sent, so capped (by code point). */
+function unknownName(name: string): string {
+  const chars = Array.from(name);
+  return chars.length > UNKNOWN_NAME_CHARS
+    ? `${chars.slice(0, UNKNOWN_NAME_CHARS).join("")}…`
+    : name;
+}
+
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -291,7 +302,7 @@ export class ToolHub {
       result: capText(text, this.resultCapBytes),
       durationMs: Math.round(performance.now() - started),
       server: entry?.tool.server ?? "",
-      tool: entry?.tool.tool ?? name,
+      tool: entry?.tool.tool ?? unknownName(name),
     });
     if (!entry) {
       return outcome(

@@ -118,6 +118,11 @@ describe("ToolHub over real stdio servers", () => {
     expect(result.result).toContain('unknown tool "read_file"');
     expect(result.result).toContain("ws_a__read_text_file");
     expect(result.result).toContain("everything__get-sum");
+    // A made-up name is any text: it is recorded capped (64 characters, never half an emoji).
+    const long = `x${"😀".repeat(200)}`;
+    const made = await hub.call(long, {});
+    expect(made).toMatchObject({ isError: true, server: "" });
+    expect(made.tool).toBe(`x${"😀".repeat(63)}…`);
   });
 
   it("caps results and says how much was cut", async () => {

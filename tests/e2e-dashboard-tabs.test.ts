@@ -5,6 +5,7 @@ import {
   chromiumAvailable,
   type Dashboard,
   openDashboard,
+  TOKEN,
 } from "./support/dashboard-browser";
 import type { Stack } from "./support/stack";
 
@@ -28,23 +29,24 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: many run pages open"
 
   /** Resolves with what a fetch from `page` got within 5 s: "200", or "no answer". */
   const fetchFrom = (page: Page, path: string) =>
-    page.evaluate(async (path) => {
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(), 5000);
-      try {
-        // The page's own credentials (what api.js sends).
-        const token = localStorage.getItem("looprun.token");
-        const res = await fetch(path, {
-          signal: controller.signal,
-          headers: { authorization: `Bearer ${token}` },
-        });
-        return String(res.status);
-      } catch {
-        return "no answer";
-      } finally {
-        clearTimeout(timer);
-      }
-    }, path);
+    page.evaluate(
+      async ({ path, token }) => {
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), 5000);
+        try {
+          const res = await fetch(path, {
+            signal: controller.signal,
+            headers: { authorization: `Bearer ${token}` },
+          });
+          return String(res.status);
+        } catch {
+          return "no answer";
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      { path, token: TOKEN },
+    );
 
   it(`keeps answering requests, and stops a run, with ${TABS} run pages following active runs`, async () => {
     const ids: string[] = [];

@@ -262,6 +262,26 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await bySession.cancel();
   });
 
+  it("holds only the latest change of each run for a client that stops reading the runs stream", async () => {
+    const { id } = await submit({ sessionId: "live-stalled" });
+    const stalled = await open(`/api/runs/stream?runId=${id}`);
+    await stalled.next(); // `retry:`: subscribed, then it reads nothing more for a while
+    const reading = await open(`/api/runs/stream?runId=${id}`);
+    const epoch = await claim(id);
+    const CHANGES = 30;
+    for (let i = 1; i <= CHANGES; i++) {
+      await store.commit(id, epoch, { run: { progress: `step ${i}` } }, Date.now());
+      // Each change goes out on its own (the feed has polled it) before the next one is made.
+      await reading.until((m) => payload(m).progress === `step ${i}`);
+    }
+    const missed = await stalled.until((m) => payload(m).progress === `step ${CHANGES}`);
+    // A message or two were under way when it stopped reading; the rest is the latest state.
+    expect(missed.length).toBeLessThanOrEqual(4);
+    expect(payload(missed.at(-1) as SseMessage)).toMatchObject({ id, progress: `step ${CHANGES}` });
+    await stalled.cancel();
+    await reading.cancel();
+  });
+
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "live-token-0123456789";
     const secured = h.appWith({

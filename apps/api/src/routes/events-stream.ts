@@ -44,16 +44,21 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
       (q.sessionId === undefined || run.sessionId === q.sessionId) &&
       (q.runId === undefined || run.id === q.runId);
     return streamSession(c, live, deps.shutdown, async (session) => {
-      const pending: RunRecord[] = [];
+      // The latest change of each run not yet sent: a client that reads slowly (or not at all)
+      // skips the states it missed instead of making the server hold every one of them, so what
+      // waits is bounded by the number of runs, not by how long the client has stalled.
+      const pending = new Map<string, RunRecord>();
       const unsubscribe = feed.subscribe((run) => {
         if (!wanted(run)) return;
-        pending.push(run);
+        pending.delete(run.id);
+        pending.set(run.id, run);
         session.wake();
       });
       try {
         await session.start();
         while (session.open) {
-          for (let run = pending.shift(); run; run = pending.shift()) {
+          for (const [id, run] of pending) {
+            pending.delete(id);
             await session.send("run_updated", presentRun(run, now()));
           }
           await session.idle();

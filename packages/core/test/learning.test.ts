@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   argumentShape,
+  buildPrompt,
   type FailurePattern,
   MistralChatModel,
   promptCandidates,
@@ -121,6 +122,37 @@ describe("renderLearnedPatterns", () => {
 
   it("has nothing to say without patterns", () => {
     expect(renderLearnedPatterns([])).toBeNull();
+  });
+});
+
+describe("the prompt names tools as the model calls them", () => {
+  it("in the tool calls that failed so far and in what was learned", () => {
+    const { spec } = makeRun(
+      { task: "t", agent: { type: "mistral", model: "m" }, testCommand: "true" },
+      "/ws",
+    );
+    const text = buildPrompt({
+      spec,
+      iteration: 2,
+      feedback: null,
+      toolFailures: [
+        {
+          iteration: 1,
+          server: "workspace",
+          tool: "read_text_file",
+          args: { path: "x" },
+          error: "no such file or directory: x",
+        },
+        { iteration: 1, server: "", tool: "cat", args: {}, error: 'unknown tool "cat"' },
+      ],
+      learned: [pattern({ shape: "$ yarn test", failures: 2 })],
+    });
+    expect(text).toContain(
+      '- iteration 1: workspace__read_text_file({"path":"x"}) failed: no such file or directory: x\n- iteration 1: cat({}) failed',
+    );
+    expect(text).toContain(
+      "- tool `workspace__run_command` with command `yarn test`: failed 2 of 2",
+    );
   });
 });
 

@@ -232,9 +232,13 @@ export class SqliteRunStore implements RunStore {
       .orderBy(desc(toolCalls.seq))
       .limit(limit)
       .all();
-    return rows
-      .reverse()
-      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+    return rows.reverse().map((c) => ({
+      iteration: c.iteration,
+      server: c.server,
+      tool: c.tool,
+      args: c.args,
+      error: c.result,
+    }));
   }
 
   async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {

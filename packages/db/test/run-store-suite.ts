@@ -276,7 +276,13 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         [5, "write_file", true],
       ]);
       expect(await h.store.toolFailures(first.id, 1)).toEqual([
-        { iteration: 1, tool: "write_file", args: { path: "c.ts" }, error: "cannot write c.ts" },
+        {
+          iteration: 1,
+          server: "workspace",
+          tool: "write_file",
+          args: { path: "c.ts" },
+          error: "cannot write c.ts",
+        },
       ]);
       expect((await h.store.toolFailures(first.id, 10)).map((f) => f.tool)).toEqual([
         "edit_file",

@@ -1,3 +1,5 @@
+import { functionName } from "../learning/pattern-keys";
+
 /** An earlier run of the same session, as the agent is told about it. */
 export interface SessionRunSummary {
   runId: string;
@@ -11,6 +13,9 @@ export interface SessionRunSummary {
 /** A failed tool call of this run, so the model does not repeat it. */
 export interface ToolFailure {
   iteration: number;
+  /** The tool's server ("" when the model named a tool that does not exist). */
+  server: string;
+  /** The tool's name on its server. */
   tool: string;
   args: unknown;
   error: string;
@@ -30,7 +35,7 @@ export function renderToolFailures(failures: readonly ToolFailure[]): string {
   return failures
     .map(
       (f) =>
-        `- iteration ${f.iteration}: ${f.tool}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`,
+        `- iteration ${f.iteration}: ${f.server === "" ? f.tool : functionName(`${f.server}.${f.tool}`)}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`,
     )
     .join("\n");
 }

@@ -185,7 +185,13 @@ export class MemoryRunStore implements RunStore {
     return this.toolCalls
       .filter((c) => c.runId === runId && c.isError)
       .slice(-limit)
-      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+      .map((c) => ({
+        iteration: c.iteration,
+        server: c.server,
+        tool: c.tool,
+        args: c.args,
+        error: c.result,
+      }));
   }
 
   async phaseArtifacts(runId: string): Promise<PhaseArtifact[]> {

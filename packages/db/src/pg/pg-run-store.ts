@@ -185,9 +185,13 @@ export class PgRunStore implements RunStore {
       .where(and(eq(toolCalls.runId, runId), eq(toolCalls.isError, true)))
       .orderBy(desc(toolCalls.seq))
       .limit(limit);
-    return rows
-      .reverse()
-      .map((c) => ({ iteration: c.iteration, tool: c.tool, args: c.args, error: c.result }));
+    return rows.reverse().map((c) => ({
+      iteration: c.iteration,
+      server: c.server,
+      tool: c.tool,
+      args: c.args,
+      error: c.result,
+    }));
   }
 
   async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {

@@ -180,8 +180,33 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(await seqs(`/api/runs/${id}/events/stream?after=1`, { "Last-Event-ID": "4" })).toEqual([
       5,
     ]);
-    // Everything already seen: the stream of a finished run ends at once.
-    expect(await seqs(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "5" })).toEqual([]);
+  });
+
+  it("answers 204 to a reconnect after the end of a finished run, so that an EventSource stops coming back", async () => {
+    const { id } = await submit();
+    const epoch = await claim(id);
+    const running = await open(`/api/runs/${id}/events/stream`);
+    await running.until((m) => m.id === "1");
+    // While the run is active, a client that has seen everything waits on an open stream.
+    const waiting = await app.request(`/api/runs/${id}/events/stream`, {
+      headers: { "Last-Event-ID": "1" },
+    });
+    expect(waiting.status).toBe(200);
+    await waiting.body?.cancel();
+
+    await finish(id, epoch);
+    expect((await running.rest()).map((m) => m.event)).toEqual(["run_finished"]);
+    // What an EventSource does next: reconnect with the last id it saw.
+    const again = await app.request(`/api/runs/${id}/events/stream`, {
+      headers: { "Last-Event-ID": "2" },
+    });
+    expect(again.status).toBe(204);
+    expect(await again.text()).toBe("");
+    const past = await app.request(`/api/runs/${id}/events/stream?after=9`);
+    expect(past.status).toBe(204);
+    // Events it has not seen yet (a rollback after the end, here) are still streamed.
+    const before = await open(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "1" });
+    expect((await before.rest()).map((m) => m.id)).toEqual(["2"]);
   });
 
   it("pings while idle", async () => {

@@ -101,6 +101,10 @@ describe("GET /api/openapi.json", () => {
       "header:Last-Event-ID",
     ]);
     expect(stream?.responses["200"]).toMatchObject({ content: { "text/event-stream": {} } });
+    // A finished run's stream, reconnected to after its end: what stops an EventSource.
+    expect(stream?.responses["204"]).toMatchObject({
+      description: expect.stringContaining("finished"),
+    });
     expect(doc.paths["/api/runs/stream"]?.get?.responses["200"]).toMatchObject({
       content: { "text/event-stream": {} },
     });

@@ -167,6 +167,10 @@ export const RUN_OPERATIONS: OperationDoc[] = [
       200: sse(
         "`id:` the seq, `event:` the type, `data:` the event as in GET /api/runs/{id}/events; replays then follows, `: ping` while idle, ends after `run_finished`",
       ),
+      204: {
+        description:
+          "the run is finished and has no event after Last-Event-ID (or `after`): nothing to stream, and an EventSource stops reconnecting",
+      },
       400: bad,
       401: unauthorized,
       404: missing,

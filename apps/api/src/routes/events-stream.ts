@@ -72,8 +72,14 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
   app.get("/:id/events/stream", async (c) => {
     const q = parseQuery(c, EventsStreamQuery);
     const id = c.req.param("id");
-    if (!(await deps.repo.getRun(id))) throw notFound(`run ${id}`);
+    const found = await deps.repo.getRun(id);
+    if (!found) throw notFound(`run ${id}`);
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
+    // A finished run with nothing after `last`: 204 is how SSE tells an EventSource to stop
+    // reconnecting (a 200 that only ends would have it come back every `retry` forever).
+    if (isTerminal(found.status) && (await deps.repo.listEvents(id, last, 1)).length === 0) {
+      return c.body(null, 204);
+    }
     return streamSession(c, live, deps.shutdown, async (session) => {
       await session.start();
       while (session.open) {

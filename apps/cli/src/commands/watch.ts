@@ -127,7 +127,10 @@ export async function watchRun(
       const res = await fetch(url, { headers, signal });
       if (res.status === 400 || res.status === 401 || res.status === 404)
         throw new FatalStreamError((await apiErrorOf(res, { token: client.token })).message);
-      if (!res.ok || !res.body) {
+      // 204: the run is finished and nothing is left after `last` (the SSE way to stop).
+      if (res.status === 204) {
+        finished = true;
+      } else if (!res.ok || !res.body) {
         reason = `the API answered ${(await apiErrorOf(res, { token: client.token })).message}`;
       } else {
         // Back once the stream brings something: an API shutting down answers, then ends.

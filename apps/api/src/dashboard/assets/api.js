@@ -105,7 +105,8 @@ export function follow(path, { onEvent, onState = () => {} }) {
         if (lastId !== undefined) h["last-event-id"] = lastId;
         const res = await fetch(path, { headers: h, signal: controller.signal, cache: "no-store" });
         if (res.status === 401 && authEnabled()) return toLogin();
-        if (res.status === 404) {
+        // 204: a finished run with nothing left to send (the SSE way of saying "do not come back").
+        if (res.status === 404 || res.status === 204) {
           onState("ended");
           return;
         }

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { REDACTED, Redactor, runStep, workspaceServerLaunch } from "@looprun/core";
@@ -44,6 +45,26 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(echo.isError).toBe(false);
     expect(echo.result).toContain("hello from the loop");
     expect(offered.some((n) => n.startsWith("workspace__"))).toBe(true);
+  });
+
+  it("marks the stdio servers a run adds with its LOOPRUN_RUN_ID, as a crashed worker's resumer looks for", async () => {
+    // A worker killed with -9 leaves a server that does not exit on its own (a timer, a pool)
+    // running; the next step of the run kills every process carrying the run's id.
+    const run = mistralRun({
+      mcpServers: [
+        { name: "everything", command: process.execPath, args: [SERVER_EVERYTHING, "stdio"] },
+      ],
+    });
+    let marked: string[] = [];
+    fake.respond((_req, i): Reply => {
+      if (i === 0)
+        marked = processesOfRun(run.id).filter((cmd) => cmd.includes("server-everything"));
+      return finish("ok");
+    });
+    const store = new MemoryRunStore();
+    store.add(run);
+    await runStep(resources(store, { llm: fx.llm }), run.id);
+    expect(marked.length).toBe(1);
   });
 
   it("counts its tool servers' start-up in the agent's durationMs, as for a command agent", async () => {
@@ -227,3 +248,18 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     }
   });
 });
+
+/** The command lines of the processes whose environment names this run. */
+function processesOfRun(runId: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      if (!environ.includes(`LOOPRUN_RUN_ID=${runId}`)) continue;
+      found.push(readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
+}

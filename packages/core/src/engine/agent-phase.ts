@@ -116,7 +116,13 @@ export async function runAgentPhase(
               url: expand(s.url, input.env, secrets, true),
               headers: expandVars(s.headers, input.env, secrets, true),
             }
-          : { ...s, env: expandVars(s.env, input.env, secrets, false), cwd: ctx.run.workspace },
+          : {
+              ...s,
+              // The run's mark: a worker killed with -9 leaves a server that does not exit on its
+              // own running, and the run's next step kills what carries it (killOrphanedGroup).
+              env: { ...expandVars(s.env, input.env, secrets, false), LOOPRUN_RUN_ID: ctx.run.id },
+              cwd: ctx.run.workspace,
+            },
       );
       ctx.keepSecrets(secrets);
       let hub: ToolHub;

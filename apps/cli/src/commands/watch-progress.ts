@@ -1,4 +1,4 @@
-import { describe, type EventView, phaseAfter } from "./watch-events";
+import { describe, type EventView, phaseAfter, printableEvent } from "./watch-events";
 
 /** Where watch writes: a TTY gets a live progress line, anything else one line per event. */
 export interface WatchOutput {
@@ -32,7 +32,8 @@ export class Progress {
     }
   }
 
-  event(e: EventView): void {
+  event(raw: EventView): void {
+    const e = printableEvent(raw);
     const budget = e.data.budget as { elapsedMs?: number } | undefined;
     this.elapsedMs = budget?.elapsedMs ?? this.elapsedMs;
     this.readAt = Date.now();

@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import type { EventView } from "../src/commands/watch-events";
+import { Progress } from "../src/commands/watch-progress";
+
+// What `looprun watch` prints of events whose text an agent (or a tool, or a person) produced:
+// terminal escape sequences in it must reach the terminal as nothing, not as commands.
+
+const ESC = "\x1b[2J\x1b]0;owned\x07\x1b[31m\x9b1A\r\b\x00\x7f";
+const budget = { elapsedMs: 1000, remainingIterations: 5 };
+const event = (seq: number, type: string, data: Record<string, unknown>): EventView => ({
+  seq,
+  type,
+  data: { ...data, budget },
+});
+/** Control characters but newline and tab. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+describe("watch prints event text without control characters", () => {
+  for (const tty of [false, true]) {
+    it(`on ${tty ? "a terminal" : "a pipe"}`, () => {
+      const written: string[] = [];
+      const progress = new Progress({ write: (t) => written.push(t), isTTY: tty }, 5, "RUN1");
+      progress.event(event(1, "approval_requested", { kind: "plan", plan: `1. do${ESC}\n2. it` }));
+      progress.event(event(2, "approval_requested", { kind: "question", question: `why${ESC}?` }));
+      progress.event(
+        event(3, "tool_called", { iteration: 1, server: `ws${ESC}`, tool: `t${ESC}` }),
+      );
+      progress.event(event(4, "approval_rejected", { kind: "plan", reason: `no${ESC}` }));
+      progress.event(event(5, "reply_received", { message: `yes${ESC}` }));
+      progress.event(
+        event(6, "run_finished", { status: "failed", reason: "error", summary: `bad${ESC}` }),
+      );
+      progress.event(event(7, `custom${ESC}_type`, {}));
+      progress.finish();
+      // A terminal gets the progress line's own sequences (clear line): the rest is text.
+      const text = written.join("").replaceAll("\r\x1b[2K", "");
+      expect(text).not.toMatch(CONTROL);
+      expect(text).toContain("1. do[2J]0;owned[31m1A\n  2. it");
+      expect(text).toContain("the agent asks: why[2J]0;owned[31m1A?");
+      expect(text).toContain("tool ws[2J]0;owned[31m1A.t[2J]0;owned[31m1A");
+      expect(text).toContain("plan rejected: no[2J]");
+      expect(text).toContain("answered: yes[2J]");
+      expect(text).toContain("— bad[2J]");
+    });
+  }
+});

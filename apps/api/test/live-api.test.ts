@@ -307,6 +307,50 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await reading.cancel();
   });
 
+  it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
+    let reads = 0;
+    const repo = h.repo;
+    const counted = new Proxy(repo, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        if (prop !== "listEvents") return value.bind(target);
+        return (...args: unknown[]) => {
+          reads++;
+          return value.apply(target, args);
+        };
+      },
+    });
+    const pollMs = 20;
+    const shared = h.appWith({ repo: counted, live: { pollMs, heartbeatMs: 60_000 } });
+    const { id } = await submit();
+    const STREAMS = 10;
+    const streams: SseReader[] = [];
+    for (let i = 0; i < STREAMS; i++) {
+      const res = await shared.request(`/api/runs/${id}/events/stream`);
+      const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+      await sse.until((m) => m.id === "1");
+      streams.push(sse);
+    }
+    const before = reads;
+    const windowMs = 400;
+    await new Promise((r) => setTimeout(r, windowMs));
+    // One poller: about windowMs / pollMs reads (20), where one per stream made 10 times that.
+    expect(reads - before).toBeLessThanOrEqual(windowMs / pollMs + 10);
+    // And each stream still gets what is written.
+    const epoch = await claim(id);
+    await store.commit(
+      id,
+      epoch,
+      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
+      Date.now(),
+    );
+    await finish(id, epoch);
+    for (const sse of streams) {
+      expect((await sse.rest()).map((m) => m.event)).toEqual(["run_started", "run_finished"]);
+    }
+  });
+
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "live-token-0123456789";
     const secured = h.appWith({

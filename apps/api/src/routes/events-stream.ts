@@ -1,8 +1,9 @@
-import { isTerminal, type RunRecord } from "@looprun/core";
+import { type EventRecord, isTerminal, type RunRecord } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
+import { RunEventsFeed, type RunEventsNews } from "../live/run-events-feed";
 import type { RunFeed } from "../live/run-feed";
 import { type LiveOptions, streamSession } from "../live/sse-session";
 import { presentEvent, presentRun } from "../presenters";
@@ -37,6 +38,8 @@ function lastEventId(header: string | undefined): number | undefined {
 export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
+  // One poller per followed run, shared by all its streams (this app is one per process).
+  const events = new RunEventsFeed({ repo: deps.repo, pollMs: live.pollMs, page: PAGE });
 
   app.get("/stream", (c) => {
     const q = parseQuery(c, RunsStreamQuery);
@@ -82,19 +85,55 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     }
     return streamSession(c, live, deps.shutdown, async (session) => {
       await session.start();
-      while (session.open) {
-        // The run is read before its events: when it is already finished, its run_finished
-        // event (written in the same transaction) is in the page read next.
-        const run = await deps.repo.getRun(id);
-        const page = await deps.repo.listEvents(id, last, PAGE);
+      /** Sends the events after `last`; true once `run_finished` is sent (the stream ends). */
+      const send = async (page: EventRecord[]) => {
         for (const event of page) {
+          if (event.seq <= last) continue;
           await session.send(event.type, presentEvent(event), event.seq);
           last = event.seq;
-          if (event.type === "run_finished") return;
+          if (event.type === "run_finished") return true;
         }
-        if (page.length === PAGE) continue;
-        if (!run || isTerminal(run.status)) return;
-        await session.idle();
+        return false;
+      };
+      /** Reads the database up to the last event; true when nothing more can come. */
+      const catchUp = async () => {
+        while (session.open) {
+          // The run before its events: when it is already finished, its run_finished event
+          // (written in the same transaction) is in the page read next.
+          const run = await deps.repo.getRun(id);
+          const page = await deps.repo.listEvents(id, last, PAGE);
+          if (await send(page)) return true;
+          if (page.length < PAGE) return !run || isTerminal(run.status);
+        }
+        return true;
+      };
+      if (await catchUp()) return;
+      // Then the run's one poller in this process: only its latest news is kept, and a gap
+      // that leaves (a slow client) is read from the database again.
+      let news: RunEventsNews | null = null;
+      const take = (): RunEventsNews | null => {
+        const taken = news;
+        news = null;
+        return taken;
+      };
+      const unsubscribe = events.subscribe(id, last, (n) => {
+        news = n;
+        session.wake();
+      });
+      try {
+        while (session.open) {
+          const n = take();
+          if (n === null) {
+            await session.idle();
+          } else if (n.from > last) {
+            if (await catchUp()) return;
+          } else {
+            if (await send(n.events)) return;
+            if (n.complete && (!n.run || isTerminal(n.run.status))) return;
+          }
+        }
+      } finally {
+        unsubscribe();
       }
     });
   });

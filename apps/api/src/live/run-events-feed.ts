@@ -1,0 +1,104 @@
+import { type EventRecord, isTerminal, type RunRecord } from "@looprun/core";
+import type { RunRepositoryPort } from "@looprun/db";
+
+export interface RunEventsFeedOptions {
+  repo: Pick<RunRepositoryPort, "getRun" | "listEvents">;
+  /** @defaultValue 250 */
+  pollMs?: number;
+  /** Events read per poll at most. @defaultValue 500 */
+  page?: number;
+}
+
+/** What one poll of a run read: the run, then its events with `from < seq` (at most a page). */
+export interface RunEventsNews {
+  run: RunRecord | null;
+  /** The seq the poll read after: a subscriber that has seen less must read the gap itself. */
+  from: number;
+  events: EventRecord[];
+  /** Fewer events than a page: nothing was left after them when the poll read. */
+  complete: boolean;
+}
+
+type Listener = (news: RunEventsNews) => void;
+
+/** One run's poller, shared by every stream of that run in this process. */
+interface Poller {
+  listeners: Set<Listener>;
+  /** The highest seq read so far. */
+  after: number;
+  timer: NodeJS.Timeout;
+  polling: boolean;
+}
+
+/**
+ * New events of runs, for event streams. Workers write them from other processes (and hosts),
+ * so they are polled — once per run per API process, however many streams follow that run, not
+ * once per stream: each poll is a read on the event loop (synchronous with SQLite). A poll
+ * still reading when the next is due lets that one pass.
+ */
+export class RunEventsFeed {
+  private readonly pollers = new Map<string, Poller>();
+  private readonly pollMs: number;
+  private readonly page: number;
+
+  constructor(private readonly opts: RunEventsFeedOptions) {
+    this.pollMs = opts.pollMs ?? 250;
+    this.page = opts.page ?? 500;
+  }
+
+  /**
+   * Calls `listener` with what each poll of run `runId` finds (new events, or the run ended);
+   * a new poller starts reading after `after`. Returns the unsubscribe function.
+   */
+  subscribe(runId: string, after: number, listener: Listener): () => void {
+    let poller = this.pollers.get(runId);
+    if (!poller) {
+      const timer = setInterval(() => this.tick(runId), this.pollMs);
+      timer.unref();
+      poller = { listeners: new Set(), after, timer, polling: false };
+      this.pollers.set(runId, poller);
+    }
+    const mine = poller;
+    mine.listeners.add(listener);
+    return () => {
+      mine.listeners.delete(listener);
+      if (mine.listeners.size === 0 && this.pollers.get(runId) === mine) {
+        clearInterval(mine.timer);
+        this.pollers.delete(runId);
+      }
+    };
+  }
+
+  /** Runs with a poller now (for tests and metrics). */
+  get polled(): number {
+    return this.pollers.size;
+  }
+
+  private tick(runId: string): void {
+    const poller = this.pollers.get(runId);
+    if (!poller || poller.polling) return;
+    poller.polling = true;
+    this.poll(poller, runId).finally(() => {
+      poller.polling = false;
+    });
+  }
+
+  private async poll(poller: Poller, runId: string): Promise<void> {
+    let news: RunEventsNews;
+    try {
+      // The run before its events: when it is already finished, its run_finished event
+      // (written in the same transaction) is in the page read next.
+      const run = await this.opts.repo.getRun(runId);
+      const from = poller.after;
+      const events = await this.opts.repo.listEvents(runId, from, this.page);
+      news = { run, from, events, complete: events.length < this.page };
+    } catch {
+      return; // A busy or closed database: try again at the next tick.
+    }
+    const last = news.events.at(-1);
+    if (last) poller.after = last.seq;
+    const ended = news.run === null || isTerminal(news.run.status);
+    if (!last && !ended) return;
+    for (const listener of [...poller.listeners]) listener(news);
+  }
+}

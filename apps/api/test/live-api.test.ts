@@ -287,6 +287,33 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await bySession.cancel();
   });
 
+  it("tells a change made right after the runs stream opened, however slow the feed's first read", async () => {
+    const repo = h.repo;
+    const slow = new Proxy(repo, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        if (prop !== "liveRuns") return value.bind(target);
+        return async (...args: unknown[]) => {
+          await new Promise((r) => setTimeout(r, 300));
+          return value.apply(target, args);
+        };
+      },
+    });
+    const slowApp = h.appWith({ repo: slow, live: { pollMs: 20, heartbeatMs: 60_000 } });
+    const { id } = await submit({ sessionId: "live-baseline" });
+    const res = await slowApp.request(`/api/runs/stream?runId=${id}`);
+    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+    await sse.next(); // `retry:`: the stream is open
+    await store.commit(id, await claim(id), { run: { progress: "right after" } }, Date.now());
+    const told = await Promise.race([
+      sse.until((m) => payload(m).progress === "right after"),
+      new Promise<null>((r) => setTimeout(() => r(null), 5000)),
+    ]);
+    expect(told, "the change never came").not.toBeNull();
+    await sse.cancel();
+  });
+
   it("holds only the latest change of each run for a client that stops reading the runs stream", async () => {
     const { id } = await submit({ sessionId: "live-stalled" });
     const stalled = await open(`/api/runs/stream?runId=${id}`);

@@ -45,6 +45,8 @@ export class RunFeed {
   private timer: NodeJS.Timeout | null = null;
   /** The poll under way, if any. */
   private polling: Promise<void> | null = null;
+  /** The silent first poll of the current subscriptions: what changes are told against. */
+  private baseline: Promise<void> = Promise.resolve();
   /** Bumped by `stop()`: a poll that was under way then does not touch the new state. */
   private generation = 0;
   private readonly pollMs: number;
@@ -62,6 +64,7 @@ export class RunFeed {
       // A poll of an earlier subscription may still be reading: it is ignored (generation).
       this.polling = null;
       this.tick(false);
+      this.baseline = this.polling ?? Promise.resolve();
       this.timer = setInterval(() => this.tick(true), this.pollMs);
       this.timer.unref();
     }
@@ -70,6 +73,14 @@ export class RunFeed {
       this.listeners.delete(listener);
       if (this.listeners.size === 0) this.stop();
     };
+  }
+
+  /**
+   * Resolves once the feed knows the state that changes are told against: a change made after
+   * that reaches every subscriber; one made before may be taken for the current state.
+   */
+  ready(): Promise<void> {
+    return this.baseline;
   }
 
   stop(): void {

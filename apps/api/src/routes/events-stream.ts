@@ -58,6 +58,9 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         session.wake();
       });
       try {
+        // The stream opens (`retry:`) once the feed has its baseline: from then on, no change
+        // is taken for the state the client already has.
+        await feed.ready();
         await session.start();
         while (session.open) {
           for (const [id, run] of pending) {

@@ -14,6 +14,7 @@ import {
   type RunRecord,
   type RunStatus,
   type SessionRecord,
+  type ToolFailure,
 } from "@looprun/core";
 import type {
   events,
@@ -36,6 +37,11 @@ export type SessionRow = typeof sessions.$inferSelect;
 export type IterationSnapshotRow = typeof iterationSnapshots.$inferSelect;
 export type RunChangeRow = typeof runChanges.$inferSelect;
 export type PhaseArtifactRow = typeof phaseArtifacts.$inferSelect;
+
+/** A failed tool call as the prompt's "failed so far" list takes it. */
+export function toToolFailure(c: ToolCallRow): ToolFailure {
+  return { iteration: c.iteration, server: c.server, tool: c.tool, args: c.args, error: c.result };
+}
 
 /** A commit's tool calls as rows, numbered on from `lastSeq` (the run's highest so far). */
 export function toolCallRows(calls: NewToolCall[], runId: string, lastSeq: number, now: number) {

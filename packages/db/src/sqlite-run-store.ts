@@ -18,7 +18,7 @@ import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
-import { toIterationRecord, toolCallRows, toRunRecord } from "./records";
+import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "./records";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
 import { type HeldRun, workspaceHeldUntil } from "./workspace-holds";
 
@@ -232,13 +232,7 @@ export class SqliteRunStore implements RunStore {
       .orderBy(desc(toolCalls.seq))
       .limit(limit)
       .all();
-    return rows.reverse().map((c) => ({
-      iteration: c.iteration,
-      server: c.server,
-      tool: c.tool,
-      args: c.args,
-      error: c.result,
-    }));
+    return rows.reverse().map(toToolFailure);
   }
 
   async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {

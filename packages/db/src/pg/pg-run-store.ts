@@ -12,7 +12,7 @@ import {
   startsOnClaim,
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { toIterationRecord, toolCallRows, toRunRecord } from "../records";
+import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "../records";
 import type { HeldRun } from "../workspace-holds";
 import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
@@ -185,13 +185,7 @@ export class PgRunStore implements RunStore {
       .where(and(eq(toolCalls.runId, runId), eq(toolCalls.isError, true)))
       .orderBy(desc(toolCalls.seq))
       .limit(limit);
-    return rows.reverse().map((c) => ({
-      iteration: c.iteration,
-      server: c.server,
-      tool: c.tool,
-      args: c.args,
-      error: c.result,
-    }));
+    return rows.reverse().map(toToolFailure);
   }
 
   async failurePatterns(workspace: string, limit: number): Promise<FailurePattern[]> {

@@ -124,6 +124,10 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         session.wake();
       });
       try {
+        // A poller this stream joined may have read past `last` while the catch-up above was
+        // sending (it tells only what it reads next): read once more, now that every later
+        // poll reaches this stream. Without it, events written meanwhile waited for the next.
+        if (await catchUp()) return;
         while (session.open) {
           const n = take();
           if (n === null) {

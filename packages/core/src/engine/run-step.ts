@@ -67,7 +67,7 @@ async function stepOnce(
     return result;
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
-    if (res.store.isUnavailable?.(error)) return putOff(res, ctx, error);
+    if (res.store.isUnavailable?.(error)) return putOff(res, ctx, opts, error);
     const message = messageOf(error);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
     const err = ctx.redact(error instanceof Error ? errorFields(error) : message);
@@ -78,7 +78,7 @@ async function stepOnce(
       });
     } catch (finishError) {
       if (finishError instanceof LeaseLostError) return { kind: "lease_lost" };
-      if (res.store.isUnavailable?.(finishError)) return putOff(res, ctx, finishError);
+      if (res.store.isUnavailable?.(finishError)) return putOff(res, ctx, opts, finishError);
       throw finishError;
     }
     return { kind: "finished", status: "failed", reason: "error" };
@@ -91,7 +91,15 @@ async function stepOnce(
  * its iteration in flight, if any, `running` — for a later step, which takes it up as it takes
  * up the iteration of a crashed worker (another attempt).
  */
-function putOff(res: EngineResources, ctx: RunContext, error: unknown): StepResult {
+function putOff(
+  res: EngineResources,
+  ctx: RunContext,
+  opts: StepOptions,
+  error: unknown,
+): StepResult {
+  // A step that lost the run already kills nothing: what carries the run's id on this host may
+  // be the newer step's.
+  if (opts.leaseLost?.aborted) return { kind: "lease_lost" };
   killOrphanedGroup(ctx.run.activePgid, ctx.run.id);
   res.logger.warn(
     { runId: ctx.run.id, err: ctx.redact(messageOf(error)) },

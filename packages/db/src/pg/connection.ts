@@ -77,12 +77,19 @@ export async function openPgDatabase(
     connectionString: url,
     max: opts.maxConnections ?? 10,
     application_name: opts.applicationName ?? "looprun",
-    idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 60_000,
     // A server that vanished (a host cut off) is noticed on idle connections too.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
   pool.on("error", opts.onIdleError ?? (() => {}));
+  // Set once a connection is open, not as a start-up parameter: a pooler such as PgBouncer
+  // refuses start-up parameters it does not know. Queued ahead of the connection's first query.
+  const idleInTransactionMs = Math.trunc(opts.idleInTransactionTimeoutMs ?? 60_000);
+  pool.on("connect", (client) => {
+    client
+      .query(`SET idle_in_transaction_session_timeout = ${idleInTransactionMs}`)
+      .catch(() => {});
+  });
   try {
     await applyPgMigrations(pool, opts.connectTimeoutMs ?? 30_000);
   } catch (error) {

@@ -38,11 +38,11 @@ import { listPatterns } from "./failure-patterns";
 import { liveRuns } from "./live-queries";
 import { PgMetricsReader } from "./metrics-reader";
 import { withoutNul } from "./nul-bytes";
+import { isPgUnavailable } from "./pg-errors";
 import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
 import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
 import { createRun } from "./submit";
-import { isPgUnavailable } from "./unavailable";
 import { holdWorkspace, releaseWorkspace } from "./workspace-holds";
 
 const active = [...ACTIVE_STATUSES];

@@ -20,8 +20,8 @@ import type { PgDb } from "./connection";
 import { appendEvents } from "./event-log";
 import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
+import { isPgUnavailable } from "./pg-errors";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
-import { isPgUnavailable } from "./unavailable";
 import { workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];

@@ -3,6 +3,7 @@ import {
   mkdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -54,19 +55,25 @@ export const SNAPSHOT_ATTRIBUTES = "* -text -eol -crlf -filter -ident -working-t
 
 /**
  * Writes `info/attributes` of `gitDir` (see SNAPSHOT_ATTRIBUTES) unless it is there already:
- * for repositories made before it was, too.
+ * for repositories made before it was, too. Their indexes go with it: an index holds each
+ * file's blob as it was converted then, and `add -A` hashes again only files whose stat data
+ * changed — an unchanged CRLF file would keep its LF blob in every later snapshot. Without an
+ * index the next `add -A` hashes every file as it is. Returns whether it wrote the file.
  */
-export function ensureSnapshotAttributes(gitDir: string): void {
+export function ensureSnapshotAttributes(gitDir: string): boolean {
   const file = join(gitDir, "info", "attributes");
   try {
-    if (readFileSync(file, "utf8") === SNAPSHOT_ATTRIBUTES) return;
+    if (readFileSync(file, "utf8") === SNAPSHOT_ATTRIBUTES) return false;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
+  rmSync(join(gitDir, "index"), { force: true });
+  rmSync(join(gitDir, "indexes"), { recursive: true, force: true });
   mkdirSync(join(gitDir, "info"), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, SNAPSHOT_ATTRIBUTES);
   renameSync(tmp, file);
+  return true;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { copyFile, mkdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -20,9 +20,10 @@ export function workspaceIndexFile(gitDir: string, workspace: string): string {
 const LOCK_POLL_MS = 50;
 
 /**
- * Readies a workspace's index before a git command writes it. A git dir made before indexes
- * were per workspace has one `index`: a workspace without its own starts from it (the files it
- * tracked stay tracked though ignored, as before; `add -A` drops the rest).
+ * Readies a workspace's index before a git command writes it. A workspace without one starts
+ * with none: `add -A` hashes every file (the single `index` of a git dir made before indexes
+ * were per workspace is removed with its other indexes when the dir gets its attributes, see
+ * ensureSnapshotAttributes; it was another workspace's, and its blobs were converted).
  *
  * A lock on the index (`<index>.lock`) is git's while it writes the index: it is waited for,
  * and removed only once it is older than `timeoutMs` — every git command here is killed by then,
@@ -35,11 +36,6 @@ export async function prepareWorkspaceIndex(
   signal?: AbortSignal,
 ): Promise<void> {
   await mkdir(join(gitDir, "indexes"), { recursive: true });
-  if (!(await exists(index)) && (await exists(join(gitDir, "index")))) {
-    const tmp = `${index}.${process.pid}.seed`;
-    await copyFile(join(gitDir, "index"), tmp);
-    await rename(tmp, index);
-  }
   const lock = `${index}.lock`;
   for (;;) {
     const since = await lockAge(lock);
@@ -62,16 +58,6 @@ async function lockAge(lock: string): Promise<number | null> {
     return Date.now() - (await stat(lock)).mtimeMs;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw error;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
 }

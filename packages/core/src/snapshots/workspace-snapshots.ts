@@ -371,7 +371,8 @@ export class WorkspaceSnapshots {
     if (existsSync(join(gitDir, "HEAD"))) {
       // A repository made before snapshots kept bytes as they are (see SNAPSHOT_ATTRIBUTES).
       if (!this.attributed.has(gitDir)) {
-        ensureSnapshotAttributes(gitDir);
+        // Written now: what the scans kept of this git dir was read through its old indexes.
+        if (ensureSnapshotAttributes(gitDir)) this.forgetScans(gitDir);
         if (this.attributed.size >= 1024) this.attributed.clear();
         this.attributed.add(gitDir);
       }
@@ -379,8 +380,12 @@ export class WorkspaceSnapshots {
     }
     // A new (or removed and made again) git dir holds none of the objects seen before.
     this.knownObjects.delete(gitDir);
-    for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
+    this.forgetScans(gitDir);
     initSnapshotRepository(this.root, gitDir);
     return gitDir;
+  }
+
+  private forgetScans(gitDir: string): void {
+    for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
   }
 }

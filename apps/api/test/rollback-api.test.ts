@@ -21,8 +21,8 @@ afterEach(async () => {
 });
 
 /** A finished run whose baseline holds `kept.txt`, as a worker leaves it. */
-async function finishedRun() {
-  const submitted = await h.request("POST", "/api/runs", VALID_RUN);
+async function finishedRun(body: Record<string, unknown> = {}) {
+  const submitted = await h.request("POST", "/api/runs", { ...VALID_RUN, ...body });
   expect(submitted.status).toBe(202);
   const run = (await h.repo.getRun(submitted.body.id))!;
   mkdirSync(run.workspace, { recursive: true });
@@ -72,5 +72,16 @@ describe("rollback of a run whose workspace is gone", () => {
     expect(restored.status).toBe(200);
     expect(restored.body.files).toEqual([{ path: "kept.txt", change: "restored" }]);
     expect(readFileSync(join(run.workspace, "kept.txt"), "utf8")).toBe("before the run\n");
+  });
+
+  it("answers 409 workspace_missing when a directory on its path is a file now", async () => {
+    const run = await finishedRun({ workspace: "nested/ws" });
+    const parent = join(run.workspace, "..");
+    rmSync(parent, { recursive: true });
+    writeFileSync(parent, "a file where the directory was\n");
+    const refused = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "workspace_missing" });
+    rmSync(parent);
   });
 });

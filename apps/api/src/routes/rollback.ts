@@ -97,7 +97,9 @@ function assertWorkspaceThere(workspace: string): void {
   try {
     isDirectory = statSync(workspace).isDirectory();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    // ENOTDIR: a component of the path is a file now.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
   }
   if (!isDirectory) {
     throw new ApiError(

@@ -34,6 +34,19 @@ export const finish = (summary: string, status: "done" | "blocked" = "done"): Re
   toolCalls: [{ name: "finish", arguments: { summary, status } }],
 });
 
+/** A 200 answer with exactly these choices (none, cut short…), as the vendor could send it. */
+export const completion = (choices: unknown[]): Reply => ({
+  status: 200,
+  body: {
+    id: "x",
+    object: "chat.completion",
+    created: 1,
+    model: "m",
+    usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+    choices,
+  },
+});
+
 /**
  * A Mistral-compatible HTTP server (`POST /v1/chat/completions`) that answers from a script,
  * for the real `@mistralai/mistralai` client. The only fake in the suite: the LLM vendor.

@@ -1,24 +1,11 @@
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
-import { finish, type Reply } from "../../../tests/support/fake-mistral";
+import { completion as answer, finish, type Reply } from "../../../tests/support/fake-mistral";
 import { mistralFixture } from "./mistral-fixture";
 import { resources } from "./support";
 
 // Answers of the model that are not a normal turn: none, cut short, unparseable calls.
-
-/** A 200 answer with these choices, as the vendor could send it. */
-const answer = (choices: unknown[]): Reply => ({
-  status: 200,
-  body: {
-    id: "x",
-    object: "chat.completion",
-    created: 1,
-    model: "m",
-    usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
-    choices,
-  },
-});
 
 describe("the mistral agent on unusual answers", () => {
   const fx = mistralFixture();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { FakeMistral } from "../../../../tests/support/fake-mistral";
+import { completion, FakeMistral } from "../../../../tests/support/fake-mistral";
 import { ChatModelError } from "../../src/llm/chat-model";
 import { MistralChatModel } from "../../src/llm/mistral-chat-model";
 import { Redactor } from "../../src/util/redactor";
@@ -67,17 +67,7 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
   });
 
   it("fails with a ChatModelError on an answer without choices", async () => {
-    fake.replies({
-      status: 200,
-      body: {
-        id: "x",
-        object: "chat.completion",
-        created: 1,
-        model: "m",
-        usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
-        choices: [],
-      },
-    });
+    fake.replies(completion([]));
     const error = await ask().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChatModelError);
     expect((error as Error).message).toContain("no choices");

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
+import { isPgUnavailable } from "./pg-errors";
 import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema>;
@@ -25,21 +26,6 @@ export const PG_MIGRATIONS_FOLDER = resolve(
  * both apply everything, and the second would fail on "relation already exists".
  */
 const MIGRATION_LOCK_KEY = 0x6c6f6f70; // "loop"
-
-/** Errors of a server that is not up (yet): worth another try at start-up. */
-const NOT_READY_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "ETIMEDOUT",
-  "57P03", // cannot_connect_now: the server is starting or recovering
-]);
-
-function isNotReady(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && NOT_READY_CODES.has(code);
-}
 
 export interface OpenPgDatabaseOptions {
   /** @defaultValue 10 — connections in the pool */
@@ -106,7 +92,8 @@ async function connectWithRetry(pool: pg.Pool, timeoutMs: number): Promise<pg.Po
     try {
       return await pool.connect();
     } catch (error) {
-      if (!isNotReady(error) || Date.now() >= deadline) throw error;
+      // A server that is not up (yet): worth another try.
+      if (!isPgUnavailable(error) || Date.now() >= deadline) throw error;
       await new Promise((r) => setTimeout(r, Math.min(100 * attempt, 1000)));
     }
   }

@@ -1,19 +1,25 @@
+/** The error and the errors it wraps (`cause`: drizzle wraps the driver's), outermost first. */
+function* causes(error: unknown): Generator<object> {
+  for (let e = error, depth = 0; e !== null && typeof e === "object" && depth < 5; depth++) {
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}
+
 /** The SQLSTATE of a PostgreSQL error, also when drizzle wrapped it (`DrizzleQueryError.cause`). */
 export function pgErrorCode(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e !== null && typeof e === "object" && depth < 4; depth++) {
+  for (const e of causes(error)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
 }
 
 /** The constraint a PostgreSQL error names, if any. */
 function pgConstraint(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e !== null && typeof e === "object" && depth < 4; depth++) {
+  for (const e of causes(error)) {
     const constraint = (e as { constraint?: unknown }).constraint;
     if (typeof constraint === "string") return constraint;
-    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
 }
@@ -67,12 +73,8 @@ function isUnavailableOne(error: unknown): boolean {
   return CONNECTION_MESSAGES.test(error.message);
 }
 
-/** The error, or any error in its `cause` chain (drizzle wraps the driver's), is one of those. */
+/** The error, or one it wraps, is one of those. */
 export function isPgUnavailable(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
-    if (isUnavailableOne(current)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
+  for (const e of causes(error)) if (isUnavailableOne(e)) return true;
   return false;
 }

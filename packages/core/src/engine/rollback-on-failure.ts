@@ -1,5 +1,6 @@
 import type { RunRecord } from "../domain/run";
 import { restoreWorkspace } from "../snapshots/restore";
+import { messageOf } from "../util/errors";
 import type { EngineResources } from "./resources";
 import type { EventSpec } from "./run-context";
 import { snapshotsOf } from "./snapshot-step";
@@ -35,7 +36,7 @@ export async function rollbackOnFailure(
     ];
   } catch (error) {
     res.logger.warn({ err: error, runId: run.id }, "rollback on failure did not apply");
-    const message = error instanceof Error ? error.message : String(error);
+    const message = messageOf(error);
     return [["phase_failed", { phase: "rollback", error: message.slice(0, 2000), skipped: [] }]];
   }
 }

@@ -3,7 +3,7 @@ import { checkBudget, deadlineFor } from "../budget/budget";
 import type { BudgetReason } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
-import { LeaseLostError } from "../util/errors";
+import { LeaseLostError, messageOf } from "../util/errors";
 import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
 import { runIteration } from "./iteration";
@@ -40,7 +40,7 @@ export async function runStep(
     claimed = await res.store.claimRun(runId, firstStart(res));
   } catch (error) {
     if (!res.store.isUnavailable?.(error)) throw error;
-    res.logger.warn({ runId, err: messageOf(error) }, "database unavailable: step put off");
+    res.logger.warn({ runId, err: failureOf(error) }, "database unavailable: step put off");
     return { kind: "store_unavailable", until: (res.now ?? Date.now)() + STORE_RETRY_MS };
   }
   if (claimed === null) return { kind: "missing" };
@@ -68,7 +68,7 @@ async function stepOnce(
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     if (res.store.isUnavailable?.(error)) return putOff(res, ctx, opts, error);
-    const message = messageOf(error);
+    const message = failureOf(error);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
     const err = ctx.redact(error instanceof Error ? errorFields(error) : message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
@@ -102,7 +102,7 @@ function putOff(
   if (opts.leaseLost?.aborted) return { kind: "lease_lost" };
   killOrphanedGroup(ctx.run.activePgid, ctx.run.id);
   res.logger.warn(
-    { runId: ctx.run.id, err: ctx.redact(messageOf(error)) },
+    { runId: ctx.run.id, err: ctx.redact(failureOf(error)) },
     "database unavailable: step put off",
   );
   return { kind: "store_unavailable", until: ctx.now() + STORE_RETRY_MS };
@@ -112,11 +112,10 @@ function putOff(
  * An error's message. A failed query's error (drizzle's) carries the query and its parameters,
  * the run's own data: its cause says why without them.
  */
-function messageOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const { cause } = error as { cause?: unknown };
-  if ("query" in error && cause instanceof Error) return cause.message;
-  return error.message;
+function failureOf(error: unknown): string {
+  const { cause } = (error ?? {}) as { cause?: unknown };
+  if (error instanceof Error && "query" in error && cause instanceof Error) return cause.message;
+  return messageOf(error);
 }
 
 async function drive(
@@ -225,7 +224,7 @@ async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
     await mkdir(ctx.run.workspace, { recursive: true });
     return null;
   } catch (error) {
-    return `could not create the workspace ${ctx.run.workspace}: ${error instanceof Error ? error.message : String(error)}`;
+    return `could not create the workspace ${ctx.run.workspace}: ${messageOf(error)}`;
   }
 }
 

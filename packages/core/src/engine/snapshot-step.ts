@@ -1,6 +1,7 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import { iterationDiffs } from "../snapshots/iteration-diffs";
 import { WorkspaceSnapshots } from "../snapshots/workspace-snapshots";
+import { messageOf } from "../util/errors";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
 import type { MutationExtras } from "./run-store";
@@ -27,8 +28,6 @@ export function snapshotsOf(res: EngineResources): WorkspaceSnapshots {
   }
   return snapshots;
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * Snapshots the workspace as the run's baseline ("iteration 0") unless it has one.

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { TailBuffer } from "../process/tail-buffer";
+import { messageOf } from "../util/errors";
 import { ArgumentValidator } from "./argument-validator";
 import { callResultText, capText } from "./call-result-text";
 import { McpConnectError } from "./errors";
@@ -103,10 +104,6 @@ function unknownName(name: string): string {
     : name;
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 function stderrNote(stderr: TailBuffer | null): string {
   const text = stderr?.toString().trim();
   return text ? `\nserver stderr:\n${text}` : "";
@@ -162,7 +159,7 @@ async function connectServer(
   } catch (error) {
     await client.close().catch(() => {});
     await transport?.close().catch(() => {});
-    const why = signal.aborted ? "its start-up was cancelled" : errorMessage(error);
+    const why = signal.aborted ? "its start-up was cancelled" : messageOf(error);
     throw new McpConnectError(spec.name, `${why}${stderrNote(stderr)}`, { cause: error });
   }
 }
@@ -192,7 +189,7 @@ function parseArguments(args: unknown): Parsed {
     try {
       value = JSON.parse(value);
     } catch (error) {
-      return { ok: false, error: `the arguments are not valid JSON: ${errorMessage(error)}` };
+      return { ok: false, error: `the arguments are not valid JSON: ${messageOf(error)}` };
     }
   }
   if (value === undefined || value === null) return { ok: true, value: {} };
@@ -351,7 +348,7 @@ export class ToolHub {
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
       return `${server} closed the connection during ${entry.tool.tool}${stderrNote(entry.connection.stderr)}`;
     }
-    return `${server} failed ${entry.tool.tool}: ${errorMessage(error)}`;
+    return `${server} failed ${entry.tool.tool}: ${messageOf(error)}`;
   }
 
   /**

@@ -1,3 +1,8 @@
+/** An error's message, or the thrown value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** A worker's claim on a run was superseded (its epoch is stale): it must write nothing more. */
 export class LeaseLostError extends Error {
   override readonly name = "LeaseLostError";

@@ -191,20 +191,12 @@ describe("PostgreSQL under concurrent writers", () => {
   });
 
   it("stores text with NUL bytes, which PostgreSQL cannot hold, with U+FFFD", async () => {
-    const repo = new PgRunRepository(database.db);
-    const run = await repo.createRun(newRun({}));
-    const store = new PgRunStore(database.db);
-    const { epoch } = (await store.claimRun(run.id))!.run;
-    await store.commit(
-      run.id,
-      epoch,
+    const { repo, run } = await storedIteration(
+      {},
       {
-        insertIteration: iteration(run.id, 1, 1, {
-          agent: { exitCode: 0, output: "a\0b", durationMs: 1 },
-          prompt: "p\0",
-        }),
+        agent: { exitCode: 0, output: "a\0b", durationMs: 1 },
+        prompt: "p\0",
       },
-      1,
     );
     const [it1] = await repo.listIterations(run.id);
     expect(it1?.agent?.output).toBe("a\uFFFDb");
@@ -212,24 +204,16 @@ describe("PostgreSQL under concurrent writers", () => {
   });
 
   it("stores a lone UTF-16 surrogate with U+FFFD, so that /metrics' JSON reads still work", async () => {
-    const repo = new PgRunRepository(database.db);
     const half = "\u{1F600} done".slice(1); // an emoji cut in its middle: "\udE00 done"
-    const run = await repo.createRun(newRun({ testCommand: "true # \ud800" }));
-    const store = new PgRunStore(database.db);
-    const { epoch } = (await store.claimRun(run.id))!.run;
-    await store.commit(
-      run.id,
-      epoch,
+    const { repo, run } = await storedIteration(
+      { testCommand: "true # \ud800" },
       {
-        insertIteration: iteration(run.id, 1, 1, {
-          status: "failed",
-          outcome: "validation_failed",
-          finishedAt: 2,
-          agent: { exitCode: 0, output: half, durationMs: 1 },
-          validation: [{ command: "true # \ud800", exitCode: 1, durationMs: 1, output: half }],
-        }),
+        status: "failed",
+        outcome: "validation_failed",
+        finishedAt: 2,
+        agent: { exitCode: 0, output: half, durationMs: 1 },
+        validation: [{ command: "true # \ud800", exitCode: 1, durationMs: 1, output: half }],
       },
-      1,
     );
     const [it1] = await repo.listIterations(run.id);
     expect(it1?.agent?.output).toBe("\uFFFD done");
@@ -238,3 +222,16 @@ describe("PostgreSQL under concurrent writers", () => {
     expect(read.runCountsByStatus.length).toBeGreaterThan(0);
   });
 });
+
+/** A run submitted with `body`, claimed, and its first iteration committed with `patch`. */
+async function storedIteration(
+  body: Record<string, unknown>,
+  patch: Parameters<typeof iteration>[3],
+) {
+  const repo = new PgRunRepository(database.db);
+  const run = await repo.createRun(newRun(body));
+  const store = new PgRunStore(database.db);
+  const { epoch } = (await store.claimRun(run.id))!.run;
+  await store.commit(run.id, epoch, { insertIteration: iteration(run.id, 1, 1, patch) }, 1);
+  return { repo, run };
+}

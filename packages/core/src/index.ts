@@ -90,15 +90,9 @@ export {
 } from "./engine/index";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./learning/index";
 export {
-  ADVISE_MIN_FAILURES,
-  ADVISE_MIN_RATIO,
   argumentShape,
   byFailuresThenRecency,
-  byPatternKey,
-  COMMAND_ADVISE_MIN_RATIO,
-  errorKind,
   foldPattern,
-  functionName,
   LAST_ERRORS_KEPT,
   MAX_PATTERNS_PER_WORKSPACE,
   mergeCandidates,
@@ -108,10 +102,8 @@ export {
   patternDeltas,
   patternKey,
   promptCandidates,
-  relevantPatterns,
   renderLearnedPatterns,
   toolCallShape,
-  WORKED_MAX_RATIO,
 } from "./learning/index";
 export type {
   ChatMessage,

@@ -1,19 +1,9 @@
 export { argumentShape } from "./argument-shape";
-export {
-  ADVISE_MIN_FAILURES,
-  ADVISE_MIN_RATIO,
-  COMMAND_ADVISE_MIN_RATIO,
-  mergeCandidates,
-  promptCandidates,
-  relevantPatterns,
-  renderLearnedPatterns,
-  WORKED_MAX_RATIO,
-} from "./pattern-advice";
-export { errorKind, functionName, toolCallShape } from "./pattern-keys";
+export { mergeCandidates, promptCandidates, renderLearnedPatterns } from "./pattern-advice";
+export { toolCallShape } from "./pattern-keys";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./patterns";
 export {
   byFailuresThenRecency,
-  byPatternKey,
   foldPattern,
   LAST_ERRORS_KEPT,
   MAX_PATTERNS_PER_WORKSPACE,

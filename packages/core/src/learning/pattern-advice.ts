@@ -11,10 +11,10 @@ import { byFailuresThenRecency, type FailurePattern, patternKey } from "./patter
  * (`yarn test` without yarn) is an approach to change. What worked is what succeeded with at
  * most 1 failure in 5.
  */
-export const ADVISE_MIN_FAILURES = 2;
-export const ADVISE_MIN_RATIO = 0.5;
-export const COMMAND_ADVISE_MIN_RATIO = 0.8;
-export const WORKED_MAX_RATIO = 0.2;
+const ADVISE_MIN_FAILURES = 2;
+const ADVISE_MIN_RATIO = 0.5;
+const COMMAND_ADVISE_MIN_RATIO = 0.8;
+const WORKED_MAX_RATIO = 0.2;
 
 /** Lines of each kind a prompt receives. */
 const FAILED_SHOWN = 5;
@@ -110,14 +110,6 @@ function relevant(patterns: readonly FailurePattern[]): { failed: Weighed[]; wor
     )
     .slice(0, WORKED_SHOWN);
   return { failed, worked };
-}
-
-export function relevantPatterns(patterns: readonly FailurePattern[]): {
-  failed: FailurePattern[];
-  worked: FailurePattern[];
-} {
-  const { failed, worked } = relevant(patterns);
-  return { failed: failed.map((w) => w.pattern), worked: worked.map((w) => w.pattern) };
 }
 
 /**

@@ -61,7 +61,7 @@ function argumentStrings(args: unknown): Array<[string, string]> {
  * missing file. Not a decision on the message (nothing branches on it): only a grouping key,
  * so the same failure of different calls counts as one pattern.
  */
-export function errorKind(args: unknown, error: string): string {
+function errorKind(args: unknown, error: string): string {
   let text = error.trim().split("\n", 1)[0] ?? "";
   for (const [name, value] of argumentStrings(args)) text = text.split(value).join(`<${name}>`);
   text = text.replace(/\d+/g, "N").replace(/\s+/g, " ").trim();

@@ -94,7 +94,7 @@ export function patternKey(p: { scope: string; subject: string; shape: string })
  * Stores upsert a commit's deltas in this order: two commits touching the same rows then lock
  * them in the same order and wait for each other instead of deadlocking (PostgreSQL 40P01).
  */
-export function byPatternKey(
+function byPatternKey(
   a: { scope: string; subject: string; shape: string },
   b: { scope: string; subject: string; shape: string },
 ): number {

@@ -2,6 +2,7 @@ import { runCommandAgent } from "../agents/command-agent";
 import { runMistralAgent } from "../agents/mistral-agent";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
+import { RUN_ID_VARIABLE } from "../process/orphans";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceCallTimeoutMs, workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
@@ -120,7 +121,10 @@ export async function runAgentPhase(
               ...s,
               // The run's mark: a worker killed with -9 leaves a server that does not exit on its
               // own running, and the run's next step kills what carries it (killOrphanedGroup).
-              env: { ...expandVars(s.env, input.env, secrets, false), LOOPRUN_RUN_ID: ctx.run.id },
+              env: {
+                ...expandVars(s.env, input.env, secrets, false),
+                [RUN_ID_VARIABLE]: ctx.run.id,
+              },
               cwd: ctx.run.workspace,
             },
       );

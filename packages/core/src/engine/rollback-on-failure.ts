@@ -5,6 +5,11 @@ import type { EngineResources } from "./resources";
 import type { EventSpec } from "./run-context";
 import { snapshotsOf } from "./snapshot-step";
 
+/** Whether the run restores its workspace as it ends `failed` (see rollbackOnFailure). */
+export function restoresOnFailure(run: RunRecord): boolean {
+  return run.spec.rollbackOnFailure && run.baselineSnapshot !== null;
+}
+
 /**
  * `rollbackOnFailure`: puts the workspace back as it was before the run (its baseline
  * snapshot) as the run ends `failed`. The failed attempt stays available: its patch is
@@ -15,19 +20,20 @@ export async function rollbackOnFailure(
   res: EngineResources,
   run: RunRecord,
 ): Promise<EventSpec[]> {
-  if (!run.spec.rollbackOnFailure || run.baselineSnapshot === null) return [];
+  const baseline = run.baselineSnapshot;
+  if (!restoresOnFailure(run) || baseline === null) return [];
   try {
     const restored = await restoreWorkspace(
       snapshotsOf(res),
       { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
-      run.baselineSnapshot,
+      baseline,
     );
     return [
       [
         "rollback_applied",
         {
           iteration: 0,
-          snapshot: run.baselineSnapshot,
+          snapshot: baseline,
           before: restored.before,
           onFailure: true,
           files: restored.files,

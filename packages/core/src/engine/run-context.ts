@@ -4,10 +4,11 @@ import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
+import { RUN_ID_VARIABLE } from "../process/orphans";
 import { LeaseLostError } from "../util/errors";
 import { Redactor } from "../util/redactor";
 import type { EngineResources } from "./resources";
-import { rollbackOnFailure } from "./rollback-on-failure";
+import { restoresOnFailure, rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
 
 export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
@@ -146,7 +147,7 @@ export class RunContext {
    */
   commandEnv(iteration: number): Record<string, string> {
     return buildCommandEnv(this.res.commandEnv, this.res.envAllowlist, {
-      LOOPRUN_RUN_ID: this.run.id,
+      [RUN_ID_VARIABLE]: this.run.id,
       LOOPRUN_SESSION_ID: this.run.sessionId,
       LOOPRUN_ITERATION: String(iteration),
       LOOPRUN_WORKSPACE: this.run.workspace,
@@ -259,7 +260,7 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
-    if (status === "failed" && this.run.spec.rollbackOnFailure && this.run.baselineSnapshot) {
+    if (status === "failed" && restoresOnFailure(this.run)) {
       // The restore rewrites the workspace: not before a fenced write has shown that this
       // worker still holds the run (another one may have taken it and be working there).
       await this.commit({ progress: "restoring the workspace as it was before the run" });

@@ -5,11 +5,14 @@ function processGroupOf(pid: string): number | null {
   return readProcStat(pid)?.pgrp ?? null;
 }
 
+/** The variable that marks every process started for a run (commands, MCP servers). */
+export const RUN_ID_VARIABLE = "LOOPRUN_RUN_ID";
+
 function belongsToRun(pid: string, runId: string): boolean {
   try {
     return readFileSync(`/proc/${pid}/environ`, "utf8")
       .split("\0")
-      .includes(`LOOPRUN_RUN_ID=${runId}`);
+      .includes(`${RUN_ID_VARIABLE}=${runId}`);
   } catch {
     return false;
   }

@@ -40,8 +40,7 @@ export async function runStep(
     claimed = await res.store.claimRun(runId, firstStart(res));
   } catch (error) {
     if (!res.store.isUnavailable?.(error)) throw error;
-    res.logger.warn({ runId, err: failureOf(error) }, "database unavailable: step put off");
-    return { kind: "store_unavailable", until: (res.now ?? Date.now)() + STORE_RETRY_MS };
+    return storeUnavailable(res, runId, failureOf(error));
   }
   if (claimed === null) return { kind: "missing" };
   const { run } = claimed;
@@ -68,9 +67,10 @@ async function stepOnce(
   } catch (error) {
     if (error instanceof LeaseLostError) return { kind: "lease_lost" };
     if (res.store.isUnavailable?.(error)) return putOff(res, ctx, opts, error);
-    const message = failureOf(error);
+    const reported = withoutQuery(error);
+    const message = messageOf(reported);
     // Redacted with the step's own secrets too (the workers' logger knows only theirs).
-    const err = ctx.redact(error instanceof Error ? errorFields(error) : message);
+    const err = ctx.redact(reported instanceof Error ? errorFields(reported) : message);
     res.logger.error({ err, runId: ctx.run.id }, "run step failed");
     try {
       await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
@@ -101,22 +101,24 @@ function putOff(
   // be the newer step's.
   if (opts.leaseLost?.aborted) return { kind: "lease_lost" };
   killOrphanedGroup(ctx.run.activePgid, ctx.run.id);
-  res.logger.warn(
-    { runId: ctx.run.id, err: ctx.redact(failureOf(error)) },
-    "database unavailable: step put off",
-  );
-  return { kind: "store_unavailable", until: ctx.now() + STORE_RETRY_MS };
+  return storeUnavailable(res, ctx.run.id, ctx.redact(failureOf(error)));
+}
+
+function storeUnavailable(res: EngineResources, runId: string, why: string): StepResult {
+  res.logger.warn({ runId, err: why }, "database unavailable: step put off");
+  return { kind: "store_unavailable", until: (res.now ?? Date.now)() + STORE_RETRY_MS };
 }
 
 /**
- * An error's message. A failed query's error (drizzle's) carries the query and its parameters,
- * the run's own data: its cause says why without them.
+ * The error to report. A failed query's error (drizzle's) carries the query and its parameters
+ * (the run's own data) in its message and stack: its cause says why without them.
  */
-function failureOf(error: unknown): string {
+function withoutQuery(error: unknown): unknown {
   const { cause } = (error ?? {}) as { cause?: unknown };
-  if (error instanceof Error && "query" in error && cause instanceof Error) return cause.message;
-  return messageOf(error);
+  return error instanceof Error && "query" in error && cause instanceof Error ? cause : error;
 }
+
+const failureOf = (error: unknown) => messageOf(withoutQuery(error));
 
 async function drive(
   res: EngineResources,

@@ -52,13 +52,21 @@ describe("ToolHub start-up", () => {
   it("refuses an already aborted signal without starting anything", {
     timeout: 20_000,
   }, async () => {
-    const a = hanging("a");
-    const error = await ToolHub.connect([a.spec], {
+    // A server that marks its start at once and outlives the SIGTERM of a transport closed
+    // right after it was spawned: started at all, it leaves the mark.
+    const marker = join(dir, "started");
+    const spec = {
+      name: "a",
+      command: "sh",
+      args: ["-c", `trap '' TERM; : > '${marker}'; sleep 3`],
+    };
+    const error = await ToolHub.connect([spec], {
       connectTimeoutMs: 50_000,
       signal: AbortSignal.abort(),
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpConnectError);
-    expect(existsSync(join(dir, "a.pid"))).toBe(false);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(existsSync(marker)).toBe(false);
   });
 
   it("cancels the others' start-up when one server fails, and names that one", {

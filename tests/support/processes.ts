@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,6 +83,25 @@ export function runsForRun(pid: number, comm: string, runId: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The command lines of the processes whose environment names this run (LOOPRUN_RUN_ID). */
+export function commandsOfRun(runId: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (
+        !readFileSync(`/proc/${pid}/environ`, "utf8")
+          .split("\0")
+          .includes(`LOOPRUN_RUN_ID=${runId}`)
+      )
+        continue;
+      found.push(readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found;
 }
 
 /** Whether a process is alive (a zombie, dead but not reaped, counts as dead). */

@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { REDACTED, Redactor, runStep, workspaceServerLaunch } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
 import { finish, type Reply } from "../../../tests/support/fake-mistral";
+import { commandsOfRun } from "../../../tests/support/processes";
 import { mistralFixture, SERVER_EVERYTHING } from "./mistral-fixture";
 import { resources } from "./support";
 
@@ -58,7 +58,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     let marked: string[] = [];
     fake.respond((_req, i): Reply => {
       if (i === 0)
-        marked = processesOfRun(run.id).filter((cmd) => cmd.includes("server-everything"));
+        marked = commandsOfRun(run.id).filter((cmd) => cmd.includes("server-everything"));
       return finish("ok");
     });
     const store = new MemoryRunStore();
@@ -248,18 +248,3 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     }
   });
 });
-
-/** The command lines of the processes whose environment names this run. */
-function processesOfRun(runId: string): string[] {
-  const found: string[] = [];
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-      if (!environ.includes(`LOOPRUN_RUN_ID=${runId}`)) continue;
-      found.push(readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return found;
-}

@@ -150,6 +150,8 @@ describe("rollback through the API and a worker", () => {
     // The command agent's prompt is told only real patterns: the first run's check failing
     // once before it passed is not one (learning.test.ts).
     const [learned] = await getIterations(stack, busy.id);
+    expect(learned?.prompt).toContain("`test -f done` must exit 0");
+    expect(learned?.prompt).not.toContain("# Learned from earlier runs");
     expect(learned?.prompt).not.toContain("command `test -f done`");
   });
 

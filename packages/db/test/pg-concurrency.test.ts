@@ -167,6 +167,9 @@ describe("PostgreSQL under concurrent writers", () => {
   });
 
   it("ends a session left idle inside a transaction, so its row locks do not hold the run", async () => {
+    // The default, on every connection of a pool opened without the option.
+    const { rows: shown } = await pools[0]!.pool.query("show idle_in_transaction_session_timeout");
+    expect(shown).toEqual([{ idle_in_transaction_session_timeout: "1min" }]);
     const repo = new PgRunRepository(database.db);
     const run = await repo.createRun(newRun({}));
     // A worker paused (or cut off) in the middle of a commit, with the run's row locked.

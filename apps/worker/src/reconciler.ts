@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { killOrphanedGroup, RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
+import { killRunOrphans, RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
 import type { RunRepositoryPort } from "@looprun/db";
 import type { Queue } from "bullmq";
 
@@ -43,7 +43,7 @@ export async function reconcile(
       if (current.status === "stopping") {
         if (job) await job.remove().catch(() => {});
         // `stopped` means the run's processes are dead: a crashed worker's too (same host).
-        if (current.startedAt !== null) killOrphanedGroup(current.activePgid, run.id);
+        killRunOrphans(current);
         await opts.repo.finalizeStop(run.id, now());
         result.stopped.push(run.id);
         continue;

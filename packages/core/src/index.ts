@@ -125,7 +125,7 @@ export {
 } from "./pipeline/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
 export { buildCommandEnv, runCommand, TailBuffer, useLauncher } from "./process/index";
-export { killOrphanedGroup } from "./process/orphans";
+export { killOrphanedGroup, killRunOrphans } from "./process/orphans";
 export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
 export type {
   CommandReviewInput,

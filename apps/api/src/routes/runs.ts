@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import {
   computeConvergence,
-  killOrphanedGroup,
+  killRunOrphans,
   normalizeSubmission,
   RUN_STATUSES,
   RunAlreadyActiveError,
@@ -225,7 +225,7 @@ export function runRoutes(deps: AppDeps): Hono {
         }
         // A job no worker holds may be a crashed worker's: its processes die before `stopped`
         // (the API shares the host with the workers, as SQLite requires).
-        if (free && request.run.startedAt !== null) killOrphanedGroup(request.run.activePgid, id);
+        if (free) killRunOrphans(request.run);
         const run = free ? ((await deps.repo.finalizeStop(id, now())) ?? request.run) : request.run;
         if (run.status === "stopping") await deps.queue.publishStop(id);
         return c.json({ id, status: run.status }, 202);

@@ -1,5 +1,5 @@
 import { isTerminal } from "../domain/run";
-import { killOrphanedGroup } from "../process/orphans";
+import { killOrphanedGroup, killRunOrphans } from "../process/orphans";
 import type { EngineResources } from "./resources";
 import { RunContext } from "./run-context";
 
@@ -12,7 +12,7 @@ export async function failRun(res: EngineResources, runId: string, message: stri
   const claimed = await res.store.claimRun(runId);
   if (claimed === null || isTerminal(claimed.run.status)) return;
   const { run } = claimed;
-  if (run.startedAt !== null) killOrphanedGroup(run.activePgid, run.id);
+  killRunOrphans(run);
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
   await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
     iteration: { status: "failed", outcome: "error" },

@@ -62,3 +62,15 @@ export function killOrphanedGroup(pgid: number | null, runId: string): boolean {
   for (const pid of loners) killed = kill(pid) || killed;
   return killed;
 }
+
+/**
+ * Kills what is left of a run's processes on this host, if it ever started (a run that never
+ * started ran nothing, and the search reads every process's environment).
+ */
+export function killRunOrphans(run: {
+  id: string;
+  startedAt: number | null;
+  activePgid: number | null;
+}): boolean {
+  return run.startedAt !== null && killOrphanedGroup(run.activePgid, run.id);
+}

@@ -110,9 +110,10 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         }
         return true;
       };
-      if (await catchUp()) return;
-      // Then the run's one poller in this process: only its latest news is kept, and a gap
-      // that leaves (a slow client) is read from the database again.
+      // The run's one poller in this process, joined before the database is read: every poll
+      // after that read reaches this stream (a poller joined later may already have read past
+      // it, and tells only what it reads next). Only its latest news is kept, and a gap that
+      // leaves (a slow client) is read from the database again.
       let news: RunEventsNews | null = null;
       const take = (): RunEventsNews | null => {
         const taken = news;
@@ -124,9 +125,6 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         session.wake();
       });
       try {
-        // A poller this stream joined may have read past `last` while the catch-up above was
-        // sending (it tells only what it reads next): read once more, now that every later
-        // poll reaches this stream. Without it, events written meanwhile waited for the next.
         if (await catchUp()) return;
         while (session.open) {
           const n = take();

@@ -24,7 +24,7 @@ function incomingOf(c: Context): HttpBindings["incoming"] | undefined {
 /** The largest request body the API reads (1 MiB) unless told otherwise. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-export const bodyTooLarge = (maxBytes: number) =>
+const bodyTooLarge = (maxBytes: number) =>
   new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
 
 /**

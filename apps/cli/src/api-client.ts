@@ -34,7 +34,7 @@ export const runPath = (id: string, rest = "") => `/api/runs/${encodeURIComponen
  * `validationCommands.1` → `--validate #2`), or the camelCase names inside a message (plain
  * words such as `task` stay words).
  */
-export function withFlags(text: string, flags: FlagNames = {}): string {
+function withFlags(text: string, flags: FlagNames = {}): string {
   const item = /^(.+)\.(\d+)$/.exec(text);
   if (item && flags[item[1] as string])
     return `${flags[item[1] as string]} #${Number(item[2]) + 1}`;
@@ -43,7 +43,7 @@ export function withFlags(text: string, flags: FlagNames = {}): string {
 }
 
 /** The CLI's line for an API error body (`{"error": {code, message, issues?}}`). */
-export function describeApiError(
+function describeApiError(
   status: number,
   body: unknown,
   text: string,

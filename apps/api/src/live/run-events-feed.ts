@@ -69,11 +69,6 @@ export class RunEventsFeed {
     };
   }
 
-  /** Runs with a poller now (for tests and metrics). */
-  get polled(): number {
-    return this.pollers.size;
-  }
-
   private tick(runId: string): void {
     const poller = this.pollers.get(runId);
     if (!poller || poller.polling) return;

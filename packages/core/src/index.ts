@@ -200,6 +200,7 @@ export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export {
   collectSecrets,
+  looksSecret,
   MIN_SECRET_LENGTH,
   REDACTED,
   Redactor,

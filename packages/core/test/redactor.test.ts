@@ -122,5 +122,9 @@ describe("secrets in URLs", () => {
     expect(
       collectSecrets({ DATABASE_URL: "postgres://db/looprun?user=app&password=from-a-param" }),
     ).toContain("from-a-param");
+    // node-postgres' client key passphrase, a parameter named as a secret is.
+    expect(
+      collectSecrets({ DATABASE_URL: "postgres://db/looprun?sslpassword=key-passphrase-1" }),
+    ).toContain("key-passphrase-1");
   });
 });

@@ -1,3 +1,4 @@
+import { looksSecret } from "@looprun/core";
 import { type Database, type OpenDatabaseOptions, openDatabase } from "./connection";
 import type { PgDatabase, PgRunRepository, PgRunStore } from "./pg";
 import { RunRepository } from "./run-repository";
@@ -45,11 +46,7 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
 }
 
-/** Query parameters that hold secrets: `password`, node-postgres' `sslpassword` (the client
- * key's passphrase), and anything else named like a password, secret, token or key. */
-const SECRET_PARAM = /pass|secret|token|key$/i;
-
-/** The URL with its password (in the authority or as a parameter) masked. */
+/** The URL with its password (in the authority, or any parameter named as a secret is) masked. */
 export function redactUrl(url: string): string {
   let parsed: URL;
   try {
@@ -59,7 +56,7 @@ export function redactUrl(url: string): string {
   }
   if (parsed.password) parsed.password = "xxxxx";
   for (const name of [...new Set(parsed.searchParams.keys())]) {
-    if (SECRET_PARAM.test(name)) parsed.searchParams.set(name, "xxxxx");
+    if (looksSecret(name)) parsed.searchParams.set(name, "xxxxx");
   }
   return parsed.toString();
 }

@@ -140,7 +140,8 @@ export function looksSecret(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 
-/** Variables holding URLs whose password (in the authority, or a `password` parameter) is secret. */
+/** Variables holding URLs whose password (in the authority, or a parameter named as a secret is:
+ * `password`, node-postgres' `sslpassword`) is secret. */
 const URL_VARIABLES = ["DATABASE_URL", "REDIS_URL"];
 
 /** A URL's password as written and decoded, and the URL itself when it has one. */
@@ -152,7 +153,10 @@ function urlSecrets(url: string | undefined): string[] {
   } catch {
     return [];
   }
-  const passwords = [parsed.password, parsed.searchParams.get("password") ?? ""].filter(Boolean);
+  const passwords = [
+    parsed.password,
+    ...[...parsed.searchParams].filter(([name]) => looksSecret(name)).map(([, value]) => value),
+  ].filter(Boolean);
   if (passwords.length === 0) return [];
   const decoded = passwords.map((p) => {
     try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TailBuffer } from "../src/process/tail-buffer";
-import { capText } from "../src/tools/call-result-text";
+import { capHead as capText } from "../src/util/cut-marks";
 import { collectSecrets, REDACTED, Redactor } from "../src/util/redactor";
 
 describe("Redactor", () => {

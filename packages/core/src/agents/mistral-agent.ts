@@ -5,8 +5,6 @@ import { capHead, capTail } from "../util/cut-marks";
 import { completer, makePlan, type PlanRecorder, SYSTEM, updateStep } from "./mistral-agent-plan";
 import { renderPlan } from "./plan";
 
-export { makeAgentPlan } from "./mistral-agent-plan";
-
 export interface AgentTool extends ChatTool {
   server: string;
   tool: string;

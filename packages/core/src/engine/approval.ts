@@ -1,4 +1,4 @@
-import { makeAgentPlan } from "../agents/mistral-agent";
+import { makeAgentPlan } from "../agents/mistral-agent-plan";
 import { renderPlan } from "../agents/plan";
 import { buildPrompt } from "../agents/prompt";
 import { checkBudget } from "../budget/budget";

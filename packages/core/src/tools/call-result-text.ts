@@ -1,5 +1,4 @@
 import type { ContentBlock } from "@modelcontextprotocol/sdk/types.js";
-import { capHead } from "../util/cut-marks";
 
 function base64Bytes(data: string): number {
   return Math.floor((data.length * 3) / 4);
@@ -35,12 +34,4 @@ export function callResultText(result: { content?: unknown; structuredContent?: 
   if (blocks.length > 0) return blocks.map(blockText).join("\n");
   if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
   return "(no content)";
-}
-
-/**
- * Keeps the first `capBytes` bytes of `text` (never splitting a character) and says how
- * much was cut; the marker comes on top of the cap.
- */
-export function capText(text: string, capBytes: number): string {
-  return capHead(text, capBytes);
 }

@@ -4,9 +4,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { TailBuffer } from "../process/tail-buffer";
+import { capHead } from "../util/cut-marks";
 import { messageOf } from "../util/errors";
 import { ArgumentValidator } from "./argument-validator";
-import { callResultText, capText } from "./call-result-text";
+import { callResultText } from "./call-result-text";
 import { McpConnectError } from "./errors";
 import { type JsonSchema, toMistralParameters } from "./mistral-parameters";
 import { ToolNameAllocator } from "./tool-names";
@@ -296,7 +297,7 @@ export class ToolHub {
     const entry = this.entries.get(name);
     const outcome = (isError: boolean, text: string): ToolCallOutcome => ({
       isError,
-      result: capText(text, this.resultCapBytes),
+      result: capHead(text, this.resultCapBytes),
       durationMs: Math.round(performance.now() - started),
       server: entry?.tool.server ?? "",
       tool: entry?.tool.tool ?? unknownName(name),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { callResultText, capText } from "../../src/tools/call-result-text";
+import { callResultText } from "../../src/tools/call-result-text";
+import { capHead as capText } from "../../src/util/cut-marks";
 
 describe("callResultText", () => {
   it("joins text parts and describes the others", () => {

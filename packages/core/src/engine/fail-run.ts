@@ -1,5 +1,5 @@
 import { isTerminal } from "../domain/run";
-import { killOrphanedGroup, killRunOrphans } from "../process/orphans";
+import { killRunOrphans } from "../process/orphans";
 import type { EngineResources } from "./resources";
 import { RunContext } from "./run-context";
 

@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { checkBudget, deadlineFor } from "../budget/budget";
-import type { BudgetReason } from "../domain/run";
+import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup, killRunOrphans } from "../process/orphans";
 import { LeaseLostError, messageOf } from "../util/errors";
@@ -238,37 +238,36 @@ function firstStart(res: EngineResources): ClaimStart {
   const now = (res.now ?? Date.now)();
   return {
     now,
-    mutation: (run) =>
-      mutationOf(
-        res,
-        run,
-        {
-          status: "running",
-          startedAt: now,
-          deadlineAt: deadlineFor(now, run.spec.maxMinutes),
-          progress: "started",
-        },
-        [["run_started", { workspace: run.workspace }]],
-        {},
-        now,
-      ),
+    mutation: (run) => {
+      const started = startOf(run, now);
+      return mutationOf(res, run, started.patch, started.events, {}, now);
+    },
+  };
+}
+
+/** What starting a run writes: running from `now`, its deadline, `run_started`. */
+function startOf(run: RunRecord, now: number): { patch: RunPatch; events: EventSpec[] } {
+  return {
+    patch: {
+      status: "running",
+      startedAt: now,
+      deadlineAt: deadlineFor(now, run.spec.maxMinutes),
+      progress: "started",
+    },
+    events: [["run_started", { workspace: run.workspace }]],
   };
 }
 
 /** Marks the run resumed (after a person's answer, or an interrupted iteration). */
 async function start(res: EngineResources, ctx: RunContext, firstStep: boolean): Promise<void> {
   const now = ctx.now();
-  const patch: RunPatch = {};
-  const events: EventSpec[] = [];
-  if (ctx.run.status === "queued" && ctx.run.startedAt === null) {
-    // Its claim did not start it (a rollback held the workspace, and let go since): it starts
-    // here, as the claim would have started it.
-    patch.status = "running";
-    patch.startedAt = now;
-    patch.deadlineAt = deadlineFor(now, ctx.run.spec.maxMinutes);
-    patch.progress = "started";
-    events.push(["run_started", { workspace: ctx.run.workspace }]);
-  } else if (ctx.run.status === "queued") {
+  // Its claim did not start it (a rollback held the workspace, and let go since): it starts
+  // here, as the claim would have started it.
+  const { patch, events } =
+    ctx.run.status === "queued" && ctx.run.startedAt === null
+      ? startOf(ctx.run, now)
+      : { patch: {} as RunPatch, events: [] as EventSpec[] };
+  if (ctx.run.status === "queued" && ctx.run.startedAt !== null) {
     // Queued again by a person's approval or reply: the run goes on where it paused.
     patch.status = "running";
     patch.progress = "resumed after a person's answer";

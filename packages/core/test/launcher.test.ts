@@ -14,7 +14,7 @@ const ENV = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
 let dir: string;
 beforeAll(() => {
   process.env.LOOPRUN_LAUNCHER_TEST_SECRET = "not-for-the-launcher";
-  useLauncher();
+  useLauncher(true, { posixSpawn: false });
 });
 afterAll(() => useLauncher(false));
 beforeEach(async () => {
@@ -85,7 +85,7 @@ describe("the process launcher", () => {
       [
         `import { runCommand, useLauncher } from ${JSON.stringify(core)};`,
         `import { launcherPid } from ${JSON.stringify(core.replace("index.ts", "process/launch.ts"))};`,
-        "useLauncher();",
+        "useLauncher(true, { posixSpawn: false });",
         `await runCommand({ command: "true", cwd: ${JSON.stringify(dir)}, env: { PATH: "/usr/bin:/bin" }, timeoutMs: 10000 });`,
         "console.log(launcherPid());",
         "setInterval(() => {}, 1000);",

@@ -18,240 +18,245 @@ afterEach(async () => {
 /** A command that records its own pid and a background child's, then waits for the child. */
 const WITH_BACKGROUND_CHILD = "echo $$ > pids; sleep 30 & echo $! >> pids; echo started; wait";
 
-describe.each(["directly", "through the launcher"])("runCommand, spawned %s", (how) => {
-  beforeAll(() => useLauncher(how !== "directly"));
-  afterAll(() => useLauncher(false));
+describe.each(["directly", "through the launcher", "through posix_spawn"])(
+  "runCommand, spawned %s",
+  (how) => {
+    beforeAll(() => useLauncher(how !== "directly", { posixSpawn: how === "through posix_spawn" }));
+    afterAll(() => useLauncher(false));
 
-  it("captures stdout and stderr together, and the exit code", async () => {
-    const result = await runCommand({
-      command: "echo to-stdout; echo to-stderr >&2; exit 3",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 10_000,
+    it("captures stdout and stderr together, and the exit code", async () => {
+      const result = await runCommand({
+        command: "echo to-stdout; echo to-stderr >&2; exit 3",
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 10_000,
+      });
+      expect(result.exitCode).toBe(3);
+      expect(result.signal).toBeNull();
+      expect(result.timedOut).toBe(false);
+      expect(result.aborted).toBe(false);
+      expect(result.output).toContain("to-stdout\n");
+      expect(result.output).toContain("to-stderr\n");
+      expect(result.durationMs).toBeGreaterThanOrEqual(0);
     });
-    expect(result.exitCode).toBe(3);
-    expect(result.signal).toBeNull();
-    expect(result.timedOut).toBe(false);
-    expect(result.aborted).toBe(false);
-    expect(result.output).toContain("to-stdout\n");
-    expect(result.output).toContain("to-stderr\n");
-    expect(result.durationMs).toBeGreaterThanOrEqual(0);
-  });
 
-  it("runs in the given directory", async () => {
-    const result = await runCommand({ command: "pwd", cwd: dir, env: ENV, timeoutMs: 10_000 });
-    expect(result.output.trim()).toBe(dir);
-  });
-
-  it("keeps the end of the output when it exceeds the cap, and says how much it dropped", async () => {
-    const count = 20_000;
-    let full = "";
-    for (let i = 1; i <= count; i++) full += `${i}\n`;
-    const result = await runCommand({
-      command: `seq 1 ${count}`,
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 10_000,
-      outputCapBytes: 200,
+    it("runs in the given directory", async () => {
+      const result = await runCommand({ command: "pwd", cwd: dir, env: ENV, timeoutMs: 10_000 });
+      expect(result.output.trim()).toBe(dir);
     });
-    expect(result.exitCode).toBe(0);
-    const match = /^\[… (\d+) bytes of earlier output omitted …\]\n([\s\S]*)$/.exec(result.output);
-    expect(match).not.toBeNull();
-    const dropped = Number(match?.[1]);
-    const kept = match?.[2] ?? "";
-    expect(Buffer.byteLength(kept)).toBe(200);
-    expect(dropped + 200).toBe(Buffer.byteLength(full));
-    expect(full.endsWith(kept)).toBe(true);
-    expect(kept.endsWith(`${count}\n`)).toBe(true);
-  });
 
-  it("does not mark output under the cap", async () => {
-    const result = await runCommand({
-      command: "printf 'exactly ten'",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 10_000,
-      outputCapBytes: 11,
+    it("keeps the end of the output when it exceeds the cap, and says how much it dropped", async () => {
+      const count = 20_000;
+      let full = "";
+      for (let i = 1; i <= count; i++) full += `${i}\n`;
+      const result = await runCommand({
+        command: `seq 1 ${count}`,
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 10_000,
+        outputCapBytes: 200,
+      });
+      expect(result.exitCode).toBe(0);
+      const match = /^\[… (\d+) bytes of earlier output omitted …\]\n([\s\S]*)$/.exec(
+        result.output,
+      );
+      expect(match).not.toBeNull();
+      const dropped = Number(match?.[1]);
+      const kept = match?.[2] ?? "";
+      expect(Buffer.byteLength(kept)).toBe(200);
+      expect(dropped + 200).toBe(Buffer.byteLength(full));
+      expect(full.endsWith(kept)).toBe(true);
+      expect(kept.endsWith(`${count}\n`)).toBe(true);
     });
-    expect(result.output).toBe("exactly ten");
-  });
 
-  it("on timeout kills the whole process group, background children included", async () => {
-    const result = await runCommand({
-      command: WITH_BACKGROUND_CHILD,
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 300,
+    it("does not mark output under the cap", async () => {
+      const result = await runCommand({
+        command: "printf 'exactly ten'",
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 10_000,
+        outputCapBytes: 11,
+      });
+      expect(result.output).toBe("exactly ten");
     });
-    expect(result.timedOut).toBe(true);
-    expect(result.aborted).toBe(false);
-    expect(result.exitCode).toBeNull();
-    expect(result.signal).toBe("SIGTERM");
-    expect(result.output).toContain("started");
-    expect(result.output).toContain("[looprun] killed after the timeout of 300 ms");
-    const pids = readPids(join(dir, "pids"));
-    expect(pids).toHaveLength(2);
-    for (const pid of pids) expect(isAlive(pid)).toBe(false);
-  });
 
-  it("escalates to SIGKILL when the group ignores SIGTERM", async () => {
-    const result = await runCommand({
-      command: `trap '' TERM; ${WITH_BACKGROUND_CHILD}`,
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 200,
-      killGraceMs: 200,
+    it("on timeout kills the whole process group, background children included", async () => {
+      const result = await runCommand({
+        command: WITH_BACKGROUND_CHILD,
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 300,
+      });
+      expect(result.timedOut).toBe(true);
+      expect(result.aborted).toBe(false);
+      expect(result.exitCode).toBeNull();
+      expect(result.signal).toBe("SIGTERM");
+      expect(result.output).toContain("started");
+      expect(result.output).toContain("[looprun] killed after the timeout of 300 ms");
+      const pids = readPids(join(dir, "pids"));
+      expect(pids).toHaveLength(2);
+      for (const pid of pids) expect(isAlive(pid)).toBe(false);
     });
-    expect(result.timedOut).toBe(true);
-    expect(result.signal).toBe("SIGKILL");
-    for (const pid of readPids(join(dir, "pids"))) expect(isAlive(pid)).toBe(false);
-  });
 
-  it("kills the whole group when the signal aborts", async () => {
-    const controller = new AbortController();
-    const spawned: number[] = [];
-    const pending = runCommand({
-      command: WITH_BACKGROUND_CHILD,
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 60_000,
-      signal: controller.signal,
-      onSpawn: (pid) => spawned.push(pid),
+    it("escalates to SIGKILL when the group ignores SIGTERM", async () => {
+      const result = await runCommand({
+        command: `trap '' TERM; ${WITH_BACKGROUND_CHILD}`,
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 200,
+        killGraceMs: 200,
+      });
+      expect(result.timedOut).toBe(true);
+      expect(result.signal).toBe("SIGKILL");
+      for (const pid of readPids(join(dir, "pids"))) expect(isAlive(pid)).toBe(false);
     });
-    await waitFor(
-      () => existsSync(join(dir, "pids")) && readPids(join(dir, "pids")).length === 2,
-      "pids",
-    );
-    controller.abort();
-    const result = await pending;
-    expect(result.aborted).toBe(true);
-    expect(result.timedOut).toBe(false);
-    expect(result.exitCode).toBeNull();
-    const pids = readPids(join(dir, "pids"));
-    expect(spawned).toEqual([pids[0]]);
-    for (const pid of pids) expect(isAlive(pid)).toBe(false);
-  });
 
-  it("does not run to completion when the signal is already aborted", async () => {
-    const controller = new AbortController();
-    controller.abort();
-    const result = await runCommand({
-      command: "sleep 30; touch finished",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 60_000,
-      signal: controller.signal,
+    it("kills the whole group when the signal aborts", async () => {
+      const controller = new AbortController();
+      const spawned: number[] = [];
+      const pending = runCommand({
+        command: WITH_BACKGROUND_CHILD,
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 60_000,
+        signal: controller.signal,
+        onSpawn: (pid) => spawned.push(pid),
+      });
+      await waitFor(
+        () => existsSync(join(dir, "pids")) && readPids(join(dir, "pids")).length === 2,
+        "pids",
+      );
+      controller.abort();
+      const result = await pending;
+      expect(result.aborted).toBe(true);
+      expect(result.timedOut).toBe(false);
+      expect(result.exitCode).toBeNull();
+      const pids = readPids(join(dir, "pids"));
+      expect(spawned).toEqual([pids[0]]);
+      for (const pid of pids) expect(isAlive(pid)).toBe(false);
     });
-    expect(result.aborted).toBe(true);
-    expect(result.exitCode).toBeNull();
-    expect(existsSync(join(dir, "finished"))).toBe(false);
-  });
 
-  it("kills what a command left running in the background when it exits", async () => {
-    const result = await runCommand({
-      command: "sleep 30 & echo $! > pids; echo parent-done",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 60_000,
+    it("does not run to completion when the signal is already aborted", async () => {
+      const controller = new AbortController();
+      controller.abort();
+      const result = await runCommand({
+        command: "sleep 30; touch finished",
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 60_000,
+        signal: controller.signal,
+      });
+      expect(result.aborted).toBe(true);
+      expect(result.exitCode).toBeNull();
+      expect(existsSync(join(dir, "finished"))).toBe(false);
     });
-    expect(result.exitCode).toBe(0);
-    expect(result.timedOut).toBe(false);
-    expect(result.output).toContain("parent-done");
-    for (const pid of readPids(join(dir, "pids"))) expect(isAlive(pid)).toBe(false);
-  });
 
-  it("also kills a background child that does not hold the output pipes", async () => {
-    const result = await runCommand({
-      command: "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > pids",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 60_000,
+    it("kills what a command left running in the background when it exits", async () => {
+      const result = await runCommand({
+        command: "sleep 30 & echo $! > pids; echo parent-done",
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 60_000,
+      });
+      expect(result.exitCode).toBe(0);
+      expect(result.timedOut).toBe(false);
+      expect(result.output).toContain("parent-done");
+      for (const pid of readPids(join(dir, "pids"))) expect(isAlive(pid)).toBe(false);
     });
-    expect(result.exitCode).toBe(0);
-    const [pid] = readPids(join(dir, "pids"));
-    await waitFor(() => !isAlive(pid ?? 0), "the background child to die");
-  });
 
-  it("passes exactly the environment it is given", async () => {
-    const result = await runCommand({
-      command: "env",
-      cwd: dir,
-      env: { ...ENV, ONLY_THIS: "yes" },
-      timeoutMs: 10_000,
+    it("also kills a background child that does not hold the output pipes", async () => {
+      const result = await runCommand({
+        command: "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > pids",
+        cwd: dir,
+        env: ENV,
+        timeoutMs: 60_000,
+      });
+      expect(result.exitCode).toBe(0);
+      const [pid] = readPids(join(dir, "pids"));
+      await waitFor(() => !isAlive(pid ?? 0), "the background child to die");
     });
-    const names = result.output
-      .split("\n")
-      .filter((l) => l.includes("="))
-      .map((l) => l.slice(0, l.indexOf("=")));
-    // The shell itself adds PWD (and may add SHLVL / OLDPWD); nothing comes from our process.
-    const added = new Set(["PWD", "OLDPWD", "SHLVL", "_"]);
-    expect(names.filter((n) => !added.has(n)).sort()).toEqual(["ONLY_THIS", "PATH"]);
-    expect(result.output).toContain("ONLY_THIS=yes");
-  });
 
-  it("feeds stdin to the command", async () => {
-    const result = await runCommand({
-      command: "wc -c",
-      cwd: dir,
-      env: ENV,
-      stdin: "x".repeat(100_000),
-      timeoutMs: 10_000,
+    it("passes exactly the environment it is given", async () => {
+      const result = await runCommand({
+        command: "env",
+        cwd: dir,
+        env: { ...ENV, ONLY_THIS: "yes" },
+        timeoutMs: 10_000,
+      });
+      const names = result.output
+        .split("\n")
+        .filter((l) => l.includes("="))
+        .map((l) => l.slice(0, l.indexOf("=")));
+      // The shell itself adds PWD (and may add SHLVL / OLDPWD); nothing comes from our process.
+      const added = new Set(["PWD", "OLDPWD", "SHLVL", "_"]);
+      expect(names.filter((n) => !added.has(n)).sort()).toEqual(["ONLY_THIS", "PATH"]);
+      expect(result.output).toContain("ONLY_THIS=yes");
     });
-    expect(result.output.trim()).toBe("100000");
-  });
 
-  it("does not fail when the command ignores a large stdin", async () => {
-    const result = await runCommand({
-      command: "echo ignored-stdin",
-      cwd: dir,
-      env: ENV,
-      stdin: "y".repeat(4 * 1024 * 1024),
-      timeoutMs: 10_000,
+    it("feeds stdin to the command", async () => {
+      const result = await runCommand({
+        command: "wc -c",
+        cwd: dir,
+        env: ENV,
+        stdin: "x".repeat(100_000),
+        timeoutMs: 10_000,
+      });
+      expect(result.output.trim()).toBe("100000");
     });
-    expect(result.exitCode).toBe(0);
-    expect(result.output).toBe("ignored-stdin\n");
-  });
 
-  it("reads its stdin from a file when given one, which it cannot write through", async () => {
-    const input = join(dir, "input.txt");
-    writeFileSync(input, "from the file\n");
-    const result = await runCommand({
-      command: "cat; { echo overwritten >&0; } 2>/dev/null || echo read-only",
-      cwd: dir,
-      env: ENV,
-      stdin: "not this",
-      stdinFile: input,
-      timeoutMs: 10_000,
+    it("does not fail when the command ignores a large stdin", async () => {
+      const result = await runCommand({
+        command: "echo ignored-stdin",
+        cwd: dir,
+        env: ENV,
+        stdin: "y".repeat(4 * 1024 * 1024),
+        timeoutMs: 10_000,
+      });
+      expect(result.exitCode).toBe(0);
+      expect(result.output).toBe("ignored-stdin\n");
     });
-    expect(result.exitCode).toBe(0);
-    expect(result.output).toBe("from the file\nread-only\n");
-    expect(readFileSync(input, "utf8")).toBe("from the file\n");
-  });
 
-  it("does not start when its stdin file cannot be opened", async () => {
-    const result = await runCommand({
-      command: "echo ran > ran.txt",
-      cwd: dir,
-      env: ENV,
-      stdinFile: join(dir, "missing.txt"),
-      timeoutMs: 10_000,
+    it("reads its stdin from a file when given one, which it cannot write through", async () => {
+      const input = join(dir, "input.txt");
+      writeFileSync(input, "from the file\n");
+      const result = await runCommand({
+        command: "cat; { echo overwritten >&0; } 2>/dev/null || echo read-only",
+        cwd: dir,
+        env: ENV,
+        stdin: "not this",
+        stdinFile: input,
+        timeoutMs: 10_000,
+      });
+      expect(result.exitCode).toBe(0);
+      expect(result.output).toBe("from the file\nread-only\n");
+      expect(readFileSync(input, "utf8")).toBe("from the file\n");
     });
-    expect(result.exitCode).toBeNull();
-    expect(result.output).toMatch(/could not start the command: ENOENT.*missing\.txt/);
-    expect(existsSync(join(dir, "ran.txt"))).toBe(false);
-  });
 
-  it("reports a command that cannot start instead of throwing", async () => {
-    const result = await runCommand({
-      command: "true",
-      cwd: join(dir, "does-not-exist"),
-      env: ENV,
-      timeoutMs: 10_000,
+    it("does not start when its stdin file cannot be opened", async () => {
+      const result = await runCommand({
+        command: "echo ran > ran.txt",
+        cwd: dir,
+        env: ENV,
+        stdinFile: join(dir, "missing.txt"),
+        timeoutMs: 10_000,
+      });
+      expect(result.exitCode).toBeNull();
+      expect(result.output).toMatch(/could not start the command: ENOENT.*missing\.txt/);
+      expect(existsSync(join(dir, "ran.txt"))).toBe(false);
     });
-    expect(result.exitCode).toBeNull();
-    expect(result.output).toContain("could not start the command");
-  });
-});
+
+    it("reports a command that cannot start instead of throwing", async () => {
+      const result = await runCommand({
+        command: "true",
+        cwd: join(dir, "does-not-exist"),
+        env: ENV,
+        timeoutMs: 10_000,
+      });
+      expect(result.exitCode).toBeNull();
+      expect(result.output).toContain("could not start the command");
+    });
+  },
+);
 
 describe("buildCommandEnv", () => {
   it("keeps only the base names, LC_*, LOOPRUN_* and the allowlist, then adds extra", () => {

@@ -2,6 +2,7 @@ import { type ChildProcess, fork, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { posixLaunch, posixSpawnAvailable } from "./posix-launch";
 
 /**
  * Spawning a process from a worker blocks its event loop for the fork and exec: the kernel
@@ -17,6 +18,10 @@ import { fileURLToPath } from "node:url";
  * the launcher dies, every command it started is killed and reported as ended by SIGKILL (or,
  * when it had not started, failed to start), and the next spawn starts a new launcher. When
  * the worker dies, its launcher exits with it.
+ *
+ * Where the @looprun/spawn addon is built (Linux), a worker spawns through posix_spawn instead
+ * (posix-launch.ts): nothing of its heap is copied and no process relays the command, so it
+ * needs no launcher; the launcher remains for where the addon is missing.
  */
 
 export interface LaunchOptions {
@@ -60,11 +65,17 @@ interface OutputStream {
 
 let launcher: Launcher | null = null;
 let enabled = false;
+let posix = true;
 
-/** From now on, this process's commands and git runs are spawned by a launcher process. */
-export function useLauncher(on = true): void {
+/**
+ * From now on, this process's commands and git runs are spawned without copying it: through
+ * posix_spawn where the addon is built, else by a launcher process (`posixSpawn: false` asks for
+ * the launcher whatever is built).
+ */
+export function useLauncher(on = true, { posixSpawn = true }: { posixSpawn?: boolean } = {}): void {
   enabled = on;
-  if (!on) {
+  posix = posixSpawn;
+  if (!on || (posix && posixSpawnAvailable)) {
     launcher?.close();
     launcher = null;
   }
@@ -78,6 +89,7 @@ export function launcherPid(): number | undefined {
 /** Spawns `file args` directly, or through the launcher when `useLauncher()` was called. */
 export function launch(file: string, args: readonly string[], opts: LaunchOptions): Launched {
   if (!enabled) return spawnHere(file, args, opts);
+  if (posix && posixSpawnAvailable) return posixLaunch(file, args, opts, notStarted);
   if (launcher === null || launcher.dead) launcher = new Launcher();
   return launcher.spawn(file, args, opts);
 }

@@ -1,0 +1,117 @@
+import { readdirSync } from "node:fs";
+import { runCommand, useLauncher } from "@looprun/core";
+import { posixSpawn, unavailable } from "@looprun/spawn";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { launch } from "../src/process/launch";
+import { gitEnv, runGit } from "../src/snapshots/git";
+import { removeDir, tempDir } from "./support";
+
+/**
+ * What spawning through posix_spawn (packages/spawn, src/process/posix-launch.ts) must keep of
+ * Node's spawn; the rest of runCommand's behaviour is run-command.test.ts's, which runs through
+ * it too.
+ */
+
+const ENV = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
+
+let dir: string;
+beforeAll(() => {
+  process.env.LOOPRUN_POSIX_SPAWN_TEST_SECRET = "not-for-commands";
+  useLauncher(true);
+});
+afterAll(() => useLauncher(false));
+beforeEach(async () => {
+  dir = await tempDir("looprun-posix-spawn-");
+});
+afterEach(async () => {
+  await removeDir(dir);
+});
+
+const run = (command: string, stdin?: string) =>
+  runCommand({
+    command,
+    cwd: dir,
+    env: ENV,
+    timeoutMs: 10_000,
+    ...(stdin !== undefined ? { stdin } : {}),
+  });
+
+describe("spawning through posix_spawn", () => {
+  it("is built on Linux, as better-sqlite3 is (a C compiler is there)", () => {
+    expect(process.platform).toBe("linux");
+    expect(unavailable).toBeNull();
+    expect(posixSpawn).not.toBeNull();
+  });
+
+  it("starts the command as a child of this process, with only the environment it is given", async () => {
+    const result = await run("echo $PPID; env");
+    const [ppid, ...environ] = result.output.trim().split("\n");
+    expect(Number(ppid)).toBe(process.pid);
+    expect(result.output).not.toContain("not-for-commands");
+    expect(environ).toContain(`PATH=${ENV.PATH}`);
+  });
+
+  it("starts it in a session and process group of its own", async () => {
+    // /proc/PID/stat: pid (comm) state ppid pgrp session
+    const result = await run("cut -d' ' -f1,5,6 /proc/$$/stat");
+    const [pid, pgrp, session] = result.output.trim().split(" ").map(Number);
+    expect(pgrp).toBe(pid);
+    expect(session).toBe(pid);
+  });
+
+  it("gives signals their defaults: a pipe's reader that quits ends its writer (SIGPIPE)", async () => {
+    // Node ignores SIGPIPE; inherited, `yes` would get EPIPE and complain instead of dying.
+    const result = await run("yes | head -n 1");
+    expect(result.exitCode).toBe(0);
+    expect(result.output).toBe("y\n");
+  });
+
+  it("feeds a string to its stdin, and tells the signal that killed it", async () => {
+    const result = await run("cat; kill -USR1 $$", "from the caller\n");
+    expect(result.output).toBe("from the caller\n");
+    expect(result.exitCode).toBeNull();
+    expect(result.signal).toBe("SIGUSR1");
+  });
+
+  it("finds a program in the command's PATH, and fails one it cannot find as Node does", async () => {
+    const git = await runGit(["--version"], { env: gitEnv(ENV.PATH, dir), timeoutMs: 10_000 });
+    expect(git.stdout).toMatch(/^git version /);
+
+    const missing = launch("no-such-program-here", [], { env: { PATH: dir }, cwd: dir });
+    const events: string[] = [];
+    missing.on("spawn", () => events.push("spawn"));
+    missing.on("close", () => events.push("close"));
+    const error = await new Promise<NodeJS.ErrnoException>((resolve) =>
+      missing.on("error", resolve),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(error.code).toBe("ENOENT");
+    expect(events).toEqual([]);
+  });
+
+  it("fails a command whose directory is gone, without starting it", async () => {
+    const result = await runCommand({
+      command: "touch started",
+      cwd: `${dir}/gone`,
+      env: ENV,
+      timeoutMs: 10_000,
+    });
+    expect(result.exitCode).toBeNull();
+    expect(result.output).toContain("could not start the command");
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("runs many commands at once and leaks no descriptor", async () => {
+    const fds = () => readdirSync("/proc/self/fd").length;
+    await run("true"); // opens what is opened once (/dev/null)
+    const before = fds();
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => run(`echo ${i}; exit ${i % 7}`)),
+    );
+    results.forEach((result, i) => {
+      expect(result.output).toBe(`${i}\n`);
+      expect(result.exitCode).toBe(i % 7);
+    });
+    expect(fds()).toBe(before);
+  });
+});

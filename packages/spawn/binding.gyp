@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "looprun_spawn",
+      "sources": ["src/posix_spawn.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    }
+  ]
+}

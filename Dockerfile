@@ -5,6 +5,8 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The spawn addon builds at `npm ci` (its install script needs its sources).
+COPY packages/spawn packages/spawn
 COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY apps/api/package.json apps/api/

@@ -39,8 +39,8 @@ interface ActiveRun {
  */
 export async function startWorker(env: WorkerEnv, commandEnv = process.env): Promise<RunWorker> {
   keepYoungGenerationSmall();
-  // Commands and git are spawned by a small launcher process: a spawn from the worker itself
-  // blocks it for the fork of all its memory (see packages/core/src/process/launch.ts).
+  // Commands and git are spawned without copying the worker: through posix_spawn, or a small
+  // launcher process where the addon is not built (see packages/core/src/process/launch.ts).
   useLauncher();
   const redactor = new Redactor(
     collectSecrets(commandEnv, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST),

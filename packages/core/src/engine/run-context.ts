@@ -143,7 +143,7 @@ export class RunContext {
   /**
    * The environment of the run's commands at `iteration` (0: a preparation phase): the
    * allowed part of the worker's, and what tells a command which run, session, workspace and
-   * worker it belongs to (a command's parent is the worker's launcher, not the worker).
+   * worker it belongs to (a command's parent may be the worker's launcher, not the worker).
    */
   commandEnv(iteration: number): Record<string, string> {
     return buildCommandEnv(this.res.commandEnv, this.res.envAllowlist, {

@@ -50,8 +50,8 @@ interface IterationView {
 
 const NODE_LOOP_NAMES: Record<NodeLoopMode, string> = {
   spawn: "node loop (2 spawns, nothing stored)",
-  helper: "node loop, forking helper (nothing stored)",
-  "helper-commit": "node loop, forking helper, 1 commit/iteration",
+  posix: "node loop, posix_spawn (nothing stored)",
+  "posix-commit": "node loop, posix_spawn, 1 commit/iteration",
 };
 
 export async function looprunOnce(stack: BenchStack): Promise<LooprunSample> {
@@ -109,8 +109,8 @@ export async function bashOnce(): Promise<number> {
 }
 
 /** How the node loop spawns its commands, and whether it stores anything (see node-loop.ts). */
-export type NodeLoopMode = "spawn" | "helper" | "helper-commit";
-const NODE_MODES: readonly NodeLoopMode[] = ["spawn", "helper", "helper-commit"];
+export type NodeLoopMode = "spawn" | "posix" | "posix-commit";
+const NODE_MODES: readonly NodeLoopMode[] = ["spawn", "posix", "posix-commit"];
 
 /** The same loop in a plain Node process (bench/baselines/node-loop.ts): the loop's own time. */
 export async function nodeOnce(mode: NodeLoopMode = "spawn"): Promise<number> {
@@ -140,7 +140,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
   const stack = await startStack({ redisUrl: ctx.redis.url });
   const looprun: LooprunSample[] = [];
   const bash: number[] = [];
-  const node: Record<NodeLoopMode, number[]> = { spawn: [], helper: [], "helper-commit": [] };
+  const node: Record<NodeLoopMode, number[]> = { spawn: [], posix: [], "posix-commit": [] };
   try {
     await stack.startWorker();
     // Warm-up (JIT, first spawns, page cache), not recorded.
@@ -185,8 +185,8 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
         met: ratio.median <= 1.5,
       },
       againstNode("spawn", "the same loop in plain Node"),
-      againstNode("helper", "a Node loop whose commands a forking helper spawns"),
-      againstNode("helper-commit", "that loop with one durable commit per iteration"),
+      againstNode("posix", "a Node loop whose commands posix_spawn spawns"),
+      againstNode("posix-commit", "that loop with one durable commit per iteration"),
       {
         name: "looprun breakdown: POST → first iteration starts",
         unit: "ms",
@@ -217,8 +217,8 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
       "looprun is timed from just before `POST /api/runs` to the run's `finishedAt`; the bash loop from spawning `bash -c` to its exit.",
       'The bash loop runs each command as `sh -c "$CMD"` (the agent with a prompt file on stdin), as looprun does: a Ralph loop, not shell builtins.',
       "The breakdown comes from the stored iterations (whole milliseconds): the commands are the agent's and the test's durations as looprun records them (from spawn until the process group is reaped); \"engine inside the iteration\" is the rest of each iteration's startedAt → finishedAt: the prompt, the DB commits of the iteration (the worker's are synchronous=NORMAL: in WAL mode they survive the worker's crash at once and a power loss from the next checkpoint), the workspace snapshot (git) and the decision; \"between iterations\" is one iteration's finishedAt to the next one's startedAt.",
-      "The node loops (bench/baselines/node-loop.ts) run the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from the first command to the last one's exit, for context (no goal): `spawn` spawns them from Node; `helper` has them spawned by a small Perl process over a pipe (bench/baselines/fork-helper.pl: it forks 5 MB where Node forks its heap), the least a launcher costs; `helper-commit` adds one durable SQLite commit per iteration (WAL, synchronous=FULL, one row), the least a runner that keeps its history writes.",
-      `Against the bash loop, in this run: the spawn loop ${fmtRatio(floor("spawn"))}, the helper loop ${fmtRatio(floor("helper"))}, the helper loop with a commit per iteration ${fmtRatio(floor("helper-commit"))}.`,
+      "The node loops (bench/baselines/node-loop.ts) run the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from the first command to the last one's exit, for context (no goal): `spawn` spawns them with Node's child_process (which forks the Node process); `posix` through posix_spawn, with the addon looprun's workers use (packages/spawn) called directly, the least spawning from Node costs; `posix-commit` adds one durable SQLite commit per iteration (WAL, synchronous=FULL, one row), the least a runner that keeps its history writes.",
+      `Against the bash loop, in this run: the spawn loop ${fmtRatio(floor("spawn"))}, the posix_spawn loop ${fmtRatio(floor("posix"))}, the posix_spawn loop with a commit per iteration ${fmtRatio(floor("posix-commit"))}.`,
       "One warm-up run of each, not recorded.",
     ],
   };

@@ -149,31 +149,35 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
       },
     );
   }
-  const launcherRss = summarize(samples.map((s) => s.launcher.rss));
-  const launcherOwn = summarize(samples.map((s) => s.launcher.own));
-  const withLauncher = summarize(samples.map((s) => (s.after[1] ?? Number.NaN) + s.launcher.own));
-  figures.push(
-    {
-      name: `worker's launcher process (spawns its commands) after ${runs} runs: RSS`,
-      unit: "MB",
-      digits: 0,
-      looprun: launcherRss,
-    },
-    {
-      name: `worker's launcher: its own memory (anonymous; the rest of its RSS is the node binary's pages, shared with the worker)`,
-      unit: "MB",
-      digits: 0,
-      looprun: launcherOwn,
-    },
-    {
-      name: `worker RSS + its launcher's own memory, after ${runs} runs`,
-      unit: "MB",
-      digits: 0,
-      looprun: withLauncher,
-      goal: `≤ ${IDLE_GOAL_MB} MB`,
-      met: withLauncher.median <= IDLE_GOAL_MB,
-    },
-  );
+  // Where the spawn addon is built, a worker spawns its commands itself: no launcher to read.
+  const hasLauncher = samples.some((s) => s.launcher.rss > 0);
+  if (hasLauncher) {
+    const launcherRss = summarize(samples.map((s) => s.launcher.rss));
+    const launcherOwn = summarize(samples.map((s) => s.launcher.own));
+    const withLauncher = summarize(samples.map((s) => (s.after[1] ?? Number.NaN) + s.launcher.own));
+    figures.push(
+      {
+        name: `worker's launcher process (spawns its commands) after ${runs} runs: RSS`,
+        unit: "MB",
+        digits: 0,
+        looprun: launcherRss,
+      },
+      {
+        name: `worker's launcher: its own memory (anonymous; the rest of its RSS is the node binary's pages, shared with the worker)`,
+        unit: "MB",
+        digits: 0,
+        looprun: launcherOwn,
+      },
+      {
+        name: `worker RSS + its launcher's own memory, after ${runs} runs`,
+        unit: "MB",
+        digits: 0,
+        looprun: withLauncher,
+        goal: `≤ ${IDLE_GOAL_MB} MB`,
+        met: withLauncher.median <= IDLE_GOAL_MB,
+      },
+    );
+  }
   return {
     id: "memory",
     title: "6. Memory",
@@ -181,7 +185,9 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
     notes: [
       `${reps} repetition${reps === 1 ? "" : "s"}${ctx.quick ? " (--quick: 100 runs, not 1,000, and shorter settling)" : ""}, each with a fresh API and one worker process (WORKER_CONCURRENCY=2, the default) as \`node apps/cli/bin/looprun.js api|worker\` start them (from the bundle it builds at start, see apps/cli/bin/bundle.js; no --expose-gc: measured as is).`,
       `RSS is VmRSS from /proc/<pid>/status. "Start-up" is read 10 s after the worker is ready. The other points are read once the processes have settled while idle: a reading every ${READING_EVERY_MS / 1000} s until the last three of each process agree within ${SETTLED_WITHIN_MB} MB, after at least ${settle.minMs / 1000} s and at most ${settle.maxMs / 1000} s — V8 gives the memory of start-up (module loading, compilation) back only after some 30 s idle, so the start-up reading is a transient peak, not what an idle process holds.`,
-      "A worker spawns its commands through a launcher, a small Node process it starts with its first command (packages/core/src/process/launch.ts): it is not there at the idle points, and is read at the end — its RSS, and its anonymous memory, the part no other process shares (smaps_rollup).",
+      hasLauncher
+        ? "A worker spawns its commands through a launcher, a small Node process it starts with its first command (packages/core/src/process/launch.ts; the spawn addon was not built): it is not there at the idle points, and is read at the end — its RSS, and its anonymous memory, the part no other process shares (smaps_rollup)."
+        : "A worker spawns its commands itself, through posix_spawn (packages/spawn): no launcher process runs beside it.",
       `Points: idle before any run, after the first ${warmRuns} runs, after all ${runs} (trivial runs: agent \`true\`, test \`true\`, 20 submits in flight). The growth goal compares the end with the idle start; the last row compares it with the state after the first runs (code compiled, pools and caches filled), which isolates growth that keeps going.`,
     ],
   };

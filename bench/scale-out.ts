@@ -24,8 +24,9 @@ interface BatchResult {
 
 /**
  * Everything a run uses CPU in: the API, the workers and their commands, Redis. A worker's
- * commands are its launcher's children (packages/core/src/process/launch.ts): the launcher's
- * CPU counts with the commands it waited for.
+ * commands are its children (posix_spawn), or its launcher's where the spawn addon is not
+ * built (packages/core/src/process/launch.ts): a process's CPU counts with the commands it
+ * waited for.
  */
 function stackCpuMs(ctx: BenchContext, stack: BenchStack): number {
   const workers = stack.workers.map((w) => w.pid);

@@ -2,16 +2,19 @@
  * The Ralph loop in a plain Node process: the same two commands per iteration as looprun's
  * (`sh -c AGENT` in its own process group with the prompt on stdin, then `sh -c TEST`), and
  * nothing else — no queue, no snapshot. The floors of any runner written in Node, by MODE:
- * - `spawn`: Node spawns each command (what spawning from a Node process costs);
- * - `helper`: a small forking process (fork-helper.pl) spawns them for Node, over a pipe — a
- *   launcher that forks no Node heap;
- * - `helper-commit`: the same, and one durable SQLite commit per iteration (WAL,
+ * - `spawn`: Node's child_process spawns each command (it forks the Node process);
+ * - `posix`: posix_spawn spawns them (the @looprun/spawn addon looprun's workers use, called
+ *   here directly): the least spawning from Node costs;
+ * - `posix-commit`: the same, and one durable SQLite commit per iteration (WAL,
  *   synchronous=FULL, one row) — the least a runner that keeps its history can write.
  * Runs in DIR with AGENT, TEST, ITERATIONS; prints `{"ms": …, "iterations": …}` (the loop
  * alone, without Node's start-up).
  */
 import { spawn } from "node:child_process";
+import { closeSync } from "node:fs";
+import { Socket } from "node:net";
 import { join } from "node:path";
+import { posixSpawn } from "@looprun/spawn";
 import Database from "better-sqlite3";
 
 const env = (name: string) => {
@@ -21,8 +24,9 @@ const env = (name: string) => {
 };
 const dir = env("DIR");
 const mode = process.env.MODE ?? "spawn";
-if (!["spawn", "helper", "helper-commit"].includes(mode)) throw new Error(`unknown MODE ${mode}`);
+if (!["spawn", "posix", "posix-commit"].includes(mode)) throw new Error(`unknown MODE ${mode}`);
 const commandEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+const envp = Object.entries(commandEnv).map(([name, value]) => `${name}=${value}`);
 
 function spawned(command: string, stdin: string): Promise<number | null> {
   return new Promise((resolve) => {
@@ -40,39 +44,41 @@ function spawned(command: string, stdin: string): Promise<number | null> {
   });
 }
 
-/** Runs commands through fork-helper.pl: one request frame out, one reply frame back. */
-function forkHelper(): { run(command: string, stdin: string): Promise<number>; close(): void } {
-  const helper = spawn("perl", [join(import.meta.dirname, "fork-helper.pl")], {
-    stdio: ["pipe", "pipe", "inherit"],
-    env: commandEnv,
-  });
-  const waiting = new Map<number, (code: number) => void>();
-  let pending: Buffer = Buffer.alloc(0);
-  let next = 0;
-  helper.stdout.on("data", (data: Buffer) => {
-    pending = pending.length > 0 ? Buffer.concat([pending, data]) : data;
-    while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32BE(0)) {
-      const length = pending.readUInt32BE(0);
-      const [id, code] = pending
-        .subarray(4, 4 + length)
-        .toString()
-        .split("\0");
-      pending = pending.subarray(4 + length);
-      waiting.get(Number(id))?.(Number(code));
-      waiting.delete(Number(id));
+/** The same through posix_spawn: three pipes, and the exit from a pidfd (see packages/spawn). */
+function posixSpawned(command: string, stdin: string): Promise<number | null> {
+  if (posixSpawn === null) throw new Error("the @looprun/spawn addon is not built");
+  const binding = posixSpawn;
+  return new Promise((resolve) => {
+    const [inRead, inWrite] = binding.pipe();
+    const [outRead, outWrite] = binding.pipe();
+    const [errRead, errWrite] = binding.pipe();
+    let left = 3;
+    let code: number | null = null;
+    const done = () => {
+      if (--left === 0) resolve(code);
+    };
+    binding.spawn(
+      "/bin/sh",
+      ["sh", "-c", command],
+      envp,
+      dir,
+      [inRead, outWrite, errWrite],
+      true,
+      (exitCode) => {
+        code = exitCode;
+        done();
+      },
+    );
+    for (const fd of [inRead, outWrite, errWrite]) closeSync(fd);
+    const input = new Socket({ fd: inWrite, readable: false, writable: true });
+    input.on("error", () => {});
+    input.end(stdin);
+    for (const fd of [outRead, errRead]) {
+      const output = new Socket({ fd, readable: true, writable: false });
+      output.resume();
+      output.on("close", done);
     }
   });
-  return {
-    run(command, stdin) {
-      const id = ++next;
-      const payload = Buffer.from([id, dir, command, stdin].join("\0"));
-      const head = Buffer.alloc(4);
-      head.writeUInt32BE(payload.length);
-      helper.stdin.write(Buffer.concat([head, payload]));
-      return new Promise((resolve) => waiting.set(id, resolve));
-    },
-    close: () => helper.stdin.end(),
-  };
 }
 
 /** One durable commit per iteration, in a database in the workspace. */
@@ -85,15 +91,12 @@ function history(): (n: number, code: number | null) => void {
   return (n, code) => insert.run(n, code, Date.now());
 }
 
-const helper = mode === "spawn" ? null : forkHelper();
-const run = helper ? helper.run : spawned;
-const record = mode === "helper-commit" ? history() : () => {};
+const run = mode === "spawn" ? spawned : posixSpawned;
+const record = mode === "posix-commit" ? history() : () => {};
 const agent = env("AGENT");
 const test = env("TEST");
 const max = Number(env("ITERATIONS"));
 const prompt = "bench\n";
-// The helper's own start, as Node's, is not the loop's time.
-if (helper) await run("true", "");
 const t0 = performance.now();
 let i = 0;
 while (i < max) {
@@ -104,5 +107,4 @@ while (i < max) {
   if (code === 0) break;
 }
 const ms = performance.now() - t0;
-helper?.close();
 process.stdout.write(`${JSON.stringify({ ms, iterations: i })}\n`);

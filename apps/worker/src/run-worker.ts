@@ -5,6 +5,7 @@ import {
   failRun,
   keepYoungGenerationSmall,
   MistralChatModel,
+  posixSpawnUnavailable,
   Redactor,
   RUN_QUEUE,
   RunJob,
@@ -50,6 +51,12 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     base: { app: "worker", pid: process.pid },
     ...redactingLogOptions(redactor),
   });
+  if (posixSpawnUnavailable !== null) {
+    logger.info(
+      { why: posixSpawnUnavailable },
+      "commands are spawned through a launcher process: the posix_spawn addon is not available",
+    );
+  }
   // PostgreSQL when DATABASE_URL is set (workers on several hosts), else the SQLite file. A
   // worker's SQLite writes are checkpoints it can redo (see OpenDatabaseOptions.synchronous):
   // not one fsync per write, as for the API's acceptance of a run.

@@ -124,7 +124,13 @@ export {
   runPreparationPhase,
 } from "./pipeline/index";
 export type { CommandResult, RunCommandOptions } from "./process/index";
-export { buildCommandEnv, runCommand, TailBuffer, useLauncher } from "./process/index";
+export {
+  buildCommandEnv,
+  posixSpawnUnavailable,
+  runCommand,
+  TailBuffer,
+  useLauncher,
+} from "./process/index";
 export { killOrphanedGroup, killRunOrphans } from "./process/orphans";
 export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
 export type {

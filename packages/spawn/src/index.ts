@@ -11,8 +11,8 @@ export interface PosixSpawn {
    * Starts `file` (a path: no PATH search) with `argv` (argv[0] included) and `envp`
    * (`NAME=value`), in `cwd`, with the three descriptors as its stdin, stdout and stderr; in a
    * new session (and process group) when `newSession`. Signals start at their defaults,
-   * unblocked. `onExit` is called once it has exited and been reaped. Throws an Error with the
-   * errno's name as `code` (ENOENT, EACCES, …) when it cannot start.
+   * unblocked. `onExit` is called once it has exited and been reaped. Throws an Error with a
+   * negative `errno` (as Node's) and the failed call as `syscall` when it cannot start.
    */
   spawn(
     file: string,

@@ -8,7 +8,7 @@
  *   pipe() -> [readFd, writeFd]       a pipe, both ends close-on-exec
  *   spawn(file, argv, envp, cwd | null, [stdin, stdout, stderr], newSession, onExit) -> pid
  *     onExit(code | null, signalNumber | null) is called once the process is reaped: a pidfd
- *     in the event loop tells when it has exited.
+ *     in the event loop tells when it has exited. Errors carry a negative errno, as Node's.
  *   usable: false with `reason` when this kernel has no pidfd_open (Linux < 5.3).
  */
 #define _GNU_SOURCE
@@ -34,6 +34,8 @@ typedef struct watch {
   napi_env env;
   napi_ref callback;
   napi_async_context context;
+  /* Closed by the cleanup hook (the environment ends), not by the process's exit. */
+  bool by_cleanup;
   struct watch *prev, *next;
 } watch_t;
 
@@ -44,27 +46,24 @@ typedef struct {
   napi_async_cleanup_hook_handle cleanup;
 } state_t;
 
-static napi_value throw_errno(napi_env env, int err, const char *call, const char *path) {
-  char text[512];
-  const char *name = uv_err_name(-err);
-  if (path != NULL)
-    snprintf(text, sizeof text, "%s %s %s", call, path, name);
-  else
-    snprintf(text, sizeof text, "%s %s: %s", call, name, strerror(err));
-  napi_value message, code, error, number;
+/* An Error with the (negative, as Node's) errno and the call; index.ts names the errno. */
+static napi_value throw_errno(napi_env env, int err, const char *call) {
+  char text[256];
+  snprintf(text, sizeof text, "%s: %s", call, strerror(err));
+  napi_value message, error, number, syscall_name;
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &message);
-  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
-  napi_create_error(env, code, message, &error);
+  napi_create_error(env, NULL, message, &error);
   napi_create_int32(env, -err, &number);
   napi_set_named_property(env, error, "errno", number);
-  napi_set_named_property(env, error, "syscall", message);
+  napi_create_string_utf8(env, call, NAPI_AUTO_LENGTH, &syscall_name);
+  napi_set_named_property(env, error, "syscall", syscall_name);
   napi_throw(env, error);
   return NULL;
 }
 
 static napi_value js_pipe(napi_env env, napi_callback_info info) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return throw_errno(env, errno, "pipe2", NULL);
+  if (pipe2(fds, O_CLOEXEC) != 0) return throw_errno(env, errno, "pipe2");
   napi_value pair, end;
   napi_create_array_with_length(env, 2, &pair);
   for (uint32_t i = 0; i < 2; i++) {
@@ -106,12 +105,15 @@ static char **strings_of(napi_env env, napi_value array) {
   return strings;
 }
 
+/* The poll handle is closed: its descriptor can go now (libuv is done with it). */
 static void freed(uv_handle_t *handle) {
   watch_t *w = handle->data;
   state_t *state = NULL;
   napi_get_instance_data(w->env, (void **)&state);
+  close(w->pidfd);
+  bool by_cleanup = w->by_cleanup;
   free(w);
-  if (state != NULL && state->closing > 0 && --state->closing == 0 && state->cleanup != NULL) {
+  if (by_cleanup && state != NULL && --state->closing == 0 && state->cleanup != NULL) {
     napi_remove_async_cleanup_hook(state->cleanup);
     state->cleanup = NULL;
   }
@@ -119,7 +121,6 @@ static void freed(uv_handle_t *handle) {
 
 static void unwatch(state_t *state, watch_t *w) {
   uv_poll_stop(&w->poll);
-  close(w->pidfd);
   if (w->prev != NULL) w->prev->next = w->next;
   else state->watched = w->next;
   if (w->next != NULL) w->next->prev = w->prev;
@@ -214,35 +215,43 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   napi_value thrown = NULL;
-  if (err != 0) {
-    /* As Node words it: a missing cwd shows as the program's ENOENT. */
-    thrown = throw_errno(env, err, "spawn", file);
-  }
+  if (err != 0) thrown = throw_errno(env, err, "posix_spawn");
   free(file), free_strings(args), free_strings(envp), free(cwd);
   if (err != 0) return thrown;
 
-  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-  if (pidfd < 0) {
-    int saved = errno;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return throw_errno(env, saved, "pidfd_open", NULL);
-  }
+  /* It runs: from here, a failure to watch it kills it (nobody would ever see it end). */
   state_t *state;
   napi_get_instance_data(env, (void **)&state);
   uv_loop_t *loop;
   napi_get_uv_event_loop(env, &loop);
-  watch_t *w = calloc(1, sizeof *w);
-  w->pidfd = pidfd;
-  w->pid = pid;
-  w->env = env;
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  int failed = pidfd < 0 ? errno : 0;
+  watch_t *w = failed == 0 ? calloc(1, sizeof *w) : NULL;
+  if (failed == 0 && w == NULL) failed = ENOMEM;
+  if (failed == 0) {
+    w->pidfd = pidfd;
+    w->pid = pid;
+    w->env = env;
+    if (uv_poll_init(loop, &w->poll, pidfd) != 0) failed = EINVAL;
+  }
+  if (failed != 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    free(w);
+    if (pidfd >= 0) close(pidfd);
+    return throw_errno(env, failed, "pidfd_open");
+  }
+  w->poll.data = w;
+  if (uv_poll_start(&w->poll, UV_READABLE, exited) != 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    uv_close((uv_handle_t *)&w->poll, freed); /* closes the pidfd, frees w */
+    return throw_errno(env, EINVAL, "uv_poll_start");
+  }
   napi_create_reference(env, argv[6], 1, &w->callback);
   napi_value name;
   napi_create_string_utf8(env, "looprun:spawn", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, NULL, name, &w->context);
-  uv_poll_init(loop, &w->poll, pidfd);
-  w->poll.data = w;
-  uv_poll_start(&w->poll, UV_READABLE, exited);
   w->next = state->watched;
   if (state->watched != NULL) state->watched->prev = w;
   state->watched = w;
@@ -264,6 +273,11 @@ static void cleanup(napi_async_cleanup_hook_handle handle, void *data) {
   while (state->watched != NULL) {
     watch_t *w = state->watched;
     unwatch(state, w);
+    /* Reaped if it has ended; one still running is left to whoever inherits it. */
+    waitpid(w->pid, NULL, WNOHANG);
+    napi_delete_reference(w->env, w->callback);
+    napi_async_destroy(w->env, w->context);
+    w->by_cleanup = true;
     state->closing++;
     uv_close((uv_handle_t *)&w->poll, freed);
   }

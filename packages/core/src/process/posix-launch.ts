@@ -1,9 +1,9 @@
 import { EventEmitter } from "node:events";
-import { accessSync, closeSync, constants, openSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, statSync } from "node:fs";
 import { Socket } from "node:net";
 import { constants as os } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { type PosixSpawn, posixSpawn } from "@looprun/spawn";
+import { type PosixSpawn, posixSpawn, unavailable } from "@looprun/spawn";
 import type { Launched, LaunchOptions } from "./launch";
 
 /**
@@ -14,32 +14,70 @@ import type { Launched, LaunchOptions } from "./launch";
  * then `close` once its output has closed too; `error` alone when it cannot start.
  */
 
-const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(
-  Object.entries(os.signals).map(([name, number]) => [number, name as NodeJS.Signals]),
-);
-
-/** Whether this process can spawn through posix_spawn. */
+/** Whether this process can spawn through posix_spawn; if not, why not. */
 export const posixSpawnAvailable = posixSpawn !== null;
+export const posixSpawnUnavailable: string | null = unavailable;
+
+/** A number's first name, as Node reports it (SIGABRT, not its alias SIGIOT). */
+function namesOf<N extends string>(table: Record<string, number>): Map<number, N> {
+  const names = new Map<number, N>();
+  for (const [name, number] of Object.entries(table)) {
+    if (!names.has(number)) names.set(number, name as N);
+  }
+  return names;
+}
+const SIGNAL_NAMES = namesOf<NodeJS.Signals>(os.signals);
+const ERRNO_NAMES = namesOf<string>(os.errno);
 
 let devNull: number | null = null;
+
+/** An error as Node's spawn gives it: `spawn FILE CODE`, with `code`, `errno` and `path`. */
+function spawnError(file: string, code: string, errno?: number): NodeJS.ErrnoException {
+  return Object.assign(new Error(`spawn ${file} ${code}`), {
+    code,
+    ...(errno !== undefined ? { errno } : {}),
+    syscall: `spawn ${file}`,
+    path: file,
+  });
+}
+
+/** The addon's error (an errno, no code), named as Node names it; any other as it is. */
+function namedError(file: string, error: unknown): NodeJS.ErrnoException {
+  const { errno, code } = error as NodeJS.ErrnoException;
+  if (typeof errno !== "number" || errno >= 0 || code !== undefined) {
+    return error as NodeJS.ErrnoException;
+  }
+  return spawnError(file, ERRNO_NAMES.get(-errno) ?? `E${-errno}`, errno);
+}
 
 /** `file` as a path, looked up in the command's PATH as Node does (execvp's rules). */
 function resolveProgram(file: string, env: Record<string, string>, cwd?: string): string {
   if (file.includes("/")) return file;
-  const path = env.PATH ?? "/usr/local/bin:/usr/bin:/bin";
   let denied = false;
-  for (const dir of path.split(delimiter)) {
+  for (const dir of (env.PATH ?? "/usr/bin:/bin").split(delimiter)) {
     const base = dir === "" ? "." : dir;
     const candidate = join(isAbsolute(base) ? base : resolve(cwd ?? ".", base), file);
     try {
+      // A directory of that name is passed over, as execvp does.
+      if (!statSync(candidate).isFile()) continue;
       accessSync(candidate, constants.X_OK);
       return candidate;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EACCES") denied = true;
     }
   }
-  const code = denied ? "EACCES" : "ENOENT";
-  throw Object.assign(new Error(`spawn ${file} ${code}`), { code, path: file });
+  throw spawnError(file, denied ? "EACCES" : "ENOENT");
+}
+
+/** What Node refuses before it spawns: in C, a NUL would cut the string short. */
+function checkNoNul(file: string, args: readonly string[], opts: LaunchOptions): void {
+  const strings = [file, ...args, ...(opts.cwd !== undefined ? [opts.cwd] : [])];
+  for (const [name, value] of Object.entries(opts.env)) strings.push(name, value);
+  if (strings.some((s) => s.includes("\0"))) {
+    throw Object.assign(new TypeError(`spawn ${file}: a string holds a NUL byte`), {
+      code: "ERR_INVALID_ARG_VALUE",
+    });
+  }
 }
 
 export function posixLaunch(
@@ -51,11 +89,8 @@ export function posixLaunch(
   const binding = posixSpawn as PosixSpawn;
   const parentEnds: number[] = [];
   const childEnds: number[] = [];
-  const pipe = () => {
-    const [read, write] = binding.pipe();
-    return [read, write] as const;
-  };
   try {
+    checkNoNul(file, args, opts);
     const program = resolveProgram(file, opts.env, opts.cwd);
     let stdin: number;
     let stdinWrite: number | null = null;
@@ -63,7 +98,7 @@ export function posixLaunch(
       stdin = openSync(opts.stdinFile, "r");
       childEnds.push(stdin);
     } else if (opts.stdin) {
-      const [read, write] = pipe();
+      const [read, write] = binding.pipe();
       childEnds.push(read);
       parentEnds.push(write);
       stdin = read;
@@ -72,23 +107,33 @@ export function posixLaunch(
       devNull ??= openSync("/dev/null", "r");
       stdin = devNull;
     }
-    const [outRead, outWrite] = pipe();
+    const [outRead, outWrite] = binding.pipe();
     parentEnds.push(outRead);
     childEnds.push(outWrite);
-    const [errRead, errWrite] = pipe();
+    const [errRead, errWrite] = binding.pipe();
     parentEnds.push(errRead);
     childEnds.push(errWrite);
     const child = new PosixProcess();
-    const pid = binding.spawn(
-      program,
-      [file, ...args],
-      Object.entries(opts.env).map(([name, value]) => `${name}=${value}`),
-      opts.cwd ?? null,
-      [stdin, outWrite, errWrite],
-      opts.detached ?? false,
-      (code, signal) =>
-        child.exited(code, signal === null ? null : (SIGNAL_NAMES.get(signal) ?? null)),
-    );
+    const start = (path: string, argv: readonly string[]) =>
+      binding.spawn(
+        path,
+        argv,
+        Object.entries(opts.env).map(([name, value]) => `${name}=${value}`),
+        opts.cwd ?? null,
+        [stdin, outWrite, errWrite],
+        opts.detached ?? false,
+        (code, signal) =>
+          child.exited(code, signal === null ? null : (SIGNAL_NAMES.get(signal) ?? null)),
+      );
+    let pid: number;
+    try {
+      pid = start(program, [file, ...args]);
+    } catch (error) {
+      const named = namedError(file, error);
+      if (named.code !== "ENOEXEC") throw named;
+      // A script without `#!`: the shell runs it, as execvp (and so Node) has it.
+      pid = start("/bin/sh", ["sh", program, ...args]);
+    }
     // The child has its own copies now.
     for (const fd of childEnds.splice(0)) closeSync(fd);
     parentEnds.length = 0;
@@ -96,7 +141,7 @@ export function posixLaunch(
     return child;
   } catch (error) {
     for (const fd of [...childEnds, ...parentEnds]) closeSync(fd);
-    return notStarted(error as NodeJS.ErrnoException);
+    return notStarted(namedError(file, error));
   }
 }
 

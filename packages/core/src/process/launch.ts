@@ -86,7 +86,10 @@ export function launcherPid(): number | undefined {
   return launcher !== null && !launcher.dead ? launcher.pid : undefined;
 }
 
-/** Spawns `file args` directly, or through the launcher when `useLauncher()` was called. */
+/**
+ * Spawns `file args` with Node's spawn, or — once `useLauncher()` was called — through
+ * posix_spawn, or the launcher where the addon is missing.
+ */
 export function launch(file: string, args: readonly string[], opts: LaunchOptions): Launched {
   if (!enabled) return spawnHere(file, args, opts);
   if (posix && posixSpawnAvailable) return posixLaunch(file, args, opts, notStarted);

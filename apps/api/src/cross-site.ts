@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ApiError } from "./errors";
+import { isLoopbackName } from "./loopback";
 
 // Without `API_TOKEN` a local looprun trusts its local clients. A web page the user opens is not
 // one, but its browser is: two guards keep such a page from starting a run (a command) or
@@ -49,7 +50,7 @@ export function refuseForeignHost(allowedOrigins: readonly string[]): Middleware
     const host = c.req.header("host");
     if (host !== undefined) {
       const name = hostnameOf(`http://${host}`);
-      if (name === null || (!isLoopback(name) && !allowedHosts.has(name))) {
+      if (name === null || (!isLoopbackName(name) && !allowedHosts.has(name))) {
         throw new ApiError(
           403,
           "forbidden",
@@ -90,15 +91,6 @@ function hostnameOf(url: string): string | null {
   } catch {
     return null;
   }
-}
-
-function isLoopback(hostname: string): boolean {
-  return (
-    hostname === "localhost" ||
-    hostname.endsWith(".localhost") ||
-    hostname === "[::1]" ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
-  );
 }
 
 const refused = (origin: string) =>

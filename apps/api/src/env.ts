@@ -1,8 +1,8 @@
 import { MIN_SECRET_LENGTH } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
+import { isLoopbackAddress } from "./loopback";
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
 /** The default rate limit of an API bound beyond loopback, per client address and minute. */
 const PUBLIC_RATE_LIMIT = 1200;
 /** A token shorter than this is taken, with a warning at start-up. */
@@ -71,7 +71,7 @@ export const ApiEnv = z
       .default("info"),
   })
   .superRefine((env, ctx) => {
-    if (!LOOPBACK.has(env.HOST) && env.API_TOKEN === undefined) {
+    if (!isLoopbackAddress(env.HOST) && env.API_TOKEN === undefined) {
       ctx.addIssue({
         code: "custom",
         path: ["API_TOKEN"],
@@ -82,7 +82,7 @@ export const ApiEnv = z
   .transform((env) => ({
     ...env,
     RATE_LIMIT_PER_MINUTE:
-      env.RATE_LIMIT_PER_MINUTE ?? (LOOPBACK.has(env.HOST) ? 0 : PUBLIC_RATE_LIMIT),
+      env.RATE_LIMIT_PER_MINUTE ?? (isLoopbackAddress(env.HOST) ? 0 : PUBLIC_RATE_LIMIT),
   }));
 export type ApiEnv = z.infer<typeof ApiEnv>;
 

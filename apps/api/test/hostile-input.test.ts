@@ -163,6 +163,9 @@ describe("hostile input", () => {
   it("limits each client's rate by default only beyond loopback; RATE_LIMIT_PER_MINUTE sets it anywhere", () => {
     expect(parseApiEnv({}).RATE_LIMIT_PER_MINUTE).toBe(0);
     expect(parseApiEnv({ HOST: "localhost" }).RATE_LIMIT_PER_MINUTE).toBe(0);
+    // Every address of 127.0.0.0/8 is loopback, as the Host check (cross-site.ts) has it.
+    expect(parseApiEnv({ HOST: "127.0.0.2" }).RATE_LIMIT_PER_MINUTE).toBe(0);
+    expect(parseApiEnv({ HOST: "::1" }).RATE_LIMIT_PER_MINUTE).toBe(0);
     expect(parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-token" }).RATE_LIMIT_PER_MINUTE).toBe(1200);
     expect(parseApiEnv({ RATE_LIMIT_PER_MINUTE: "50" }).RATE_LIMIT_PER_MINUTE).toBe(50);
     expect(
@@ -174,6 +177,8 @@ describe("hostile input", () => {
 
   it("refuses a non-loopback HOST without API_TOKEN, naming API_TOKEN", () => {
     expect(() => parseApiEnv({ HOST: "0.0.0.0" })).toThrow(/API_TOKEN/);
+    expect(() => parseApiEnv({ HOST: "128.0.0.1" })).toThrow(/API_TOKEN/);
+    expect(() => parseApiEnv({ HOST: "127.0.0.1.example.com" })).toThrow(/API_TOKEN/);
     expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-long-enough-token" })).not.toThrow();
     // Empty is unset; a short token is taken (the API warns at start-up), down to the
     // shortest value the redactor keeps out of what is stored and logged.

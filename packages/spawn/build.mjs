@@ -27,8 +27,10 @@ const [command, args] = gyp
   : ["node-gyp", ["rebuild", ...headers]];
 const result = spawnSync(command, args, { cwd: here, stdio: "inherit" });
 if (result.status !== 0) {
+  const why = result.error
+    ? `node-gyp could not be run (${result.error.message})`
+    : "node-gyp failed (it needs a C compiler, make and python3)";
   console.warn(
-    "@looprun/spawn: the addon did not build (a C compiler, make and python3 are needed);" +
-      " commands go through the launcher process instead",
+    `@looprun/spawn: the addon was not built: ${why}; commands go through the launcher process instead`,
   );
 }

@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { runCommand, useLauncher } from "@looprun/core";
 import { posixSpawn, unavailable } from "@looprun/spawn";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -119,6 +120,37 @@ describe("spawning through posix_spawn", () => {
   it("names a signal as Node does (SIGABRT, not its alias SIGIOT)", async () => {
     const result = await run("kill -ABRT $$");
     expect(result.signal).toBe("SIGABRT");
+  });
+
+  it("keeps a command's stdio apart when this process has closed its own stdin and stdout", () => {
+    // Its pipes then get descriptors 0 and 1: each is moved above 2 before the child's dup2s.
+    const script = `${dir}/closed-stdio.mts`;
+    const core = new URL("../src/index.ts", import.meta.url).pathname;
+    writeFileSync(
+      script,
+      [
+        'import { closeSync, writeFileSync } from "node:fs";',
+        `import { runCommand, useLauncher } from ${JSON.stringify(core)};`,
+        "useLauncher(true);",
+        "closeSync(0);",
+        "closeSync(1);",
+        `const options = { cwd: ${JSON.stringify(dir)}, env: { PATH: "/usr/bin:/bin" }, timeoutMs: 10000 };`,
+        // First: the pipe for its stdin would get descriptors 0 and 1 here.
+        'const fed = await runCommand({ command: "cat; echo to-stdout", stdin: "to-stdin\\n", ...options });',
+        'const empty = await runCommand({ command: "cat; echo cat-exited-$?", ...options });',
+        `writeFileSync(${JSON.stringify(`${dir}/result.json`)}, JSON.stringify({ empty, fed }));`,
+        "process.exit(0);",
+      ].join("\n"),
+    );
+    const child = spawnSync(process.execPath, ["--import", "tsx", script], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(child.stderr).toBe("");
+    const { empty, fed } = JSON.parse(readFileSync(`${dir}/result.json`, "utf8"));
+    expect(empty.output).toBe("cat-exited-0\n");
+    expect(fed.exitCode).toBe(0);
+    expect(fed.output).toBe("to-stdin\nto-stdout\n");
   });
 
   it("fails a command whose directory is gone, without starting it", async () => {

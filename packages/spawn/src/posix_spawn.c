@@ -4,7 +4,7 @@
  * and its page tables. Measured: 40 iterations of a two-command loop took 95 ms this way from a
  * Node process, 146 ms through child_process.spawn and 104 ms in bash (bench/RESULTS.md).
  *
- * Exposed to JavaScript (see index.ts for how it is used):
+ * Exposed to JavaScript (index.ts types it; packages/core/src/process/posix-launch.ts uses it):
  *   pipe() -> [readFd, writeFd]       a pipe, both ends close-on-exec
  *   spawn(file, argv, envp, cwd | null, [stdin, stdout, stderr], newSession, onExit) -> pid
  *     onExit(code | null, signalNumber | null) is called once the process is reaped: a pidfd
@@ -36,11 +36,12 @@ typedef struct watch {
   napi_async_context context;
   /* Closed by the cleanup hook (the environment ends), not by the process's exit. */
   bool by_cleanup;
+  struct state *state;
   struct watch *prev, *next;
 } watch_t;
 
 /* Per environment (main thread or a worker thread): the processes still watched. */
-typedef struct {
+typedef struct state {
   watch_t *watched;
   size_t closing;
   napi_async_cleanup_hook_handle cleanup;
@@ -64,6 +65,19 @@ static napi_value throw_errno(napi_env env, int err, const char *call) {
 static napi_value js_pipe(napi_env env, napi_callback_info info) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return throw_errno(env, errno, "pipe2");
+  /* Never 0, 1 or 2 (this process closed its stdio): libuv never closes those, so a pipe end
+   * there would stay open for good, and a child's stdin would never see its end. */
+  for (int i = 0; i < 2; i++) {
+    if (fds[i] > 2) continue;
+    int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+    if (moved < 0) {
+      int saved = errno;
+      close(fds[0]), close(fds[1]);
+      return throw_errno(env, saved, "fcntl");
+    }
+    close(fds[i]);
+    fds[i] = moved;
+  }
   napi_value pair, end;
   napi_create_array_with_length(env, 2, &pair);
   for (uint32_t i = 0; i < 2; i++) {
@@ -108,12 +122,11 @@ static char **strings_of(napi_env env, napi_value array) {
 /* The poll handle is closed: its descriptor can go now (libuv is done with it). */
 static void freed(uv_handle_t *handle) {
   watch_t *w = handle->data;
-  state_t *state = NULL;
-  napi_get_instance_data(w->env, (void **)&state);
+  /* The state only while the cleanup hook waits for these closes (it keeps it alive). */
+  state_t *state = w->by_cleanup ? w->state : NULL;
   close(w->pidfd);
-  bool by_cleanup = w->by_cleanup;
   free(w);
-  if (by_cleanup && state != NULL && --state->closing == 0 && state->cleanup != NULL) {
+  if (state != NULL && --state->closing == 0 && state->cleanup != NULL) {
     napi_remove_async_cleanup_hook(state->cleanup);
     state->cleanup = NULL;
   }
@@ -194,6 +207,21 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
     return NULL;
   }
 
+  /* A descriptor given for the child's stdio that is itself 0, 1 or 2 (this process started with
+   * one of them closed) would be overwritten by an earlier dup2: each is moved above 2 first. */
+  int moved[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; i++) {
+    if (fds[i] > 2) continue;
+    moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+    if (moved[i] < 0) {
+      int saved = errno;
+      for (int j = 0; j < i; j++)
+        if (moved[j] >= 0) close(moved[j]);
+      free(file), free_strings(args), free_strings(envp), free(cwd);
+      return throw_errno(env, saved, "fcntl");
+    }
+    fds[i] = moved[i];
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   for (int i = 0; i < 3; i++) posix_spawn_file_actions_adddup2(&actions, fds[i], i);
@@ -214,6 +242,8 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   int err = posix_spawn(&pid, file, &actions, &attributes, args, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
+  for (int i = 0; i < 3; i++)
+    if (moved[i] >= 0) close(moved[i]);
   napi_value thrown = NULL;
   if (err != 0) thrown = throw_errno(env, err, "posix_spawn");
   free(file), free_strings(args), free_strings(envp), free(cwd);
@@ -228,10 +258,13 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   int failed = pidfd < 0 ? errno : 0;
   watch_t *w = failed == 0 ? calloc(1, sizeof *w) : NULL;
   if (failed == 0 && w == NULL) failed = ENOMEM;
+  const char *call = pidfd < 0 ? "pidfd_open" : "calloc";
   if (failed == 0) {
     w->pidfd = pidfd;
     w->pid = pid;
     w->env = env;
+    w->state = state;
+    call = "uv_poll_init";
     if (uv_poll_init(loop, &w->poll, pidfd) != 0) failed = EINVAL;
   }
   if (failed != 0) {
@@ -239,7 +272,7 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
     waitpid(pid, NULL, 0);
     free(w);
     if (pidfd >= 0) close(pidfd);
-    return throw_errno(env, failed, "pidfd_open");
+    return throw_errno(env, failed, call);
   }
   w->poll.data = w;
   if (uv_poll_start(&w->poll, UV_READABLE, exited) != 0) {

@@ -1,12 +1,14 @@
-/** 127.0.0.0/8: every address of it is this machine's. */
-const IPV4_LOOPBACK = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+import { isIPv4 } from "node:net";
+
+/** 127.0.0.0/8: every address of it is this machine's (127.0.0.300 is a name, not one). */
+const isIPv4Loopback = (host: string) => isIPv4(host) && host.startsWith("127.");
 
 /**
  * Whether an address the API binds to (HOST) is a loopback one, so that only this machine can
  * connect: then no API_TOKEN is required and no rate limit is set by default (env.ts).
  */
 export function isLoopbackAddress(host: string): boolean {
-  return host === "localhost" || host === "::1" || IPV4_LOOPBACK.test(host);
+  return host === "localhost" || host === "::1" || isIPv4Loopback(host);
 }
 
 /**
@@ -18,6 +20,6 @@ export function isLoopbackName(hostname: string): boolean {
     hostname === "localhost" ||
     hostname.endsWith(".localhost") ||
     hostname === "[::1]" ||
-    IPV4_LOOPBACK.test(hostname)
+    isIPv4Loopback(hostname)
   );
 }

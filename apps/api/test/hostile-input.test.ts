@@ -179,6 +179,7 @@ describe("hostile input", () => {
     expect(() => parseApiEnv({ HOST: "0.0.0.0" })).toThrow(/API_TOKEN/);
     expect(() => parseApiEnv({ HOST: "128.0.0.1" })).toThrow(/API_TOKEN/);
     expect(() => parseApiEnv({ HOST: "127.0.0.1.example.com" })).toThrow(/API_TOKEN/);
+    expect(() => parseApiEnv({ HOST: "127.0.0.300" })).toThrow(/API_TOKEN/);
     expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "a-long-enough-token" })).not.toThrow();
     // Empty is unset; a short token is taken (the API warns at start-up), down to the
     // shortest value the redactor keeps out of what is stored and logged.

@@ -150,11 +150,14 @@ export async function memory(ctx: BenchContext): Promise<ScenarioResult> {
     );
   }
   // Where the spawn addon is built, a worker spawns its commands itself: no launcher to read.
-  const hasLauncher = samples.some((s) => s.launcher.rss > 0);
+  const withALauncher = samples.filter((s) => s.launcher.rss > 0);
+  const hasLauncher = withALauncher.length > 0;
   if (hasLauncher) {
-    const launcherRss = summarize(samples.map((s) => s.launcher.rss));
-    const launcherOwn = summarize(samples.map((s) => s.launcher.own));
-    const withLauncher = summarize(samples.map((s) => (s.after[1] ?? Number.NaN) + s.launcher.own));
+    const launcherRss = summarize(withALauncher.map((s) => s.launcher.rss));
+    const launcherOwn = summarize(withALauncher.map((s) => s.launcher.own));
+    const withLauncher = summarize(
+      withALauncher.map((s) => (s.after[1] ?? Number.NaN) + s.launcher.own),
+    );
     figures.push(
       {
         name: `worker's launcher process (spawns its commands) after ${runs} runs: RSS`,

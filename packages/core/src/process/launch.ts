@@ -5,23 +5,23 @@ import { fileURLToPath } from "node:url";
 import { posixLaunch, posixSpawnAvailable } from "./posix-launch";
 
 /**
- * Spawning a process from a worker blocks its event loop for the fork and exec: the kernel
- * copies the page tables of the whole process, and a worker with its libraries loaded has
- * several times those of a bare Node process — measured 2.6 ms per spawn in the worker against
- * 1.1–1.3 ms in a bare `node` (bench/RESULTS.md). With quick commands an iteration spawned three
- * processes, and those blocked milliseconds were a third of it.
+ * Spawning a process from a worker with Node's spawn blocks its event loop for the fork and
+ * exec: the kernel copies the page tables of the whole process, and a worker with its libraries
+ * loaded has several times those of a bare Node process — measured 2.6 ms per spawn in the
+ * worker against 1.1–1.3 ms in a bare `node` (bench/RESULTS.md). With quick commands that was a
+ * third of an iteration. So a worker spawns its commands and git (`useLauncher()`) one of two
+ * other ways; what a caller gets (`Launched`) behaves like the ChildProcess it replaces:
  *
- * So a worker can hand its spawns to a launcher: one small Node process (launcher-main.mjs)
- * started on first use, which spawns each command and relays its output and exit over its IPC
- * channel. What a caller gets (`Launched`) behaves like the ChildProcess it replaces. The
- * commands run in their own process groups as before; the worker kills them by group. When
- * the launcher dies, every command it started is killed and reported as ended by SIGKILL (or,
- * when it had not started, failed to start), and the next spawn starts a new launcher. When
- * the worker dies, its launcher exits with it.
+ * - through posix_spawn (posix-launch.ts), where the @looprun/spawn addon is built (Linux):
+ *   the child runs on the worker's memory until it execs, so nothing is copied, and nothing
+ *   relays the command;
+ * - else through a launcher: one small Node process (launcher-main.mjs) started on first use,
+ *   which spawns each command and relays its output and exit over its IPC channel. When the
+ *   launcher dies, every command it started is killed and reported as ended by SIGKILL (or,
+ *   when it had not started, failed to start), and the next spawn starts a new launcher. When
+ *   the worker dies, its launcher exits with it.
  *
- * Where the @looprun/spawn addon is built (Linux), a worker spawns through posix_spawn instead
- * (posix-launch.ts): nothing of its heap is copied and no process relays the command, so it
- * needs no launcher; the launcher remains for where the addon is missing.
+ * Either way the commands run in their own process groups; the worker kills them by group.
  */
 
 export interface LaunchOptions {

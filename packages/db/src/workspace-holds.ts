@@ -66,10 +66,20 @@ export function holdsBarring(
   req: Pick<HoldRequest, "workspace" | "sessionId">,
   now: number,
 ): SQL | undefined {
+  return barring(req.workspace, undefined, sessionKey(req.sessionId), now);
+}
+
+/** holdsBarring's condition, of values or of placeholders (a placeholder path needs `under`). */
+function barring(
+  workspace: string | SQLWrapper,
+  under: string | SQLWrapper | undefined,
+  session: string | SQLWrapper,
+  now: number | SQLWrapper,
+): SQL | undefined {
   return and(
     or(
-      workspacesOverlap(workspaceHolds.workspace, req.workspace),
-      eq(workspaceHolds.workspace, sessionKey(req.sessionId)),
+      workspacesOverlap(workspaceHolds.workspace, workspace, under),
+      eq(workspaceHolds.workspace, session),
     ),
     gt(workspaceHolds.expiresAt, now),
   );
@@ -135,16 +145,11 @@ const statements = (db: Db) => ({
     .select({ expiresAt: workspaceHolds.expiresAt })
     .from(workspaceHolds)
     .where(
-      and(
-        or(
-          workspacesOverlap(
-            workspaceHolds.workspace,
-            sql.placeholder("workspace"),
-            sql.placeholder("under"),
-          ),
-          eq(workspaceHolds.workspace, sql.placeholder("session")),
-        ),
-        gt(workspaceHolds.expiresAt, sql.placeholder("now")),
+      barring(
+        sql.placeholder("workspace"),
+        sql.placeholder("under"),
+        sql.placeholder("session"),
+        sql.placeholder("now"),
       ),
     )
     .prepare(),

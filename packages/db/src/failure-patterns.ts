@@ -7,7 +7,17 @@ import {
   patternDeltas,
   type RunMutation,
 } from "@looprun/core";
-import { and, desc, eq, gt, gte, sql } from "drizzle-orm";
+import {
+  type AnyColumn,
+  and,
+  desc,
+  eq,
+  gt,
+  gte,
+  type SQL,
+  type SQLWrapper,
+  sql,
+} from "drizzle-orm";
 import type { Db } from "./connection";
 import { preparedOnce } from "./prepared";
 import { failurePatterns } from "./schema";
@@ -68,6 +78,37 @@ export function recordPatterns(
   if (added) st.evict.run({ workspace, keep: MAX_PATTERNS_PER_WORKSPACE });
 }
 
+/** The columns of the patterns table that its queries read: SQLite's table or PostgreSQL's. */
+export interface PatternColumns {
+  workspace: AnyColumn;
+  scope: AnyColumn;
+  failures: AnyColumn;
+  successes: AnyColumn;
+  lastSeenAt: AnyColumn;
+}
+
+/**
+ * The two selections of `promptCandidates` (@looprun/core), on either store: what may have
+ * failed before, highest failure ratio first (`ratio`, written in the store's SQL), and apart
+ * from it what succeeded most.
+ */
+export function candidateClauses(
+  t: PatternColumns,
+  workspace: string | SQLWrapper,
+  ratio: SQL,
+): { failing: [SQL | undefined, SQL[]]; succeeding: [SQL | undefined, SQL[]] } {
+  return {
+    failing: [
+      and(eq(t.workspace, workspace), gt(t.failures, 0), gte(t.failures, t.successes)),
+      [desc(ratio), desc(t.failures), desc(t.lastSeenAt)],
+    ],
+    succeeding: [
+      and(eq(t.workspace, workspace), gt(t.successes, 0)),
+      [desc(t.successes), desc(t.lastSeenAt)],
+    ],
+  };
+}
+
 const failureRatio = sql`${failurePatterns.failures} * 1.0 / (${failurePatterns.failures} + ${failurePatterns.successes})`;
 
 /**
@@ -76,27 +117,20 @@ const failureRatio = sql`${failurePatterns.failures} * 1.0 / (${failurePatterns.
  */
 function patternStatements(db: Db) {
   const p = sql.placeholder;
+  const { failing, succeeding } = candidateClauses(failurePatterns, p("workspace"), failureRatio);
   return {
-    // The two selections of `promptCandidates` (@looprun/core): what may have failed before,
-    // highest failure ratio first, and apart from it what succeeded most.
     failing: db
       .select()
       .from(failurePatterns)
-      .where(
-        and(
-          eq(failurePatterns.workspace, p("workspace")),
-          gt(failurePatterns.failures, 0),
-          gte(failurePatterns.failures, failurePatterns.successes),
-        ),
-      )
-      .orderBy(desc(failureRatio), desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
+      .where(failing[0])
+      .orderBy(...failing[1])
       .limit(p("limit"))
       .prepare(),
     succeeding: db
       .select()
       .from(failurePatterns)
-      .where(and(eq(failurePatterns.workspace, p("workspace")), gt(failurePatterns.successes, 0)))
-      .orderBy(desc(failurePatterns.successes), desc(failurePatterns.lastSeenAt))
+      .where(succeeding[0])
+      .orderBy(...succeeding[1])
       .limit(p("limit"))
       .prepare(),
     evict: db
@@ -158,10 +192,11 @@ export interface PatternFilter {
   limit: number;
 }
 
-export function patternConditions(filter: PatternFilter) {
+/** The list's filter, on either store's table. */
+export function patternConditions(t: PatternColumns, filter: PatternFilter) {
   return and(
-    filter.workspace !== undefined ? eq(failurePatterns.workspace, filter.workspace) : undefined,
-    filter.scope !== undefined ? eq(failurePatterns.scope, filter.scope) : undefined,
+    filter.workspace !== undefined ? eq(t.workspace, filter.workspace) : undefined,
+    filter.scope !== undefined ? eq(t.scope, filter.scope) : undefined,
   );
 }
 
@@ -171,7 +206,7 @@ export function listPatterns(db: Db, filter: PatternFilter): FailurePattern[] {
     db
       .select()
       .from(failurePatterns)
-      .where(patternConditions(filter))
+      .where(patternConditions(failurePatterns, filter))
       // Ties (patterns of one commit share their time) in key order: the same on every engine.
       .orderBy(
         desc(failurePatterns.failures),

@@ -7,8 +7,13 @@ import {
   patternDeltas,
   type RunMutation,
 } from "@looprun/core";
-import { and, desc, eq, gt, gte, sql } from "drizzle-orm";
-import { type PatternFilter, toFailurePattern } from "../failure-patterns";
+import { and, desc, eq, sql } from "drizzle-orm";
+import {
+  candidateClauses,
+  type PatternFilter,
+  patternConditions,
+  toFailurePattern,
+} from "../failure-patterns";
 import type { PgDb } from "./connection";
 import { failurePatterns } from "./schema";
 
@@ -88,25 +93,17 @@ export async function workspacePatterns(
   limit: number,
 ): Promise<FailurePattern[]> {
   const ratio = sql`${failurePatterns.failures}::float8 / (${failurePatterns.failures} + ${failurePatterns.successes})`;
+  const clauses = candidateClauses(failurePatterns, workspace, ratio);
+  const select = ([where, order]: typeof clauses.failing) =>
+    db
+      .select()
+      .from(failurePatterns)
+      .where(where)
+      .orderBy(...order)
+      .limit(limit);
   const [failing, succeeding] = await Promise.all([
-    db
-      .select()
-      .from(failurePatterns)
-      .where(
-        and(
-          eq(failurePatterns.workspace, workspace),
-          gt(failurePatterns.failures, 0),
-          gte(failurePatterns.failures, failurePatterns.successes),
-        ),
-      )
-      .orderBy(desc(ratio), desc(failurePatterns.failures), desc(failurePatterns.lastSeenAt))
-      .limit(limit),
-    db
-      .select()
-      .from(failurePatterns)
-      .where(and(eq(failurePatterns.workspace, workspace), gt(failurePatterns.successes, 0)))
-      .orderBy(desc(failurePatterns.successes), desc(failurePatterns.lastSeenAt))
-      .limit(limit),
+    select(clauses.failing),
+    select(clauses.succeeding),
   ]);
   return mergeCandidates(failing.map(toFailurePattern), succeeding.map(toFailurePattern));
 }
@@ -116,14 +113,7 @@ export async function listPatterns(db: PgDb, filter: PatternFilter): Promise<Fai
   const rows = await db
     .select()
     .from(failurePatterns)
-    .where(
-      and(
-        filter.workspace !== undefined
-          ? eq(failurePatterns.workspace, filter.workspace)
-          : undefined,
-        filter.scope !== undefined ? eq(failurePatterns.scope, filter.scope) : undefined,
-      ),
-    )
+    .where(patternConditions(failurePatterns, filter))
     // Ties in byte order of the key, as SQLite orders them (../failure-patterns.ts).
     .orderBy(
       desc(failurePatterns.failures),

@@ -87,11 +87,19 @@ static napi_value js_pipe(napi_env env, napi_callback_info info) {
   return pair;
 }
 
-static char *string_of(napi_env env, napi_value value) {
+/* A copy of a JS string, or NULL; `*nul` is set when it held a NUL byte, which would cut it
+ * short here (Node refuses such a string). */
+static char *string_of(napi_env env, napi_value value, bool *nul) {
   size_t length;
   if (napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return NULL;
   char *text = malloc(length + 1);
-  if (text != NULL) napi_get_value_string_utf8(env, value, text, length + 1, &length);
+  if (text == NULL) return NULL;
+  napi_get_value_string_utf8(env, value, text, length + 1, &length);
+  if (strlen(text) != length) {
+    *nul = true;
+    free(text);
+    return NULL;
+  }
   return text;
 }
 
@@ -102,7 +110,7 @@ static void free_strings(char **strings) {
 }
 
 /* A NULL-terminated copy of an array of strings, or NULL when it is not one. */
-static char **strings_of(napi_env env, napi_value array) {
+static char **strings_of(napi_env env, napi_value array, bool *nul) {
   uint32_t n;
   if (napi_get_array_length(env, array, &n) != napi_ok) return NULL;
   char **strings = calloc(n + 1, sizeof(char *));
@@ -110,7 +118,7 @@ static char **strings_of(napi_env env, napi_value array) {
   for (uint32_t i = 0; i < n; i++) {
     napi_value element;
     napi_get_element(env, array, i, &element);
-    strings[i] = string_of(env, element);
+    strings[i] = string_of(env, element, nul);
     if (strings[i] == NULL) {
       free_strings(strings);
       return NULL;
@@ -196,14 +204,18 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   bool new_session = false;
   napi_get_value_bool(env, argv[5], &new_session);
 
-  char *file = string_of(env, argv[0]);
-  char **args = strings_of(env, argv[1]);
-  char **envp = strings_of(env, argv[2]);
-  char *cwd = cwd_type == napi_string ? string_of(env, argv[3]) : NULL;
+  bool nul = false;
+  char *file = string_of(env, argv[0], &nul);
+  char **args = strings_of(env, argv[1], &nul);
+  char **envp = strings_of(env, argv[2], &nul);
+  char *cwd = cwd_type == napi_string ? string_of(env, argv[3], &nul) : NULL;
   if (file == NULL || args == NULL || envp == NULL || fds[0] < 0 || fds[1] < 0 || fds[2] < 0 ||
       (cwd_type == napi_string && cwd == NULL)) {
     free(file), free_strings(args), free_strings(envp), free(cwd);
-    napi_throw_type_error(env, NULL, "spawn: bad arguments");
+    if (nul)
+      napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE", "spawn: a string holds a NUL byte");
+    else
+      napi_throw_type_error(env, NULL, "spawn: bad arguments");
     return NULL;
   }
 

@@ -69,17 +69,6 @@ function resolveProgram(file: string, env: Record<string, string>, cwd?: string)
   throw spawnError(file, denied ? "EACCES" : "ENOENT");
 }
 
-/** What Node refuses before it spawns: in C, a NUL would cut the string short. */
-function checkNoNul(file: string, args: readonly string[], opts: LaunchOptions): void {
-  const strings = [file, ...args, ...(opts.cwd !== undefined ? [opts.cwd] : [])];
-  for (const [name, value] of Object.entries(opts.env)) strings.push(name, value);
-  if (strings.some((s) => s.includes("\0"))) {
-    throw Object.assign(new TypeError(`spawn ${file}: a string holds a NUL byte`), {
-      code: "ERR_INVALID_ARG_VALUE",
-    });
-  }
-}
-
 export function posixLaunch(
   file: string,
   args: readonly string[],
@@ -90,7 +79,6 @@ export function posixLaunch(
   const parentEnds: number[] = [];
   const childEnds: number[] = [];
   try {
-    checkNoNul(file, args, opts);
     const program = resolveProgram(file, opts.env, opts.cwd);
     let stdin: number;
     let stdinWrite: number | null = null;

@@ -1,8 +1,8 @@
 import { LeaseLostError, type NewEvent, RunAlreadyActiveError } from "@looprun/core";
-import { openPgDatabase, type PgDatabase, PgRunRepository, PgRunStore } from "@looprun/db/pg";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openPgDatabase, PgRunRepository, PgRunStore } from "@looprun/db/pg";
+import { describe, expect, it } from "vitest";
 import { createDatabase } from "../../../tests/support/postgres";
-import { freshPgDatabase, postgresAdminUrl, truncateAll } from "./pg-support";
+import { pgWithPools, postgresAdminUrl } from "./pg-support";
 import { iteration } from "./store-fixtures";
 import { newRun } from "./support";
 
@@ -11,21 +11,7 @@ import { newRun } from "./support";
  * connections), so the database, not the event loop, decides who goes first.
  */
 
-let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
-let database: PgDatabase;
-let pools: PgDatabase[] = [];
-beforeAll(async () => {
-  pg = await freshPgDatabase();
-  database = pg.database;
-  pools = await Promise.all([1, 2, 3].map(() => openPgDatabase(pg!.url, { maxConnections: 4 })));
-});
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  await pg?.drop();
-});
-beforeEach(async () => {
-  await truncateAll(database);
-});
+const h = pgWithPools(3, 4);
 
 const event = (type: NewEvent["type"]): NewEvent => ({
   type,
@@ -48,7 +34,7 @@ describe("PostgreSQL under concurrent writers", () => {
   });
 
   it("accepts exactly one of 40 concurrent submits for one session", async () => {
-    const repos = pools.map((p) => new PgRunRepository(p.db));
+    const repos = h.pools.map((p) => new PgRunRepository(p.db));
     const results = await Promise.allSettled(
       Array.from({ length: 40 }, (_, i) =>
         repos[i % repos.length]!.createRun(newRun({}, { sessionId: "race" })),
@@ -62,18 +48,18 @@ describe("PostgreSQL under concurrent writers", () => {
       expect(r.reason).toBeInstanceOf(RunAlreadyActiveError);
       expect((r.reason as RunAlreadyActiveError).activeRunId).toBe(winner);
     }
-    const repo = new PgRunRepository(database.db);
+    const repo = new PgRunRepository(h.database.db);
     expect(await repo.activeRunOf("race")).toBe(winner);
     expect((await repo.getSession("race"))?.runs.map((r) => r.id)).toEqual([winner]);
   });
 
   it("gives distinct epochs to concurrent claims", async () => {
-    const repo = new PgRunRepository(database.db);
+    const repo = new PgRunRepository(h.database.db);
     const run = await repo.createRun(newRun({}));
     const perWorker = 30;
     const epochs = (
       await Promise.all(
-        pools.map(async (p) => {
+        h.pools.map(async (p) => {
           const store = new PgRunStore(p.db);
           const got: number[] = [];
           for (let i = 0; i < perWorker; i++) got.push((await store.claimRun(run.id))!.run.epoch);
@@ -81,18 +67,18 @@ describe("PostgreSQL under concurrent writers", () => {
         }),
       )
     ).flat();
-    expect(new Set(epochs).size).toBe(pools.length * perWorker);
-    expect(Math.max(...epochs)).toBe(pools.length * perWorker);
-    expect((await repo.getRun(run.id))?.epoch).toBe(pools.length * perWorker);
+    expect(new Set(epochs).size).toBe(h.pools.length * perWorker);
+    expect(Math.max(...epochs)).toBe(h.pools.length * perWorker);
+    expect((await repo.getRun(run.id))?.epoch).toBe(h.pools.length * perWorker);
   });
 
   it("numbers events and tool calls without gaps under concurrent commits", async () => {
-    const repo = new PgRunRepository(database.db);
+    const repo = new PgRunRepository(h.database.db);
     const run = await repo.createRun(newRun({}));
-    const { epoch } = (await new PgRunStore(database.db).claimRun(run.id))!.run;
+    const { epoch } = (await new PgRunStore(h.database.db).claimRun(run.id))!.run;
     const commits = 20;
     await Promise.all([
-      ...pools.map(async (p, w) => {
+      ...h.pools.map(async (p, w) => {
         const store = new PgRunStore(p.db);
         for (let i = 0; i < commits; i++) {
           await store.commit(
@@ -121,20 +107,20 @@ describe("PostgreSQL under concurrent writers", () => {
       repo.requestStop(run.id, 5),
     ]);
     const events = await repo.listEvents(run.id, 0, 1000);
-    const expected = 1 + 1 + pools.length * commits * 2; // run_queued, stop_requested, the rest
+    const expected = 1 + 1 + h.pools.length * commits * 2; // run_queued, stop_requested, the rest
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
     const calls = await repo.listToolCalls(run.id);
     expect(calls.map((c) => c.seq)).toEqual(
-      Array.from({ length: pools.length * commits }, (_, i) => i + 1),
+      Array.from({ length: h.pools.length * commits }, (_, i) => i + 1),
     );
     expect((await repo.getRun(run.id))?.status).toBe("stopping");
   });
 
   it("fences a holder the moment another claims the run", async () => {
-    const repo = new PgRunRepository(database.db);
+    const repo = new PgRunRepository(h.database.db);
     const run = await repo.createRun(newRun({}));
-    const old = new PgRunStore(pools[0]!.db);
-    const next = new PgRunStore(pools[1]!.db);
+    const old = new PgRunStore(h.pools[0]!.db);
+    const next = new PgRunStore(h.pools[1]!.db);
     const { epoch } = (await old.claimRun(run.id))!.run;
     let written = 0;
     const holder = (async () => {
@@ -168,12 +154,14 @@ describe("PostgreSQL under concurrent writers", () => {
 
   it("ends a session left idle inside a transaction, so its row locks do not hold the run", async () => {
     // The default, on every connection of a pool opened without the option.
-    const { rows: shown } = await pools[0]!.pool.query("show idle_in_transaction_session_timeout");
+    const { rows: shown } = await h.pools[0]!.pool.query(
+      "show idle_in_transaction_session_timeout",
+    );
     expect(shown).toEqual([{ idle_in_transaction_session_timeout: "1min" }]);
-    const repo = new PgRunRepository(database.db);
+    const repo = new PgRunRepository(h.database.db);
     const run = await repo.createRun(newRun({}));
     // A worker paused (or cut off) in the middle of a commit, with the run's row locked.
-    const paused = await openPgDatabase(pg!.url, { idleInTransactionTimeoutMs: 300 });
+    const paused = await openPgDatabase(h.pg.url, { idleInTransactionTimeoutMs: 300 });
     const client = await paused.pool.connect();
     client.on("error", () => {}); // the server ends the session: expected here
     try {
@@ -181,7 +169,7 @@ describe("PostgreSQL under concurrent writers", () => {
       await client.query("select id from runs where id = $1 for update", [run.id]);
       await new Promise((r) => setTimeout(r, 1200));
       // Another worker's claim gets the row at once (nowait: it would fail were it still held).
-      const other = pools[0]!.pool;
+      const other = h.pools[0]!.pool;
       const { rows } = await other.query("select id from runs where id = $1 for update nowait", [
         run.id,
       ]);
@@ -231,9 +219,9 @@ async function storedIteration(
   body: Record<string, unknown>,
   patch: Parameters<typeof iteration>[3],
 ) {
-  const repo = new PgRunRepository(database.db);
+  const repo = new PgRunRepository(h.database.db);
   const run = await repo.createRun(newRun(body));
-  const store = new PgRunStore(database.db);
+  const store = new PgRunStore(h.database.db);
   const { epoch } = (await store.claimRun(run.id))!.run;
   await store.commit(run.id, epoch, { insertIteration: iteration(run.id, 1, 1, patch) }, 1);
   return { repo, run };

@@ -1,8 +1,8 @@
 import type { NewToolCall } from "@looprun/core";
-import { openPgDatabase, type PgDatabase, pgErrorCode } from "@looprun/db/pg";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { pgErrorCode } from "@looprun/db/pg";
+import { describe, expect, it } from "vitest";
 import { recordPatterns, workspacePatterns } from "../src/pg/failure-patterns";
-import { freshPgDatabase, truncateAll } from "./pg-support";
+import { pgWithPools } from "./pg-support";
 import { waitFor } from "./support";
 
 /*
@@ -10,21 +10,7 @@ import { waitFor } from "./support";
  * its own pool, so PostgreSQL's row locks, not the event loop, decide who waits.
  */
 
-let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
-let database: PgDatabase;
-let pools: PgDatabase[] = [];
-beforeAll(async () => {
-  pg = await freshPgDatabase();
-  database = pg.database;
-  pools = await Promise.all([1, 2].map(() => openPgDatabase(pg!.url, { maxConnections: 2 })));
-});
-afterAll(async () => {
-  await Promise.all(pools.map((p) => p.close()));
-  await pg?.drop();
-});
-beforeEach(async () => {
-  await truncateAll(database);
-});
+const h = pgWithPools(2, 2);
 
 const WS = "/tmp/ws-pg-learn";
 const call = (tool: string): NewToolCall => ({
@@ -39,7 +25,7 @@ const call = (tool: string): NewToolCall => ({
 
 /** Sessions of this test's database waiting for a lock another one holds. */
 async function waitingForLocks(): Promise<number> {
-  const { rows } = await database.pool.query<{ n: number }>(
+  const { rows } = await h.database.pool.query<{ n: number }>(
     "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
   );
   return rows[0]?.n ?? 0;
@@ -48,7 +34,7 @@ async function waitingForLocks(): Promise<number> {
 describe("PostgreSQL failure patterns under concurrent commits", () => {
   it("commits two runs that touch the same patterns in opposite orders (no deadlock victim)", async () => {
     await recordPatterns(
-      database.db,
+      h.database.db,
       WS,
       "run-0",
       { toolCalls: [call("list_directory"), call("write_file")] },
@@ -63,7 +49,7 @@ describe("PostgreSQL failure patterns under concurrent commits", () => {
       release = r;
     });
     // Run 1 commits list_directory, then write_file (key order), pausing in between.
-    const first = pools[0]!.db.transaction(async (tx) => {
+    const first = h.pools[0]!.db.transaction(async (tx) => {
       await recordPatterns(tx, WS, "run-1", { toolCalls: [call("list_directory")] }, 2);
       locked();
       await released;
@@ -71,7 +57,7 @@ describe("PostgreSQL failure patterns under concurrent commits", () => {
     });
     await firstLocked;
     // Run 2 observed them the other way round: write_file, then list_directory.
-    const second = pools[1]!.db.transaction((tx) =>
+    const second = h.pools[1]!.db.transaction((tx) =>
       recordPatterns(
         tx,
         WS,
@@ -88,7 +74,7 @@ describe("PostgreSQL failure patterns under concurrent commits", () => {
       o.status === "rejected" ? (pgErrorCode(o.reason) ?? String(o.reason)) : "ok",
     );
     expect(codes).toEqual(["ok", "ok"]);
-    const patterns = await workspacePatterns(database.db, WS, 10);
+    const patterns = await workspacePatterns(h.database.db, WS, 10);
     expect(patterns.map((p) => [p.subject, p.successes]).sort()).toEqual([
       ["workspace.list_directory", 3],
       ["workspace.write_file", 3],

@@ -1,5 +1,6 @@
 import { openPgDatabase, type PgDatabase } from "@looprun/db/pg";
 import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, beforeEach } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
 
 export { postgresAdminUrl } from "../../../tests/support/pg-test-database";
@@ -31,4 +32,32 @@ export async function truncateAll(database: PgDatabase): Promise<void> {
   await database.db.execute(
     sql.raw(`truncate ${rows.map((r) => r.name).join(", ")} restart identity cascade`),
   );
+}
+
+/**
+ * For a file of tests of several writers at once: a fresh database (`database`), and `count`
+ * more pools on it, each a "process" of its own (its own server connections), so that the
+ * database, not the event loop, decides who goes first. Emptied before each test.
+ */
+export function pgWithPools(count: number, maxConnections: number) {
+  const h = {} as {
+    pg: Awaited<ReturnType<typeof freshPgDatabase>>;
+    database: PgDatabase;
+    pools: PgDatabase[];
+  };
+  beforeAll(async () => {
+    h.pg = await freshPgDatabase();
+    h.database = h.pg.database;
+    h.pools = await Promise.all(
+      Array.from({ length: count }, () => openPgDatabase(h.pg.url, { maxConnections })),
+    );
+  });
+  afterAll(async () => {
+    await Promise.all((h.pools ?? []).map((p) => p.close()));
+    await h.pg?.drop();
+  });
+  beforeEach(async () => {
+    await truncateAll(h.database);
+  });
+  return h;
 }

@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { WorkspaceSnapshots } from "@looprun/core";
+import type { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { iterationDiffs } from "../src/snapshots/iteration-diffs";
-import { removeDir, tempDir } from "./support";
+import { dropSnapshots, snapshotsIn } from "./support";
 
 // An iteration's diffs come from a `git diff-tree --stdin` that stays running for the session
 // (diff-tree-process.ts): it must give git's bytes request after request, see the objects
@@ -61,15 +61,11 @@ async function iterations(count: number): Promise<string[]> {
 }
 
 beforeEach(async () => {
-  dir = await tempDir("looprun-difftree-");
+  ({ dir, snapshots } = await snapshotsIn("looprun-difftree-"));
   ws = join(dir, "ws");
   mkdirSync(ws);
-  snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
 });
-afterEach(async () => {
-  snapshots.close();
-  await removeDir(dir);
-});
+afterEach(() => dropSnapshots({ dir, snapshots }));
 
 describe.skipIf(process.platform !== "linux")("a session's long-lived git diff-tree", () => {
   it("answers iteration after iteration with git's bytes, seeing the snapshots taken since it started", async () => {

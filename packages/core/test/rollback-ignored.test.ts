@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { restoreWorkspace, WorkspaceSnapshots } from "@looprun/core";
+import { restoreWorkspace, type WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "./support";
+import { dropSnapshots, snapshotsIn } from "./support";
 
 // A rollback never removes a path the run did not create: files ignored at the baseline are
 // in no snapshot, and stay when the run un-ignored them by editing `.gitignore`.
@@ -13,19 +13,15 @@ let snapshots: WorkspaceSnapshots;
 const target = () => ({ sessionId: "s1", runId: "run-1", workspace: ws });
 
 beforeEach(async () => {
-  dir = await tempDir("looprun-rollback-ignored-");
+  ({ dir, snapshots } = await snapshotsIn("looprun-rollback-ignored-"));
   ws = join(dir, "ws");
   mkdirSync(join(ws, "logs"), { recursive: true });
   writeFileSync(join(ws, "main.txt"), "main\n");
   writeFileSync(join(ws, ".gitignore"), "*.log\nlogs/\n");
   writeFileSync(join(ws, "debug.log"), "the user's log\n");
   writeFileSync(join(ws, "logs", "old.txt"), "kept for years\n");
-  snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
 });
-afterEach(async () => {
-  snapshots.close();
-  await removeDir(dir);
-});
+afterEach(() => dropSnapshots({ dir, snapshots }));
 
 describe("rollback and ignored files", () => {
   it("keeps files that were ignored at the baseline when the run edited .gitignore", async () => {

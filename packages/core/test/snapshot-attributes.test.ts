@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node
 import { join } from "node:path";
 import { restoreWorkspace, WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "./support";
+import { dropSnapshots, snapshotsIn } from "./support";
 
 // A snapshot holds a workspace's bytes and a restore writes them back, whatever its
 // `.gitattributes` says (the snapshot git dirs' own attributes turn every conversion off).
@@ -16,18 +16,14 @@ const CRLF = "one\r\ntwo\r\n";
 const MIXED = "lf\ncrlf\r\n$Id$\n";
 
 beforeEach(async () => {
-  dir = await tempDir("looprun-attributes-");
+  ({ dir, snapshots } = await snapshotsIn("looprun-attributes-"));
   ws = join(dir, "ws");
   mkdirSync(ws);
   writeFileSync(join(ws, ".gitattributes"), "* text=auto\n*.txt eol=lf ident\n");
   writeFileSync(join(ws, "windows.txt"), CRLF);
   writeFileSync(join(ws, "mixed.md"), MIXED);
-  snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
 });
-afterEach(async () => {
-  snapshots.close();
-  await removeDir(dir);
-});
+afterEach(() => dropSnapshots({ dir, snapshots }));
 
 describe("snapshots and .gitattributes", () => {
   it("restores CRLF files byte for byte under `* text=auto`", async () => {

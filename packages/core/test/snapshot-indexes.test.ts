@@ -10,7 +10,7 @@ import {
 import { join } from "node:path";
 import { restoreWorkspace, WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "./support";
+import { dropSnapshots, snapshotsIn } from "./support";
 
 // Each workspace has its own index in the session's snapshot git dir (workspace-index.ts):
 // a snapshot of one workspace never rewrites the index a restore of another is using.
@@ -23,19 +23,15 @@ const targetA = () => ({ sessionId: "s1", runId: "run-a", workspace: a });
 const targetB = () => ({ sessionId: "s1", runId: "run-b", workspace: b });
 
 beforeEach(async () => {
-  dir = await tempDir("looprun-indexes-");
+  ({ dir, snapshots } = await snapshotsIn("looprun-indexes-"));
   a = join(dir, "a");
   b = join(dir, "b");
   mkdirSync(a);
   mkdirSync(b);
   for (const n of [1, 2, 3]) writeFileSync(join(a, `base${n}.txt`), `base${n}\n`);
   for (let n = 1; n <= 50; n++) writeFileSync(join(b, `other${n}.txt`), `o${n}\n`);
-  snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
 });
-afterEach(async () => {
-  snapshots.close();
-  await removeDir(dir);
-});
+afterEach(() => dropSnapshots({ dir, snapshots }));
 
 describe("a workspace's own index", () => {
   it("restores one workspace while another of the session is snapshotted mid-restore", async () => {

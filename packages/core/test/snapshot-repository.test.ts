@@ -1,9 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { lstatSync, mkdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { WorkspaceSnapshots } from "@looprun/core";
+import type { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { removeDir, tempDir } from "./support";
+import { dropSnapshots, snapshotsIn } from "./support";
 
 // The sessions' snapshot repositories are made without git and share one object store
 // (snapshot-repository.ts): git must read each as its own, and must not let one of them drop
@@ -32,14 +32,10 @@ async function snapshotOf(session: string, files: Record<string, string>): Promi
 }
 
 beforeEach(async () => {
-  dir = await tempDir("looprun-snaprepo-");
+  ({ dir, snapshots } = await snapshotsIn("looprun-snaprepo-"));
   root = join(dir, "snapshots");
-  snapshots = new WorkspaceSnapshots({ root });
 });
-afterEach(async () => {
-  snapshots.close();
-  await removeDir(dir);
-});
+afterEach(() => dropSnapshots({ dir, snapshots }));
 
 describe("a session's snapshot repository", () => {
   it("is a bare repository git reads, whose objects are the store every session shares", async () => {

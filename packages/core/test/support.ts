@@ -10,6 +10,7 @@ import {
   type RunRecord,
   type RunStore,
   RunSubmission,
+  WorkspaceSnapshots,
 } from "@looprun/core";
 
 import { MemoryRunStore } from "@looprun/core/testing";
@@ -138,4 +139,18 @@ export function resources(store: RunStore, extra: Partial<EngineResources> = {})
     snapshotsDir: testSnapshotsDir(),
     ...extra,
   };
+}
+
+/** A new temp dir (named by `prefix`) with a WorkspaceSnapshots rooted in its `snapshots/`. */
+export async function snapshotsIn(
+  prefix: string,
+): Promise<{ dir: string; snapshots: WorkspaceSnapshots }> {
+  const dir = await tempDir(prefix);
+  return { dir, snapshots: new WorkspaceSnapshots({ root: join(dir, "snapshots") }) };
+}
+
+/** Ends what snapshotsIn made: its git processes, and its dir. */
+export async function dropSnapshots(made: { dir: string; snapshots: WorkspaceSnapshots }) {
+  made.snapshots.close();
+  await removeDir(made.dir);
 }

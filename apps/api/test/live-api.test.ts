@@ -12,6 +12,24 @@ const event = (type: NewEvent["type"], data: Record<string, unknown> = {}): NewE
   data: { ...data, budget },
 });
 
+type Method = (...args: unknown[]) => unknown;
+
+/** `object` with its method `name` replaced by `wrap(the method)`; the rest as they are. */
+function withMethod<T extends object>(
+  object: T,
+  name: string,
+  wrap: (method: Method) => Method,
+): T {
+  return new Proxy(object, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      const bound = (value as Method).bind(target);
+      return prop === name ? wrap(bound) : bound;
+    },
+  });
+}
+
 describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   let h: ApiHarness;
   let app: ReturnType<typeof createApp>;
@@ -288,17 +306,9 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   });
 
   it("tells a change made right after the runs stream opened, however slow the feed's first read", async () => {
-    const repo = h.repo;
-    const slow = new Proxy(repo, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        if (prop !== "liveRuns") return value.bind(target);
-        return async (...args: unknown[]) => {
-          await new Promise((r) => setTimeout(r, 300));
-          return value.apply(target, args);
-        };
-      },
+    const slow = withMethod(h.repo, "liveRuns", (liveRuns) => async (...args) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return liveRuns(...args);
     });
     const slowApp = h.appWith({ repo: slow, live: { pollMs: 20, heartbeatMs: 60_000 } });
     const { id } = await submit({ sessionId: "live-baseline" });
@@ -336,17 +346,9 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
   it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
     let reads = 0;
-    const repo = h.repo;
-    const counted = new Proxy(repo, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        if (prop !== "listEvents") return value.bind(target);
-        return (...args: unknown[]) => {
-          reads++;
-          return value.apply(target, args);
-        };
-      },
+    const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {
+      reads++;
+      return listEvents(...args);
     });
     const pollMs = 20;
     const shared = h.appWith({ repo: counted, live: { pollMs, heartbeatMs: 60_000 } });

@@ -1,7 +1,7 @@
 import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { capHead, capTail } from "../util/cut-marks";
+import { capHead, capHeadBytes, capTail } from "../util/cut-marks";
 import { ToolFailure } from "./errors";
 import { globMatcher } from "./glob-pattern";
 
@@ -58,10 +58,10 @@ export async function readTextFile(
       `the file looks binary (${bytes.length} bytes, with NUL bytes): this tool reads text files`,
     );
   }
-  const text = bytes.toString("utf8");
   // The cut's line is the redactor's (util/cut-marks.ts): it must stay as it is.
-  if (opts.head === undefined && opts.tail === undefined) return capHead(text, MAX_RETURN_BYTES);
-  const lines = text.split("\n");
+  if (opts.head === undefined && opts.tail === undefined)
+    return capHeadBytes(bytes, MAX_RETURN_BYTES);
+  const lines = bytes.toString("utf8").split("\n");
   if (lines[lines.length - 1] === "") lines.pop();
   if (opts.head !== undefined)
     return capHead(lines.slice(0, opts.head).join("\n"), MAX_RETURN_BYTES);

@@ -49,7 +49,12 @@ function continues(bytes: Buffer, i: number): boolean {
  */
 export function capHead(text: string, capBytes: number): string {
   if (text.length <= capBytes / 3 || Buffer.byteLength(text, "utf8") <= capBytes) return text;
-  const bytes = Buffer.from(text, "utf8");
+  return capHeadBytes(Buffer.from(text, "utf8"), capBytes);
+}
+
+/** capHead of UTF-8 bytes (a file as read): only what is kept is decoded. */
+export function capHeadBytes(bytes: Buffer, capBytes: number): string {
+  if (bytes.length <= capBytes) return bytes.toString("utf8");
   let end = Math.max(0, capBytes);
   while (end > 0 && continues(bytes, end)) end--;
   return keptHead(bytes.subarray(0, end).toString("utf8"), bytes.length - end, bytes.length);

@@ -1,4 +1,4 @@
-import { ToolNameAllocator } from "../tools/tool-names";
+import { baseToolName } from "../tools/tool-names";
 import { argumentShape } from "./argument-shape";
 
 /*
@@ -117,5 +117,5 @@ export function parseToolShape(subject: string, shape: string): ToolShape {
 export function functionName(subject: string): string {
   const dot = subject.indexOf(".");
   if (dot <= 0) return subject;
-  return new ToolNameAllocator().allocate(subject.slice(0, dot), subject.slice(dot + 1));
+  return baseToolName(subject.slice(0, dot), subject.slice(dot + 1));
 }

@@ -6,6 +6,11 @@ function sanitize(text: string): string {
   return text.replace(/[^a-zA-Z0-9_-]/g, "_");
 }
 
+/** The function name of `server`'s `tool` before any suffix: `${server}__${tool}` made valid. */
+export function baseToolName(server: string, tool: string): string {
+  return sanitize(`${server}__${tool}`).slice(0, MAX_NAME_LENGTH);
+}
+
 /**
  * Hands out function names `${server}__${tool}` made valid (other characters become `_`,
  * at most 64 long) and unique: a name already taken — compared case-insensitively, since
@@ -20,7 +25,7 @@ export class ToolNameAllocator {
   }
 
   allocate(server: string, tool: string): string {
-    const base = sanitize(`${server}__${tool}`).slice(0, MAX_NAME_LENGTH);
+    const base = baseToolName(server, tool);
     if (!this.taken.has(base.toLowerCase())) return this.take(base);
     for (let n = 2; ; n++) {
       const suffix = `_${n}`;

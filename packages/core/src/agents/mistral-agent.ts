@@ -138,6 +138,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   // Every line is redacted whole, then cut: never a piece of a secret is left at a cut.
   const log = (line: string) => transcript.push(redact(line));
   const clip = (text: string, capBytes: number) => capHead(redact(text), capBytes);
+  // A line whose every piece is redacted already (clipped, or passed to `redact`): as it is.
+  const logRedacted = (line: string) => transcript.push(line);
   let plan = input.plan;
   let blocked: string | null = null;
 
@@ -251,8 +253,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           outcome = r;
         }
         calls += 1;
-        log(
-          `→ ${call.name}(${clip(call.arguments, TRANSCRIPT_ARGS_BYTES)}) ${outcome.isError ? "✗" : "✓"} ${clip(outcome.result, TRANSCRIPT_RESULT_BYTES)}`,
+        logRedacted(
+          `→ ${redact(call.name)}(${clip(call.arguments, TRANSCRIPT_ARGS_BYTES)}) ${outcome.isError ? "✗" : "✓"} ${clip(outcome.result, TRANSCRIPT_RESULT_BYTES)}`,
         );
         messages.push({
           role: "tool",
@@ -262,8 +264,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         });
         failuresInARow = outcome.isError ? failuresInARow + 1 : 0;
         if (failuresInARow >= MAX_CONSECUTIVE_TOOL_FAILURES) {
-          log(
-            `stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${call.name}: ${clip(outcome.result, TRANSCRIPT_LAST_ERROR_BYTES)}`,
+          logRedacted(
+            `stopped: ${MAX_CONSECUTIVE_TOOL_FAILURES} tool calls in a row failed; the last: ${redact(call.name)}: ${clip(outcome.result, TRANSCRIPT_LAST_ERROR_BYTES)}`,
           );
           return done(1);
         }

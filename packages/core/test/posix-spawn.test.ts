@@ -165,6 +165,16 @@ describe("spawning through posix_spawn", () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it("closes a process whose output nobody reads once it has exited, as Node's spawn does", async () => {
+    // Node resumes the unread output of an exited child (flushStdio), so `close` still comes.
+    const child = launch("/bin/sh", ["-c", "echo out; echo err >&2"], { env: ENV, cwd: dir });
+    const closed = await new Promise<[number | null, string | null]>((resolve, reject) => {
+      child.on("error", reject);
+      child.on("close", (code, signal) => resolve([code, signal]));
+    });
+    expect(closed).toEqual([0, null]);
+  });
+
   it("runs many commands at once and leaks no descriptor", async () => {
     const fds = () => readdirSync("/proc/self/fd").length;
     await run("true"); // opens what is opened once (/dev/null)

@@ -159,6 +159,12 @@ class PosixProcess extends EventEmitter implements Launched {
   exited(code: number | null, signal: NodeJS.Signals | null): void {
     this.status = [code, signal];
     this.emit("exit", code, signal);
+    // Output nobody reads is read to its end, so that `close` comes (Node's flushStdio).
+    for (const stream of [this.stdout, this.stderr]) {
+      if (stream.listenerCount("data") === 0 && stream.listenerCount("readable") === 0) {
+        stream.resume();
+      }
+    }
     this.maybeClose();
   }
 

@@ -109,7 +109,15 @@ describe("secrets, hostile commands and the mistral agent through real processes
           { name: "workspace__write_file", arguments: { path: "answer.txt", content: "42\n" } },
         ],
       },
-      { toolCalls: [{ name: "workspace__run_command", arguments: { command: "env" } }] },
+      {
+        toolCalls: [
+          {
+            name: "workspace__run_command",
+            // The command's parent is the workspace server: its command line says how it runs.
+            arguments: { command: `env; echo "server: $(tr '\\0' ' ' < /proc/$PPID/cmdline)"` },
+          },
+        ],
+      },
       finish("wrote the answer"),
     );
     const res = await stack.api(
@@ -143,6 +151,10 @@ describe("secrets, hostile commands and the mistral agent through real processes
     expect(envOutput).toContain("PATH=");
     expect(envOutput).not.toContain(MISTRAL_KEY);
     expect(envOutput).not.toContain("API_TOKEN");
+    // A worker runs from looprun's bundle, and so does its workspace server: no tsx loader.
+    const server = /server: (.*)/.exec(envOutput)?.[1] ?? "";
+    expect(server).toMatch(/\/node_modules\/\.cache\/looprun\/[^ ]+\/workspace-server\.js /);
+    expect(server).not.toContain("tsx");
     const stats = await stack.api("GET", `/api/stats/tools?runId=${res.body.id}`, undefined, auth);
     expect(stats.body.totals).toMatchObject({ calls: 2, failures: 0, successRate: 1 });
     const iterations = await getIterations(api as Stack, res.body.id);

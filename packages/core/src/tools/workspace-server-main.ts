@@ -1,6 +1,7 @@
 // Entry point of the workspace MCP server as its own process (see `workspaceServerLaunch`):
-// `node --import tsx workspace-server-main.ts DIR [COMMAND_TIMEOUT_MS]`. Its environment is already the minimal
-// one its launcher chose, and becomes the environment of the commands it runs.
+// `node --import tsx workspace-server-main.ts DIR [COMMAND_TIMEOUT_MS]`, or `node
+// workspace-server.js DIR …` from looprun's bundle. Its environment is already the minimal one
+// its launcher chose, and becomes the environment of the commands it runs.
 import { existsSync, statSync } from "node:fs";
 import { serveWorkspaceOverStdio } from "./serve-workspace-stdio";
 

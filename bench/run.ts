@@ -12,6 +12,7 @@ import { stopBenchPostgres } from "./support/postgres";
 import { killEverything, REPO_ROOT, recentOutputs, stopEverything } from "./support/processes";
 import { startRedis } from "./support/redis";
 import { type ScenarioResult, textTable, writeResults } from "./support/report";
+import { toolServer } from "./tool-server";
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
   "iteration-overhead": iterationOverhead,
@@ -22,6 +23,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   history: historyAtScale,
   "history-postgres": historyAtScalePostgres,
   memory,
+  "tool-server": toolServer,
 };
 
 const USAGE = `usage: npm run bench -- [--quick] [--reps N] [--only a,b] [--out FILE] [--root DIR] [--profile DIR]

@@ -141,18 +141,10 @@ export class WorkspaceSnapshots {
     signal?: AbortSignal,
   ): Promise<string> {
     const index = workspaceIndexFile(gitDir, workspace);
-    await prepareWorkspaceIndex(gitDir, index, this.timeoutMs, signal);
     // Unreadable files are skipped (git still exits non-zero); the snapshot holds the rest.
-    const add = await runGit(this.base(gitDir, workspace, ["add", "-A", "--ignore-errors"]), {
-      env: { ...this.env, GIT_INDEX_FILE: index },
-      cwd: workspace,
-      timeoutMs: this.timeoutMs,
-      ...(signal ? { signal } : {}),
-    });
-    if (add.exitCode === null) {
-      await releaseKilledLock(index);
-      throw new GitError(["add"], add);
-    }
+    const args = ["add", "-A", "--ignore-errors"];
+    const add = await this.gitRun(gitDir, workspace, args, { cwd: workspace, signal });
+    if (add.exitCode === null) throw new GitError(args, add);
     this.reads.gitAdds++;
     const written = await writeTreeFromIndex(gitDir, this.objectsOf(gitDir), index);
     if (written === null)
@@ -342,7 +334,7 @@ export class WorkspaceSnapshots {
     return workspaceIndexFile(this.gitDir(sessionId), workspace);
   }
 
-  /** A command with a work tree uses that workspace's own index (see workspace-index.ts). */
+  /** git's result, which must be a success. */
   private async git(
     gitDir: string,
     workTree: string | null,
@@ -351,18 +343,32 @@ export class WorkspaceSnapshots {
     maxStdoutBytes?: number,
     stdin?: string,
   ): Promise<GitResult> {
-    const full = this.base(gitDir, workTree, args);
+    const result = await this.gitRun(gitDir, workTree, args, { signal, maxStdoutBytes, stdin });
+    if (result.exitCode !== 0) throw new GitError(args, result);
+    return result;
+  }
+
+  /**
+   * Runs git; with a work tree, on that workspace's own index (see workspace-index.ts), whose
+   * lock a killed git leaves is released.
+   */
+  private async gitRun(
+    gitDir: string,
+    workTree: string | null,
+    args: string[],
+    opts: { cwd?: string; signal?: AbortSignal; maxStdoutBytes?: number; stdin?: string },
+  ): Promise<GitResult> {
     const index = workTree === null ? null : workspaceIndexFile(gitDir, workTree);
-    if (index !== null) await prepareWorkspaceIndex(gitDir, index, this.timeoutMs, signal);
-    const result = await runGit(full, {
+    if (index !== null) await prepareWorkspaceIndex(gitDir, index, this.timeoutMs, opts.signal);
+    const result = await runGit(this.base(gitDir, workTree, args), {
       env: index === null ? this.env : { ...this.env, GIT_INDEX_FILE: index },
       timeoutMs: this.timeoutMs,
-      ...(signal ? { signal } : {}),
-      ...(maxStdoutBytes !== undefined ? { maxStdoutBytes } : {}),
-      ...(stdin !== undefined ? { stdin } : {}),
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.maxStdoutBytes !== undefined ? { maxStdoutBytes: opts.maxStdoutBytes } : {}),
+      ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
     });
     if (result.exitCode === null && index !== null) await releaseKilledLock(index);
-    if (result.exitCode !== 0) throw new GitError(args, result);
     return result;
   }
 

@@ -7,8 +7,11 @@ import {
   countEvents,
   ensureWorkers,
   expectIterationsOnce,
+  FAST_RECOVERY,
   killGroup,
   pauseOutsideWrites,
+  RECOVERY,
+  WORKER_ENV,
   waitForDeath,
   workerWithPid,
 } from "./support/cluster";
@@ -29,14 +32,6 @@ import {
   waitForStatus,
 } from "./support/stack";
 
-/** Short leases: a dead or paused worker's run is taken over within seconds. */
-const FAST_RECOVERY = {
-  LOOPRUN_LOCK_MS: "2000",
-  LOOPRUN_STALLED_INTERVAL_MS: "1000",
-  LOOPRUN_RECONCILE_MS: "1000",
-};
-/** Recovery needs a lease to expire and a stalled check; the machine may be busy. */
-const RECOVERY = { timeoutMs: 90_000 };
 /** What a write changes in a run (not the times computed when it is read). */
 const stableFields = (run: RunView) => {
   const { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt } = run;
@@ -44,9 +39,6 @@ const stableFields = (run: RunView) => {
 };
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Workers log at info: their "run step done" lines show what a paused worker did later. */
-const WORKER_ENV = { LOG_LEVEL: "info" };
 
 describe("workers crashing, pausing and shutting down", () => {
   let stack: Stack;

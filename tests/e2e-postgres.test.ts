@@ -13,6 +13,7 @@ import {
   ensureWorkers,
   expectIterationsOnce,
   killGroup,
+  RECOVERY,
   startApiProcess,
   waitForDeath,
   workerWithPid,
@@ -43,7 +44,6 @@ const ENV = {
   WORKER_CONCURRENCY: "1",
   DATABASE_POOL_SIZE: "4",
 };
-const RECOVERY = { timeoutMs: 90_000 };
 /**
  * The test cluster trusts local connections, so a password in DATABASE_URL is never asked
  * for: it only has to stay out of everything the processes write.

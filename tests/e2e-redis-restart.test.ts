@@ -8,8 +8,11 @@ import {
   countEvents,
   ensureWorkers,
   expectIterationsOnce,
+  FAST_RECOVERY,
   killGroup,
   liveWorkers,
+  RECOVERY,
+  WORKER_ENV,
   waitForDeath,
 } from "./support/cluster";
 import { type RedisHandle, startRedis } from "./support/redis-server";
@@ -19,7 +22,6 @@ import {
   getEvents,
   getIterations,
   isAlive,
-  type RunView,
   readPid,
   type Stack,
   StopWaiting,
@@ -30,25 +32,6 @@ import {
   waitForEvent,
   waitForStatus,
 } from "./support/stack";
-
-/** Short leases: a dead or paused worker's run is taken over within seconds. */
-const FAST_RECOVERY = {
-  LOOPRUN_LOCK_MS: "2000",
-  LOOPRUN_STALLED_INTERVAL_MS: "1000",
-  LOOPRUN_RECONCILE_MS: "1000",
-};
-/** Recovery needs a lease to expire and a stalled check; the machine may be busy. */
-const RECOVERY = { timeoutMs: 90_000 };
-/** What a write changes in a run (not the times computed when it is read). */
-const _stableFields = (run: RunView) => {
-  const { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt } = run;
-  return { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt };
-};
-
-const _pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Workers log at info: their "run step done" lines show what a paused worker did later. */
-const WORKER_ENV = { LOG_LEVEL: "info" };
 
 describe("Redis restarted empty mid-run", () => {
   let redis: RedisHandle;

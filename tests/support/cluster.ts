@@ -19,6 +19,17 @@ import {
   waitForHealthy,
 } from "./stack";
 
+/** Short leases: a dead or paused worker's run is taken over within seconds. */
+export const FAST_RECOVERY = {
+  LOOPRUN_LOCK_MS: "2000",
+  LOOPRUN_STALLED_INTERVAL_MS: "1000",
+  LOOPRUN_RECONCILE_MS: "1000",
+};
+/** Recovery needs a lease to expire and a stalled check; the machine may be busy. */
+export const RECOVERY = { timeoutMs: 90_000 };
+/** Workers log at info: their "run step done" lines show what a paused worker did later. */
+export const WORKER_ENV = { LOG_LEVEL: "info" };
+
 /** One more `looprun api` process on a stack's database, Redis and queue prefix. */
 export interface ApiProcess {
   url: string;

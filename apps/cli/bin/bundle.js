@@ -63,8 +63,8 @@ async function write(entry) {
     entryPoints: {
       main: fileURLToPath(entry),
       // Started by workers for each iteration of a mistral agent (workspace-server-launch.ts
-      // finds it beside its own chunk): from the bundle it starts in ~150 ms with ~70 MB,
-      // through tsx in ~330 ms with ~110 MB.
+      // finds it beside its own chunk): from the bundle it starts in ~130 ms with ~66 MB,
+      // through tsx in ~300 ms with ~102 MB (bench/RESULTS.md, scenario 7).
       "workspace-server": join(root, "packages/core/src/tools/workspace-server-main.ts"),
     },
     bundle: true,

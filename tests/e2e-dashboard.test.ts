@@ -298,6 +298,35 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     await shot("runs-filtered");
   });
 
+  it("keeps a filter chosen while the page's first lists are still on their way", async () => {
+    // The unfiltered lists the page asks for when it opens (and again once its stream is
+    // live) answer after the filtered one.
+    const unfiltered = /\/api\/runs\?limit=20$/;
+    const held: Promise<void>[] = [];
+    await page.route(unfiltered, (route) => {
+      const answered = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await route.fulfill({ response: await route.fetch() });
+      })();
+      held.push(answered);
+      return answered;
+    });
+    try {
+      await page.goto(`${stack.url}/`);
+      await page.selectOption("#filter-status", "stopped");
+      await page.locator("#runs-body tr.run-row").first().waitFor();
+      expect(held.length).toBeGreaterThanOrEqual(1);
+      await Promise.all(held);
+      // What the page does with a late answer, it does within a few turns of its loop.
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 300)));
+      const badges = await page.locator("#runs-body tr.run-row .badge").allInnerTexts();
+      expect(badges.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(badges)).toEqual(new Set(["stopped"]));
+    } finally {
+      await page.unroute(unfiltered);
+    }
+  });
+
   it("shows the statistics and what the runs so far learned", async () => {
     await page.goto(`${stack.url}/stats`);
     const row = page.locator("#patterns-body tr.pattern").first();

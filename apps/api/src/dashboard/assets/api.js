@@ -51,6 +51,18 @@ export async function api(method, path, body) {
 }
 
 /** GET that answers `null` on a 404 (optional resources, e.g. a diff). */
+/**
+ * For a page whose reads can overlap (a filter changed while the last read is on its way): each
+ * call starts a read and returns whether that read is still the latest when its answer comes.
+ */
+export function latestRead() {
+  let latest = 0;
+  return () => {
+    const mine = ++latest;
+    return () => mine === latest;
+  };
+}
+
 export async function optional(path) {
   const res = await fetch(path, { headers: headers() });
   if (!res.ok) return null;

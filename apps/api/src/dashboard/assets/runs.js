@@ -1,6 +1,6 @@
 // The runs list: newest first, filtered by status and session, paged, and kept live by the
 // runs stream (GET /api/runs/stream).
-import { api, follow } from "./api.js";
+import { api, follow, latestRead } from "./api.js";
 import { ago, badge, clock, elapsedNow, h, isActive, truncate } from "./format.js";
 import { setupSubmitForm } from "./submit-form.js";
 
@@ -81,7 +81,11 @@ function render() {
   document.getElementById("page-label").textContent = `page ${page() + 1}`;
 }
 
+// An answer to an earlier list (other filters, another page) comes too late to be shown.
+const startRead = latestRead();
+
 async function load() {
+  const isLatest = startRead();
   const q = new URLSearchParams({ limit: String(LIMIT) });
   if (state.status) q.set("status", state.status);
   if (state.sessionId) q.set("sessionId", state.sessionId);
@@ -89,11 +93,13 @@ async function load() {
   if (cursor) q.set("cursor", cursor);
   try {
     const res = await api("GET", `/api/runs?${q}`);
+    if (!isLatest()) return;
     const readAt = Date.now();
     state.runs = new Map(res.items.map((run) => [run.id, { run, readAt }]));
     state.nextCursor = res.nextCursor;
     render();
   } catch (error) {
+    if (!isLatest()) return;
     body.replaceChildren(
       h("tr", { class: "empty" }, h("td", { colspan: 7, class: "form-error" }, error.message)),
     );

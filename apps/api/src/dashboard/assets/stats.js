@@ -1,6 +1,6 @@
 // The statistics page: /api/stats and /api/stats/tools (with the learned patterns), refreshed
 // every few seconds.
-import { api } from "./api.js";
+import { api, latestRead } from "./api.js";
 import { duration, h, truncate } from "./format.js";
 
 const REFRESH_MS = 5000;
@@ -68,7 +68,11 @@ function renderTools(stats) {
   );
 }
 
+// A refresh that answers after a newer one (the workspace filter changed meanwhile) is dropped.
+const startRead = latestRead();
+
 async function load() {
+  const isLatest = startRead();
   const notice = document.getElementById("notice");
   const workspace = document.getElementById("filter-workspace").value.trim();
   const q = new URLSearchParams(workspace ? { workspace } : {});
@@ -77,10 +81,12 @@ async function load() {
       api("GET", "/api/stats"),
       api("GET", `/api/stats/tools?${q}`),
     ]);
+    if (!isLatest()) return;
     renderConvergence(convergence);
     renderTools(tools);
     notice.hidden = true;
   } catch (error) {
+    if (!isLatest()) return;
     notice.textContent = `Could not load the statistics: ${error.message}`;
     notice.hidden = false;
   }

@@ -68,6 +68,13 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     return new SseReader(res.body as ReadableStream<Uint8Array>);
   };
+  const start = (id: string, epoch: number) =>
+    store.commit(
+      id,
+      epoch,
+      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
+      Date.now(),
+    );
   const finish = (id: string, epoch: number) =>
     store.commit(
       id,
@@ -92,12 +99,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(first.map((m) => [m.id, m.event])).toEqual([["1", "run_queued"]]);
 
     const epoch = await claim(id);
-    await store.commit(
-      id,
-      epoch,
-      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
-      Date.now(),
-    );
+    await start(id, epoch);
     await store.commit(
       id,
       epoch,
@@ -169,12 +171,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   it("resumes after Last-Event-ID (or ?after=) with no gap and no duplicate; the header wins", async () => {
     const { id } = await submit();
     const epoch = await claim(id);
-    await store.commit(
-      id,
-      epoch,
-      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
-      Date.now(),
-    );
+    await start(id, epoch);
     await store.commit(
       id,
       epoch,
@@ -368,12 +365,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(reads - before).toBeLessThanOrEqual(windowMs / pollMs + 10);
     // And each stream still gets what is written.
     const epoch = await claim(id);
-    await store.commit(
-      id,
-      epoch,
-      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
-      Date.now(),
-    );
+    await start(id, epoch);
     await finish(id, epoch);
     for (const sse of streams) {
       expect((await sse.rest()).map((m) => m.event)).toEqual(["run_started", "run_finished"]);

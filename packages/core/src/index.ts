@@ -202,7 +202,7 @@ export {
   workspaceServerLaunch,
 } from "./tools/index";
 export { assertNever } from "./util/assert-never";
-export { LeaseLostError, RunAlreadyActiveError } from "./util/errors";
+export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export {
   collectSecrets,

@@ -1,4 +1,4 @@
-import { looksSecret } from "@looprun/core";
+import { looksSecret, messageOf } from "@looprun/core";
 import { type Database, type OpenDatabaseOptions, openDatabase } from "./connection";
 import type { PgDatabase, PgRunRepository, PgRunStore } from "./pg";
 import { RunRepository } from "./run-repository";
@@ -60,8 +60,6 @@ export function redactUrl(url: string): string {
   }
   return parsed.toString();
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** How long /readyz waits for the database's answer. */
 const PING_TIMEOUT_MS = 2000;

@@ -1,5 +1,6 @@
 import type { Mistral } from "@mistralai/mistralai";
 import { capHead } from "../util/cut-marks";
+import { messageOf } from "../util/errors";
 import { unlessAborted } from "../util/unless-aborted";
 import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
 import { ChatModelError } from "./chat-model";
@@ -146,7 +147,7 @@ export class MistralChatModel implements ChatModel {
         typeof error === "object" && error !== null && "statusCode" in error
           ? Number((error as { statusCode: unknown }).statusCode)
           : null;
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       // A marked cut: the vendor may echo the request (tool results with secrets in them), and
       // the redactor removes a secret's piece at a cut only where a line says it was cut.
       throw new ChatModelError(capHead(`chat completion failed: ${message}`, 1000), status, {

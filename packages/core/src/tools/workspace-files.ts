@@ -2,6 +2,7 @@ import type { Dirent } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { capHead, capHeadBytes, capTail } from "../util/cut-marks";
+import { messageOf } from "../util/errors";
 import { ToolFailure } from "./errors";
 import { globMatcher } from "./glob-pattern";
 
@@ -34,7 +35,7 @@ export function describeFsError(error: unknown, path: string): string {
     case "EEXIST":
       return `${path} already exists`;
     default:
-      return `${path}: ${error instanceof Error ? error.message : String(error)}`;
+      return `${path}: ${messageOf(error)}`;
   }
 }
 

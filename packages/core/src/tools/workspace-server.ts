@@ -4,6 +4,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { runCommand } from "../process/run-command";
+import { messageOf } from "../util/errors";
 import { confinePath } from "./confine-path";
 import { PathConfinementError, ToolFailure } from "./errors";
 import { applyTextEdits } from "./text-edits";
@@ -240,7 +241,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       try {
         cwd = await confinePath(root, ".");
       } catch (error) {
-        return textResult(error instanceof Error ? error.message : String(error), true);
+        return textResult(messageOf(error), true);
       }
       const limitMs = Math.min(timeoutMs ?? maxTimeoutMs, maxTimeoutMs);
       let pid: number | undefined;

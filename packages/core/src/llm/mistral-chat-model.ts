@@ -95,6 +95,7 @@ export class MistralChatModel implements ChatModel {
   async complete(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     // The SDK lets a signal take precedence over its own timeout: combine both in one.
     const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
+    let res: Awaited<ReturnType<Mistral["chat"]["complete"]>>;
     try {
       const client = await this.sdk();
       const call = client.chat.complete(
@@ -118,31 +119,9 @@ export class MistralChatModel implements ChatModel {
       // The SDK's wait between two tries (Retry-After: 30, say) does not heed the signal: a
       // stop or the timeout ends the call at once, and the next try, aborted, ends the SDK's.
       call.catch(() => {});
-      const res = await unlessAborted(call, callSignal);
-      const choice = res.choices[0];
-      // An answer without a choice says nothing: not a turn that ended without tool calls.
-      if (!choice) throw new ChatModelError("the model's answer has no choices", null);
-      const toolCalls: ChatToolCall[] = (choice.message?.toolCalls ?? []).map((c, i) => ({
-        id: c.id ?? `call_${i}`,
-        name: c.function.name,
-        arguments:
-          typeof c.function.arguments === "string"
-            ? c.function.arguments
-            : JSON.stringify(c.function.arguments),
-      }));
-      return {
-        content: textOf(choice.message?.content),
-        toolCalls,
-        finishReason: String(choice.finishReason ?? "stop"),
-        usage: {
-          promptTokens: res.usage.promptTokens ?? 0,
-          completionTokens: res.usage.completionTokens ?? 0,
-          totalTokens: res.usage.totalTokens ?? 0,
-        },
-      };
+      res = await unlessAborted(call, callSignal);
     } catch (error) {
       if (signal.aborted) throw new ChatModelError("the call was aborted", null, { cause: error });
-      if (error instanceof ChatModelError) throw error;
       const status =
         typeof error === "object" && error !== null && "statusCode" in error
           ? Number((error as { statusCode: unknown }).statusCode)
@@ -154,5 +133,26 @@ export class MistralChatModel implements ChatModel {
         cause: error,
       });
     }
+    const choice = res.choices[0];
+    // An answer without a choice says nothing: not a turn that ended without tool calls.
+    if (!choice) throw new ChatModelError("the model's answer has no choices", null);
+    const toolCalls: ChatToolCall[] = (choice.message?.toolCalls ?? []).map((c, i) => ({
+      id: c.id ?? `call_${i}`,
+      name: c.function.name,
+      arguments:
+        typeof c.function.arguments === "string"
+          ? c.function.arguments
+          : JSON.stringify(c.function.arguments),
+    }));
+    return {
+      content: textOf(choice.message?.content),
+      toolCalls,
+      finishReason: String(choice.finishReason ?? "stop"),
+      usage: {
+        promptTokens: res.usage.promptTokens ?? 0,
+        completionTokens: res.usage.completionTokens ?? 0,
+        totalTokens: res.usage.totalTokens ?? 0,
+      },
+    };
   }
 }

@@ -1,6 +1,7 @@
 import type { Plan } from "../domain/plan";
 import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
+import { parseToolArguments } from "../tools/tool-arguments";
 import { capHead, capTail } from "../util/cut-marks";
 import { completer, makePlan, type PlanRecorder, SYSTEM, updateStep } from "./mistral-agent-plan";
 import { renderPlan } from "./plan";
@@ -113,15 +114,6 @@ export const MAX_CONSECUTIVE_TOOL_FAILURES = 3;
 /** The agent's own tools (not the hub's). */
 const AGENT_TOOLS = new Set([FINISH.name, UPDATE_STEP.name]);
 
-/** A tool call's arguments as JSON (none is `{}`), or undefined when they are not JSON. */
-function parseArguments(text: string): unknown {
-  try {
-    return JSON.parse(text || "{}");
-  } catch {
-    return undefined;
-  }
-}
-
 /** Bytes of a call's arguments, and of its result, that the transcript shows (a line says the rest was cut). */
 const TRANSCRIPT_ARGS_BYTES = 200;
 const TRANSCRIPT_RESULT_BYTES = 300;
@@ -197,11 +189,12 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         return done(1);
       }
       const res = await complete(messages, tools);
-      const parsed = res.toolCalls.map((call) => ({ call, args: parseArguments(call.arguments) }));
+      const parsed = res.toolCalls.map((call) => ({
+        call,
+        args: parseToolArguments(call.arguments),
+      }));
       // Unparseable arguments go back as "{}": the vendor may refuse a history that holds them.
-      const sent = parsed.map(({ call, args }) =>
-        args === undefined ? { ...call, arguments: "{}" } : call,
-      );
+      const sent = parsed.map(({ call, args }) => (args.ok ? call : { ...call, arguments: "{}" }));
       messages.push({ role: "assistant", content: res.content, toolCalls: sent });
       if (res.content) log(res.content);
       if (res.finishReason === "length") {
@@ -214,19 +207,19 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         return done(0);
       }
       for (const { call, args } of parsed) {
-        if (call.name === "finish" && args !== undefined) {
-          const status = (args as { status?: unknown } | null)?.status;
-          const summary = String((args as { summary?: unknown } | null)?.summary ?? "");
+        if (call.name === "finish" && args.ok) {
+          const status = args.value.status;
+          const summary = String(args.value.summary ?? "");
           log(`finish (${String(status)}): ${summary}`);
           if (status === "blocked") blocked = summary.trim() || "(the agent gave no question)";
           return done(status === "done" ? 0 : 1);
         }
         let outcome: { isError: boolean; result: string };
-        if (args === undefined && AGENT_TOOLS.has(call.name)) {
+        if (!args.ok && AGENT_TOOLS.has(call.name)) {
           // A failed call like any other (recorded, counted), answered so the model can retry.
           outcome = {
             isError: true,
-            result: `the arguments of ${call.name} are not valid JSON (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with a JSON object`,
+            result: `${call.name}: ${args.error} (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with a JSON object`,
           };
           await input.recorder.toolCall({
             server: "",
@@ -236,16 +229,17 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
             durationMs: 0,
           });
         } else if (call.name === "update_step" && plan) {
-          const updated = await updateStep(input, complete, plan, args);
+          const updated = await updateStep(input, complete, plan, args.ok ? args.value : {});
           plan = updated.plan;
           outcome = updated.outcome;
         } else {
           // Unparseable arguments go to the hub as text: it reports them without calling.
-          const r = await input.toolSet.call(call.name, args ?? call.arguments, input.signal);
+          const given = args.ok ? args.value : call.arguments;
+          const r = await input.toolSet.call(call.name, given, input.signal);
           await input.recorder.toolCall({
             server: r.server,
             tool: r.tool,
-            args: args ?? call.arguments,
+            args: given,
             isError: r.isError,
             result: r.result,
             durationMs: r.durationMs,

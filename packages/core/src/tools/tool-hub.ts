@@ -10,6 +10,7 @@ import { ArgumentValidator } from "./argument-validator";
 import { callResultText } from "./call-result-text";
 import { McpConnectError } from "./errors";
 import { type JsonSchema, toMistralParameters } from "./mistral-parameters";
+import { parseToolArguments } from "./tool-arguments";
 import { ToolNameAllocator } from "./tool-names";
 
 /** An MCP server started as a child process and spoken to over its stdin/stdout. */
@@ -180,26 +181,6 @@ async function closeConnection(connection: Connection): Promise<void> {
   await connection.client.close();
 }
 
-type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
-
-/** Tool arguments as a JSON object; models send them as a JSON string, which is accepted too. */
-function parseArguments(args: unknown): Parsed {
-  let value = args;
-  if (typeof value === "string") {
-    if (value.trim() === "") return { ok: true, value: {} };
-    try {
-      value = JSON.parse(value);
-    } catch (error) {
-      return { ok: false, error: `the arguments are not valid JSON: ${messageOf(error)}` };
-    }
-  }
-  if (value === undefined || value === null) return { ok: true, value: {} };
-  if (typeof value !== "object" || Array.isArray(value)) {
-    return { ok: false, error: "the arguments must be a JSON object" };
-  }
-  return { ok: true, value: value as Record<string, unknown> };
-}
-
 /**
  * The MCP servers of one agent run, connected, with their tools under collision-free
  * function names. Calls validate their arguments first and report every failure — unknown
@@ -308,7 +289,7 @@ export class ToolHub {
         `unknown tool "${name}"; the tools are: ${[...this.entries.keys()].join(", ")}`,
       );
     }
-    const parsed = parseArguments(args);
+    const parsed = parseToolArguments(args);
     if (!parsed.ok) return outcome(true, `${parsed.error}; ${name} was not called`);
     const problems = entry.validate(parsed.value);
     if (problems.length > 0) {

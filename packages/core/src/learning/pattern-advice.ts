@@ -36,35 +36,32 @@ interface Weighed {
 }
 
 /**
- * Each pattern with the calls its failures count against: its own, or for an error kind all
- * calls of the tool with that argument shape that are among `patterns` (when those rows are
- * missing, its own — a tool that rarely succeeds).
+ * Each pattern with the calls its failures count against: its own, or for a tool's calls or
+ * error kinds all calls of the tool with that argument shape among `patterns` (its own too).
  */
 function weigh(patterns: readonly FailurePattern[]): Weighed[] {
   const ofShape = new Map<string, { calls: number; failures: number }>();
   const shapeKey = (subject: string, shape: string) => JSON.stringify([subject, shape]);
-  const kinds = patterns.map(kindOf);
-  patterns.forEach((p, i) => {
-    const k = kinds[i];
-    if (p.scope !== "tool" || (k?.kind !== "calls" && k?.kind !== "error")) return;
-    const key = shapeKey(p.subject, k.shape);
+  const kinded = patterns.map((pattern) => ({ pattern, kind: kindOf(pattern) }));
+  for (const { pattern: p, kind } of kinded) {
+    if (kind.kind !== "calls" && kind.kind !== "error") continue;
+    const key = shapeKey(p.subject, kind.shape);
     const sum = ofShape.get(key) ?? { calls: 0, failures: 0 };
     ofShape.set(key, {
       calls: sum.calls + p.successes + p.failures,
       failures: sum.failures + p.failures,
     });
-  });
-  return patterns.map((pattern, i) => {
-    const kind = kinds[i] ?? kindOf(pattern);
+  }
+  return kinded.map(({ pattern, kind }) => {
     const own = { calls: pattern.successes + pattern.failures, failures: pattern.failures };
     if (kind.kind !== "error" && kind.kind !== "calls") {
       return { pattern, kind, calls: own.calls, ratio: own.failures / Math.max(1, own.calls) };
     }
+    // Counted above with the pattern itself: `own` only where the map cannot say so to types.
     const shape = ofShape.get(shapeKey(pattern.subject, kind.shape)) ?? own;
-    const calls = Math.max(own.calls, shape.calls);
     // An error kind is weighed by its own failures; the shape's calls by all of theirs.
-    const failures = kind.kind === "error" ? own.failures : Math.max(own.failures, shape.failures);
-    return { pattern, kind, calls, ratio: failures / Math.max(1, calls) };
+    const failures = kind.kind === "error" ? own.failures : shape.failures;
+    return { pattern, kind, calls: shape.calls, ratio: failures / Math.max(1, shape.calls) };
   });
 }
 
@@ -80,7 +77,7 @@ function failedBefore(w: Weighed): boolean {
 
 function workedBefore(w: Weighed): boolean {
   return (
-    w.pattern.scope === "tool" &&
+    // A tool's kinds (validation commands are not told as what worked).
     (w.kind.kind === "calls" || w.kind.kind === "command") &&
     w.pattern.successes > 0 &&
     w.ratio <= WORKED_MAX_RATIO

@@ -90,21 +90,11 @@ export function patternKey(p: { scope: string; subject: string; shape: string })
 }
 
 /**
- * Orders patterns by key (scope, subject, shape; code-unit order, the same in every process).
- * Stores upsert a commit's deltas in this order: two commits touching the same rows then lock
- * them in the same order and wait for each other instead of deadlocking (PostgreSQL 40P01).
+ * The observations merged per pattern, ordered by `patternKey` (code-unit order, the same in
+ * every process). Stores upsert a commit's deltas in this order: two commits touching the same
+ * rows then lock them in the same order and wait for each other instead of deadlocking
+ * (PostgreSQL 40P01).
  */
-function byPatternKey(
-  a: { scope: string; subject: string; shape: string },
-  b: { scope: string; subject: string; shape: string },
-): number {
-  for (const k of ["scope", "subject", "shape"] as const) {
-    if (a[k] !== b[k]) return a[k] < b[k] ? -1 : 1;
-  }
-  return 0;
-}
-
-/** The observations merged per pattern, in key order (`byPatternKey`). */
 export function patternDeltas(observations: readonly PatternObservation[]): PatternDelta[] {
   const byKey = new Map<string, PatternDelta>();
   for (const o of observations) {
@@ -127,7 +117,7 @@ export function patternDeltas(observations: readonly PatternObservation[]): Patt
     d.totalDurationMs += Math.max(0, Math.round(o.durationMs));
     if (o.error !== null) d.errors.unshift(o.error);
   }
-  return [...byKey.values()].sort(byPatternKey);
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, d]) => d);
 }
 
 /** A pattern's last errors after a delta: the delta's (newest) first, capped. */

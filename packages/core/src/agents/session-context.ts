@@ -1,4 +1,4 @@
-import { functionName } from "../learning/pattern-keys";
+import { baseToolName } from "../tools/tool-names";
 
 /** An earlier run of the same session, as the agent is told about it. */
 export interface SessionRunSummary {
@@ -35,7 +35,7 @@ export function renderToolFailures(failures: readonly ToolFailure[]): string {
   return failures
     .map(
       (f) =>
-        `- iteration ${f.iteration}: ${f.server === "" ? f.tool : functionName(`${f.server}.${f.tool}`)}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`,
+        `- iteration ${f.iteration}: ${f.server === "" ? f.tool : baseToolName(f.server, f.tool)}(${JSON.stringify(f.args).slice(0, 300)}) failed: ${f.error.slice(0, 300)}`,
     )
     .join("\n");
 }

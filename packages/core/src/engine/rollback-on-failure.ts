@@ -6,7 +6,7 @@ import type { EventSpec } from "./run-context";
 import { snapshotsOf } from "./snapshot-step";
 
 /** Whether the run restores its workspace as it ends `failed` (see rollbackOnFailure). */
-export function restoresOnFailure(run: RunRecord): boolean {
+export function restoresOnFailure(run: RunRecord): run is RunRecord & { baselineSnapshot: string } {
   return run.spec.rollbackOnFailure && run.baselineSnapshot !== null;
 }
 
@@ -20,8 +20,8 @@ export async function rollbackOnFailure(
   res: EngineResources,
   run: RunRecord,
 ): Promise<EventSpec[]> {
+  if (!restoresOnFailure(run)) return [];
   const baseline = run.baselineSnapshot;
-  if (!restoresOnFailure(run) || baseline === null) return [];
   try {
     const restored = await restoreWorkspace(
       snapshotsOf(res),

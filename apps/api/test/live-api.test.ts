@@ -341,6 +341,36 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await reading.cancel();
   });
 
+  it("does not have the run's poller read again the history a new stream reads", async () => {
+    const afters: number[] = [];
+    const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {
+      afters.push(Number(args[1]));
+      return listEvents(...args);
+    });
+    // Polls far enough apart that a stream's catch-up (three pages) fits between two.
+    const pollMs = 300;
+    const shared = h.appWith({ repo: counted, live: { pollMs, heartbeatMs: 60_000 } });
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await start(id, epoch);
+    const HISTORY = 1200; // three pages of the stream's catch-up (500 a page)
+    for (let written = 2; written < HISTORY; written += 200) {
+      const batch = Math.min(200, HISTORY - written);
+      const progress = Array.from({ length: batch }, () => event("iteration_started"));
+      await store.commit(id, epoch, { events: progress }, Date.now());
+    }
+    const res = await shared.request(`/api/runs/${id}/events/stream`);
+    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+    await sse.until((m) => m.id === String(HISTORY));
+    // The next polls read from the end on, where the poller would have read the history again
+    // a page a poll (one poll may have started during the catch-up).
+    await new Promise((r) => setTimeout(r, 2.5 * pollMs));
+    expect(afters.filter((after) => after < HISTORY).length).toBeLessThanOrEqual(4);
+    expect(afters.filter((after) => after === HISTORY).length).toBeGreaterThanOrEqual(1);
+    await finish(id, epoch);
+    expect((await sse.rest()).at(-1)?.event).toBe("run_finished");
+  });
+
   it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
     let reads = 0;
     const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {

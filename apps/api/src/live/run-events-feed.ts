@@ -3,10 +3,9 @@ import type { RunRepositoryPort } from "@looprun/db";
 
 export interface RunEventsFeedOptions {
   repo: Pick<RunRepositoryPort, "getRun" | "listEvents">;
-  /** @defaultValue 250 */
-  pollMs?: number;
-  /** Events read per poll at most. @defaultValue 500 */
-  page?: number;
+  pollMs: number;
+  /** Events read per poll at most. */
+  page: number;
 }
 
 /** What one poll of a run read: the run, then its events with `from < seq` (at most a page). */
@@ -38,13 +37,8 @@ interface Poller {
  */
 export class RunEventsFeed {
   private readonly pollers = new Map<string, Poller>();
-  private readonly pollMs: number;
-  private readonly page: number;
 
-  constructor(private readonly opts: RunEventsFeedOptions) {
-    this.pollMs = opts.pollMs ?? 250;
-    this.page = opts.page ?? 500;
-  }
+  constructor(private readonly opts: RunEventsFeedOptions) {}
 
   /**
    * Calls `listener` with what each poll of run `runId` finds (new events, or the run ended);
@@ -53,7 +47,7 @@ export class RunEventsFeed {
   subscribe(runId: string, after: number, listener: Listener): () => void {
     let poller = this.pollers.get(runId);
     if (!poller) {
-      const timer = setInterval(() => this.tick(runId), this.pollMs);
+      const timer = setInterval(() => this.tick(runId), this.opts.pollMs);
       timer.unref();
       poller = { listeners: new Set(), after, timer, polling: false };
       this.pollers.set(runId, poller);
@@ -67,6 +61,15 @@ export class RunEventsFeed {
         this.pollers.delete(runId);
       }
     };
+  }
+
+  /**
+   * A stream of run `runId` has read its events up to `seq` from the database itself: the
+   * poller need not read them again (a stream behind that mark reads its gap itself).
+   */
+  seen(runId: string, seq: number): void {
+    const poller = this.pollers.get(runId);
+    if (poller && seq > poller.after) poller.after = seq;
   }
 
   private tick(runId: string): void {
@@ -85,13 +88,14 @@ export class RunEventsFeed {
       // (written in the same transaction) is in the page read next.
       const run = await this.opts.repo.getRun(runId);
       const from = poller.after;
-      const events = await this.opts.repo.listEvents(runId, from, this.page);
-      news = { run, from, events, complete: events.length < this.page };
+      const events = await this.opts.repo.listEvents(runId, from, this.opts.page);
+      news = { run, from, events, complete: events.length < this.opts.page };
     } catch {
       return; // A busy or closed database: try again at the next tick.
     }
     const last = news.events.at(-1);
-    if (last) poller.after = last.seq;
+    // Never back: a stream may have moved it on meanwhile (see `seen`).
+    if (last) poller.after = Math.max(poller.after, last.seq);
     const ended = news.run === null || isTerminal(news.run.status);
     if (!last && !ended) return;
     for (const listener of [...poller.listeners]) listener(news);

@@ -105,6 +105,9 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
           // (written in the same transaction) is in the page read next.
           const run = await deps.repo.getRun(id);
           const page = await deps.repo.listEvents(id, last, PAGE);
+          // Read here: the run's poller goes on after them instead of reading them again.
+          const end = page.at(-1);
+          if (end) events.seen(id, end.seq);
           if (await send(page)) return true;
           if (page.length < PAGE) return !run || isTerminal(run.status);
         }

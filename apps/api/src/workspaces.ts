@@ -54,8 +54,7 @@ export function resolveWorkspace(root: string, name: string): string {
  * of it that exists decides. Refused when that leads out of the root or under a file.
  */
 function realPathUnder(realRoot: string, target: string): string {
-  let existing = target;
-  while (existing !== realRoot && !existsSync(existing)) existing = dirname(existing);
+  const existing = deepestExisting(target, realRoot);
   if (existing === realRoot) {
     // Nothing of the path exists yet (a new session's workspace): it will be made inside the
     // root, which is real and a directory.
@@ -68,6 +67,15 @@ function realPathUnder(realRoot: string, target: string): string {
   return existing === target ? real : join(real, relative(existing, target));
 }
 
+/** The deepest part of `path` that exists, climbing no higher than `stop` (or `/`). */
+function deepestExisting(path: string, stop?: string): string {
+  let existing = path;
+  while (existing !== stop && !existsSync(existing) && dirname(existing) !== existing) {
+    existing = dirname(existing);
+  }
+  return existing;
+}
+
 /**
  * The workspace a filter names (`GET /api/stats/tools?workspace=`), as runs store theirs: a
  * name under `root` resolved as a submit resolves it (symlinks followed: WORKSPACES_ROOT may be
@@ -78,8 +86,7 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
   if (name.includes("\0")) throw refuse("must not contain NUL bytes");
   // The deepest part of the path that exists decides (a run's workspace may not exist yet).
   const path = normalize(name);
-  let existing = path;
-  while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing);
+  const existing = deepestExisting(path);
   return join(realpathSync(existing), relative(existing, path));
 }
 

@@ -18,27 +18,6 @@ export function printable(text: string): string {
   return text.replace(CONTROL, "");
 }
 
-/** A copy of `value` with every string in it made printable. */
-function printableDeep(value: unknown): unknown {
-  if (typeof value === "string") return printable(value);
-  if (Array.isArray(value)) return value.map(printableDeep);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [printable(k), printableDeep(v)]),
-    );
-  }
-  return value;
-}
-
-/** The event with every string it carries made printable: what watch prints comes from it. */
-export function printableEvent(e: EventView): EventView {
-  return {
-    seq: e.seq,
-    type: printable(String(e.type)),
-    data: printableDeep(e.data ?? {}) as Record<string, unknown>,
-  };
-}
-
 /** What a person can do about a run waiting for them (printed with `approval_requested`). */
 function howToAnswer(runId: string, d: Record<string, unknown>): string {
   if (d.kind === "question") {

@@ -1,4 +1,4 @@
-import { describe, type EventView, phaseAfter, printableEvent } from "./watch-events";
+import { describe, type EventView, phaseAfter, printable } from "./watch-events";
 
 /** Where watch writes: a TTY gets a live progress line, anything else one line per event. */
 export interface WatchOutput {
@@ -11,7 +11,10 @@ export const clock = (ms: number) => {
   return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
 };
 
-/** Event lines, and on a TTY a progress line below them, redrawn every second. */
+/**
+ * Event lines, and on a TTY a progress line below them, redrawn every second. What they show
+ * comes from events (agent-produced text): it is written without control characters.
+ */
 export class Progress {
   private iteration = 0;
   private phase = "connecting";
@@ -32,8 +35,7 @@ export class Progress {
     }
   }
 
-  event(raw: EventView): void {
-    const e = printableEvent(raw);
+  event(e: EventView): void {
     const budget = e.data.budget as { elapsedMs?: number } | undefined;
     this.elapsedMs = budget?.elapsedMs ?? this.elapsedMs;
     this.readAt = Date.now();
@@ -69,17 +71,18 @@ export class Progress {
   finish(text?: string): void {
     if (this.timer) clearInterval(this.timer);
     if (this.out.isTTY) this.out.write("\r\x1b[2K");
-    if (text) this.out.write(`${text}\n`);
+    if (text) this.out.write(`${printable(text)}\n`);
   }
 
   private line(): string {
     const elapsed = this.elapsedMs + (this.ticking ? Date.now() - this.readAt : 0);
     const it =
       this.iteration > 0 ? `iteration ${this.iteration} of ${this.maxIterations}` : "not started";
-    return `▸ ${it} · ${this.phase} · ${clock(elapsed)} elapsed`;
+    return printable(`▸ ${it} · ${this.phase} · ${clock(elapsed)} elapsed`);
   }
 
-  private print(text: string): void {
+  private print(raw: string): void {
+    const text = printable(raw);
     if (!this.out.isTTY) {
       this.out.write(`${text}\n`);
       return;

@@ -1,6 +1,6 @@
 import { type ApiClient, apiErrorOf, runPath } from "../api-client";
 import { messages, type StreamHooks } from "./sse-reader";
-import { type EventView, printable } from "./watch-events";
+import type { EventView } from "./watch-events";
 import { clock, Progress, type WatchOutput } from "./watch-progress";
 
 export type { WatchOutput } from "./watch-progress";
@@ -194,11 +194,9 @@ export async function watchRun(
   }
   const run = await client.request<RunView>("GET", runPath(id));
   const iterations = run.metrics?.iterations ?? run.iteration;
-  // The summary is the agent's words: printed without control characters, like the events.
+  // The summary is the agent's words: `finish` prints it without control characters.
   progress.finish(
-    printable(
-      `run ${run.id} ${run.status} (${run.reason ?? "—"})${run.summary ? ` — ${run.summary}` : ""} · ${iterations} iteration${iterations === 1 ? "" : "s"} · ${clock(run.budget.elapsedMs)}`,
-    ),
+    `run ${run.id} ${run.status} (${run.reason ?? "—"})${run.summary ? ` — ${run.summary}` : ""} · ${iterations} iteration${iterations === 1 ? "" : "s"} · ${clock(run.budget.elapsedMs)}`,
   );
   return run;
 }

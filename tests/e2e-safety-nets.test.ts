@@ -73,6 +73,20 @@ function seedWorkspace(name: string): string {
 }
 
 describe("rollback through the API and a worker", () => {
+  it("prints the paths a rollback changed without their control characters (CLI)", async () => {
+    // A file the agent named with a terminal escape (it would retitle the terminal).
+    const agent = `printf x > "$(printf 'evil\\033]0;pwned\\007.txt')"`;
+    const run = await submit(
+      stack,
+      commandRun(agent, { sessionId: "rollback-escapes", testCommand: "true" }),
+    );
+    expect((await waitForStatus(stack, run.id)).status).toBe("succeeded");
+    const cli = await runCli(["rollback", run.id, "--iteration", "0"], cliEnv());
+    expect(cli.code, cli.output).toBe(0);
+    expect(cli.stdout).toContain("removed  evil]0;pwned.txt");
+    expect(cli.stdout).not.toMatch(/[\u001b\u0007]/);
+  });
+
   it("restores iteration n and the baseline exactly, and is refused while the session is busy", async () => {
     const ws = seedWorkspace("rollback");
     const sessionId = "rollback-session";

@@ -1,6 +1,7 @@
 import { type ApiClient, clientFromEnv, type FlagNames, runPath } from "../api-client";
 import { fail } from "../lifecycle";
 import { WatchInterrupted, watchRun } from "./watch";
+import { printable } from "./watch-events";
 
 export interface SubmitOptions {
   task: string;
@@ -207,6 +208,10 @@ export async function rollbackCommand(id: string, opts: { iteration: string }): 
   process.stdout.write(
     `run ${res.id}: workspace restored ${where} (snapshot ${res.snapshot.slice(0, 12)}), ${res.files.length} file${res.files.length === 1 ? "" : "s"} changed back\n`,
   );
-  for (const f of res.files)
-    process.stdout.write(`  ${f.change === "removed" ? "removed " : "restored"} ${f.path}\n`);
+  // Paths the agent chose: printed without control characters, as watch prints its events.
+  for (const f of res.files) {
+    process.stdout.write(
+      `  ${f.change === "removed" ? "removed " : "restored"} ${printable(f.path)}\n`,
+    );
+  }
 }

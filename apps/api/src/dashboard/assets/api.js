@@ -102,15 +102,34 @@ async function readEvents(body, onMessage) {
 
 /**
  * Follows an SSE route: reconnects with Last-Event-ID when the connection drops, until
- * `onEvent` returns "stop" or `close()` is called. `onState` gets "live" | "reconnecting" | "ended".
+ * `onEvent` returns "stop" or `close()` is called. `onState` gets "live" | "reconnecting" |
+ * "paused" | "ended".
+ *
+ * A hidden page (a background tab, a minimised window) gives its connection back and follows
+ * again, from its last event, once it is shown: browsers keep 6 HTTP/1.1 connections per host
+ * across all tabs, so open pages that all held a stream would leave none for anything else.
  */
 export function follow(path, { onEvent, onState = () => {} }) {
   let lastId;
   let stopped = false;
   let controller;
+  let wake = () => {};
+  const hidden = () => document.visibilityState === "hidden";
+  const onVisibility = () => {
+    if (hidden()) controller?.abort();
+    else wake();
+  };
+  document.addEventListener("visibilitychange", onVisibility);
   (async () => {
     let delay = 500;
     while (!stopped) {
+      if (hidden()) {
+        onState("paused");
+        await new Promise((resolve) => {
+          wake = resolve;
+        });
+        continue;
+      }
       controller = new AbortController();
       try {
         const h = headers({ accept: "text/event-stream" });
@@ -118,10 +137,7 @@ export function follow(path, { onEvent, onState = () => {} }) {
         const res = await fetch(path, { headers: h, signal: controller.signal, cache: "no-store" });
         if (res.status === 401 && authEnabled()) return toLogin();
         // 204: a finished run with nothing left to send (the SSE way of saying "do not come back").
-        if (res.status === 404 || res.status === 204) {
-          onState("ended");
-          return;
-        }
+        if (res.status === 404 || res.status === 204) break;
         if (res.ok && res.body) {
           onState("live");
           delay = 500;
@@ -140,19 +156,23 @@ export function follow(path, { onEvent, onState = () => {} }) {
           });
         }
       } catch {
-        // Dropped (or aborted by close): reconnect below unless stopped.
+        // Dropped, or aborted by close() or by the page being hidden: see below.
       }
       if (stopped) break;
+      // Hidden: paused at the top of the loop, not a dropped connection to back off from.
+      if (hidden()) continue;
       onState("reconnecting");
       await sleep(delay);
       delay = Math.min(delay * 2, 5000);
     }
+    document.removeEventListener("visibilitychange", onVisibility);
     onState("ended");
   })();
   return {
     close() {
       stopped = true;
       controller?.abort();
+      wake();
     },
   };
 }

@@ -343,6 +343,8 @@ $("rollback-form").addEventListener("submit", async (event) => {
 });
 
 setInterval(() => {
+  // A hidden page reads nothing: shown again, it follows its events from where it left off.
+  if (document.visibilityState === "hidden") return;
   if (!state.run || !isActive(state.run.status)) return;
   renderBudget();
   if (Date.now() - state.readAt >= RUN_REFRESH_MS) markStale(["run"]);

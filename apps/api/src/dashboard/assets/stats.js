@@ -94,4 +94,10 @@ async function load() {
 
 document.getElementById("filter-workspace").addEventListener("change", load);
 load();
-setInterval(load, REFRESH_MS);
+// A hidden page is not refreshed; it is, at once, when it is shown again.
+setInterval(() => {
+  if (document.visibilityState !== "hidden") load();
+}, REFRESH_MS);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState !== "hidden") load();
+});

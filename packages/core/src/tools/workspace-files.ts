@@ -1,12 +1,15 @@
 import type { Dirent } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { type FileHandle, open, readdir } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { capHead, capHeadBytes, capTail } from "../util/cut-marks";
 import { messageOf } from "../util/errors";
 import { ToolFailure } from "./errors";
 import { globMatcher } from "./glob-pattern";
 
-/** Files larger than this are not read whole: a model cannot use them and they cost memory. */
+/**
+ * Files larger than this are not read whole (for `head` or `tail`): a model cannot use them
+ * and they cost memory. A plain read reads no further than what it returns.
+ */
 export const MAX_READ_BYTES = 16 * 1024 * 1024;
 /**
  * Bytes of text a read returns at most (a line says how much was left out). The MCP message
@@ -47,29 +50,47 @@ export async function readTextFile(
   absolute: string,
   opts: { head?: number; tail?: number },
 ): Promise<string> {
-  const info = await stat(absolute);
-  if (info.size > MAX_READ_BYTES) {
-    throw new ToolFailure(
-      `file is ${info.size} bytes, more than the ${MAX_READ_BYTES} bytes this tool reads`,
-    );
+  const file = await open(absolute, "r");
+  try {
+    const { size } = await file.stat();
+    const whole = opts.head !== undefined || opts.tail !== undefined;
+    if (whole && size > MAX_READ_BYTES) {
+      throw new ToolFailure(
+        `file is ${size} bytes, more than the ${MAX_READ_BYTES} bytes this tool reads for head or tail; read it without them for its first ${MAX_RETURN_BYTES} bytes`,
+      );
+    }
+    // A plain read needs one byte past the cap: where the cut falls in a character.
+    const bytes = await readStart(file, whole ? size : Math.min(size, MAX_RETURN_BYTES + 1));
+    if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
+      throw new ToolFailure(
+        `the file looks binary (${size} bytes, with NUL bytes): this tool reads text files`,
+      );
+    }
+    // The cut's line is the redactor's (util/cut-marks.ts): it must stay as it is.
+    if (!whole) return capHeadBytes(bytes, MAX_RETURN_BYTES, Math.max(size, bytes.length));
+    const lines = bytes.toString("utf8").split("\n");
+    if (lines[lines.length - 1] === "") lines.pop();
+    if (opts.head !== undefined)
+      return capHead(lines.slice(0, opts.head).join("\n"), MAX_RETURN_BYTES);
+    const tail = opts.tail ?? 0;
+    return tail === 0
+      ? ""
+      : capTail(lines.slice(-tail).join("\n"), MAX_RETURN_BYTES, "the lines asked for");
+  } finally {
+    await file.close();
   }
-  const bytes = await readFile(absolute);
-  if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
-    throw new ToolFailure(
-      `the file looks binary (${bytes.length} bytes, with NUL bytes): this tool reads text files`,
-    );
+}
+
+/** The first `length` bytes of `file` (fewer when it ends before: it may shrink meanwhile). */
+async function readStart(file: FileHandle, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const { bytesRead } = await file.read(buffer, filled, length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
   }
-  // The cut's line is the redactor's (util/cut-marks.ts): it must stay as it is.
-  if (opts.head === undefined && opts.tail === undefined)
-    return capHeadBytes(bytes, MAX_RETURN_BYTES);
-  const lines = bytes.toString("utf8").split("\n");
-  if (lines[lines.length - 1] === "") lines.pop();
-  if (opts.head !== undefined)
-    return capHead(lines.slice(0, opts.head).join("\n"), MAX_RETURN_BYTES);
-  const tail = opts.tail ?? 0;
-  return tail === 0
-    ? ""
-    : capTail(lines.slice(-tail).join("\n"), MAX_RETURN_BYTES, "the lines asked for");
+  return buffer.subarray(0, filled);
 }
 
 export async function listDirectory(absolute: string): Promise<string> {

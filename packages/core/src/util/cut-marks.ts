@@ -52,12 +52,15 @@ export function capHead(text: string, capBytes: number): string {
   return capHeadBytes(Buffer.from(text, "utf8"), capBytes);
 }
 
-/** capHead of UTF-8 bytes (a file as read): only what is kept is decoded. */
-export function capHeadBytes(bytes: Buffer, capBytes: number): string {
-  if (bytes.length <= capBytes) return bytes.toString("utf8");
-  let end = Math.max(0, capBytes);
+/**
+ * capHead of UTF-8 bytes (a file as read): only what is kept is decoded. `bytes` may be the
+ * start of something longer, `total` bytes in all (a file read only as far as the cap).
+ */
+export function capHeadBytes(bytes: Buffer, capBytes: number, total = bytes.length): string {
+  if (total <= capBytes && bytes.length <= capBytes) return bytes.toString("utf8");
+  let end = Math.max(0, Math.min(capBytes, bytes.length));
   while (end > 0 && continues(bytes, end)) end--;
-  return keptHead(bytes.subarray(0, end).toString("utf8"), bytes.length - end, bytes.length);
+  return keptHead(bytes.subarray(0, end).toString("utf8"), total - end, total);
 }
 
 /**

@@ -13,6 +13,10 @@ beforeAll(async () => {
   root = await realpath(await tempDir());
   const line = `${"a".repeat(99)}\n`;
   await writeFile(`${root}/big.log`, `${line.repeat(120_000)}the last line\n`); // 12 MB
+  // 20 MB: above what head or tail read whole; the first MiB ends inside a 4-byte character.
+  const huge = Buffer.alloc(20_000_000, "b");
+  huge.write("😀", 1024 * 1024 - 2, "utf8");
+  await writeFile(`${root}/huge.log`, huge);
   const binary = randomBytes(4 * 1024 * 1024);
   binary[10] = 0;
   await writeFile(`${root}/blob.bin`, binary);
@@ -38,6 +42,18 @@ describe("workspace server: reads of large files", () => {
     const list = await hub.call("ws__list_directory", { path: "." });
     expect(list).toMatchObject({ isError: false });
     expect(list.result).toContain("big.log");
+  });
+
+  it("reads the first MiB of a file of any size, up to a whole character; head and tail refuse it", async () => {
+    const whole = await hub.call("ws__read_text_file", { path: "huge.log" });
+    expect(whole.isError).toBe(false);
+    const kept = 1024 * 1024 - 2;
+    expect(whole.result).toBe(
+      `${"b".repeat(kept)}\n[… ${20_000_000 - kept} of 20000000 bytes cut …]`,
+    );
+    const head = await hub.call("ws__read_text_file", { path: "huge.log", head: 1 });
+    expect(head.isError).toBe(true);
+    expect(head.result).toContain("more than the 16777216 bytes this tool reads for head or tail");
   });
 
   it("refuses a binary file as such, and stays connected", async () => {

@@ -77,12 +77,14 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: many run pages open"
    * `visibilitychange` event).
    */
   const setHidden = (page: Page, hidden: boolean) =>
-    page.evaluate((hidden) => {
-      const state = hidden ? "hidden" : "visible";
-      Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
-      Object.defineProperty(document, "hidden", { configurable: true, get: () => hidden });
+    page.evaluate(`(() => {
+      Object.defineProperty(document, "visibilityState", {
+        configurable: true,
+        get: () => "${hidden ? "hidden" : "visible"}",
+      });
+      Object.defineProperty(document, "hidden", { configurable: true, get: () => ${hidden} });
       document.dispatchEvent(new Event("visibilitychange"));
-    }, hidden);
+    })()`);
 
   it(`keeps answering requests, and stops a run, with ${TABS} run pages following active runs`, async () => {
     const ids = await waitingRuns(TABS, "tab");

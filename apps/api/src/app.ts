@@ -5,12 +5,13 @@ import { bearerAuth } from "./auth";
 import { refuseCrossSite, refuseForeignHost } from "./cross-site";
 import { dashboardRoutes } from "./dashboard/dashboard-routes";
 import { ApiError, unavailable } from "./errors";
+import { RunEventsFeed } from "./live/run-events-feed";
 import { RunFeed } from "./live/run-feed";
 import { LIVE_DEFAULTS } from "./live/sse-session";
 import { MetricsCollector } from "./metrics/metrics-collector";
 import { rateLimit } from "./rate-limit";
 import { BODY_LIMIT_BYTES, limitBody } from "./request-body";
-import { liveRoutes } from "./routes/events-stream";
+import { EVENTS_PAGE, liveRoutes } from "./routes/events-stream";
 import { metricsRoutes } from "./routes/metrics";
 import { openApiRoutes } from "./routes/openapi";
 import { runRoutes } from "./routes/runs";
@@ -75,11 +76,14 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   app.use("/api/*", limitBody(deps.bodyLimitBytes ?? BODY_LIMIT_BYTES));
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
   const live = { ...LIVE_DEFAULTS, ...deps.live };
+  // The live views' pollers, one of each per process (this app is one per process): the runs
+  // feed, and one poller per followed run shared by all its streams.
+  const feeds = {
+    runs: new RunFeed({ repo: deps.repo, pollMs: live.pollMs, now }),
+    events: new RunEventsFeed({ repo: deps.repo, pollMs: live.pollMs, page: EVENTS_PAGE }),
+  };
   // Before runRoutes, whose /:id would take "stream" for an id.
-  app.route(
-    "/api/runs",
-    liveRoutes(deps, new RunFeed({ repo: deps.repo, pollMs: live.pollMs, now }), live),
-  );
+  app.route("/api/runs", liveRoutes(deps, feeds, live));
   app.route("/api/runs", runRoutes(deps));
   app.route("/api/sessions", sessionRoutes(deps));
   app.route("/api/stats", statsRoutes(deps));

@@ -371,6 +371,35 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect((await sse.rest()).at(-1)?.event).toBe("run_finished");
   });
 
+  it("reads a finished run and its events once for a stream that replays them", async () => {
+    const calls: string[] = [];
+    const counted = new Proxy(h.repo, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (value as Method).apply(target, args);
+        };
+      },
+    });
+    const shared = h.appWith({ repo: counted, live: { pollMs: 60_000, heartbeatMs: 60_000 } });
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await start(id, epoch);
+    await finish(id, epoch);
+    const res = await shared.request(`/api/runs/${id}/events/stream`);
+    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
+    expect((await sse.rest()).map((m) => m.event)).toEqual([
+      "run_queued",
+      "run_started",
+      "run_finished",
+    ]);
+    // The route's own reads serve the replay: the run once, its events once.
+    expect(calls.filter((c) => c === "getRun")).toHaveLength(1);
+    expect(calls.filter((c) => c === "listEvents")).toHaveLength(1);
+  });
+
   it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
     let reads = 0;
     const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
-import { RunEventsFeed, type RunEventsNews } from "../live/run-events-feed";
+import type { RunEventsFeed, RunEventsNews } from "../live/run-events-feed";
 import type { RunFeed } from "../live/run-feed";
 import { type LiveOptions, streamSession } from "../live/sse-session";
 import { presentEvent, presentRun } from "../presenters";
@@ -24,7 +24,8 @@ export const RunsStreamQuery = z.strictObject({
   runId: z.string().min(1).max(64).optional(),
 });
 
-const PAGE = 500;
+/** Events a stream's catch-up (and a run's poller) reads at once. */
+export const EVENTS_PAGE = 500;
 
 function lastEventId(header: string | undefined): number | undefined {
   if (header === undefined || header.trim() === "") return undefined;
@@ -35,11 +36,14 @@ function lastEventId(header: string | undefined): number | undefined {
 }
 
 /** Server-sent events: a run's events as they are written, and every run's changes for list views. */
-export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hono {
+export function liveRoutes(
+  deps: AppDeps,
+  feeds: { runs: RunFeed; events: RunEventsFeed },
+  live: LiveOptions,
+): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
-  // One poller per followed run, shared by all its streams (this app is one per process).
-  const events = new RunEventsFeed({ repo: deps.repo, pollMs: live.pollMs, page: PAGE });
+  const { runs: feed, events } = feeds;
 
   app.get("/stream", (c) => {
     const q = parseQuery(c, RunsStreamQuery);
@@ -81,11 +85,13 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
     const found = await deps.repo.getRun(id);
     if (!found) throw notFound(`run ${id}`);
     let last = lastEventId(c.req.header("last-event-id")) ?? q.after ?? 0;
-    // A finished run with nothing after `last`: 204 is how SSE tells an EventSource to stop
-    // reconnecting (a 200 that only ends would have it come back every `retry` forever).
-    if (isTerminal(found.status) && (await deps.repo.listEvents(id, last, 1)).length === 0) {
-      return c.body(null, 204);
-    }
+    // A finished run's events after `last` are all there is: read now, for the replay too.
+    const finished = isTerminal(found.status)
+      ? await deps.repo.listEvents(id, last, EVENTS_PAGE)
+      : null;
+    // Nothing after `last`: 204 is how SSE tells an EventSource to stop reconnecting (a 200
+    // that only ends would have it come back every `retry` forever).
+    if (finished?.length === 0) return c.body(null, 204);
     return streamSession(c, live, deps.shutdown, async (session) => {
       await session.start();
       /** Sends the events after `last`; true once `run_finished` is sent (the stream ends). */
@@ -98,18 +104,25 @@ export function liveRoutes(deps: AppDeps, feed: RunFeed, live: LiveOptions): Hon
         }
         return false;
       };
+      /** The route's own reads serve the first pass: the run (read before its events), and a
+       * finished run's page. */
+      let readAhead: { run: RunRecord; page: EventRecord[] | null } | null = {
+        run: found,
+        page: finished,
+      };
       /** Reads the database up to the last event; true when nothing more can come. */
       const catchUp = async () => {
         while (session.open) {
           // The run before its events: when it is already finished, its run_finished event
           // (written in the same transaction) is in the page read next.
-          const run = await deps.repo.getRun(id);
-          const page = await deps.repo.listEvents(id, last, PAGE);
+          const run = readAhead ? readAhead.run : await deps.repo.getRun(id);
+          const page = readAhead?.page ?? (await deps.repo.listEvents(id, last, EVENTS_PAGE));
+          readAhead = null;
           // Read here: the run's poller goes on after them instead of reading them again.
           const end = page.at(-1);
           if (end) events.seen(id, end.seq);
           if (await send(page)) return true;
-          if (page.length < PAGE) return !run || isTerminal(run.status);
+          if (page.length < EVENTS_PAGE) return !run || isTerminal(run.status);
         }
         return true;
       };

@@ -40,6 +40,20 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
       expect(result.durationMs).toBeGreaterThanOrEqual(0);
     });
 
+    it.runIf(how === "through posix_spawn")(
+      "keeps stdout and stderr in the order the command wrote them (one pipe, as 2>&1)",
+      async () => {
+        const result = await runCommand({
+          command: "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
+          cwd: dir,
+          env: ENV,
+          timeoutMs: 10_000,
+        });
+        const lines = Array.from({ length: 300 }, (_, i) => `out${i}\nerr${i}\n`);
+        expect(result.output).toBe(lines.join(""));
+      },
+    );
+
     it("runs in the given directory", async () => {
       const result = await runCommand({ command: "pwd", cwd: dir, env: ENV, timeoutMs: 10_000 });
       expect(result.output.trim()).toBe(dir);

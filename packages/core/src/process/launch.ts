@@ -37,6 +37,12 @@ export interface LaunchOptions {
    * process does not start (an `error`, as for a missing program).
    */
   stdinFile?: string;
+  /**
+   * The process's stderr is its stdout (one pipe, as `2>&1`), so what it writes to either comes
+   * in the order it was written; `stderr` then gives nothing. Through posix_spawn only: Node's
+   * spawn and the launcher read the two from pipes of their own.
+   */
+  mergeOutput?: boolean;
 }
 
 /** The part of a ChildProcess that the command runners use. */

@@ -3,6 +3,7 @@ import { accessSync, closeSync, constants, openSync, statSync } from "node:fs";
 import { Socket } from "node:net";
 import { constants as os } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { Readable } from "node:stream";
 import { type PosixSpawn, posixSpawn, unavailable } from "@looprun/spawn";
 import type { Launched, LaunchOptions } from "./launch";
 
@@ -98,9 +99,14 @@ export function posixLaunch(
     const [outRead, outWrite] = binding.pipe();
     parentEnds.push(outRead);
     childEnds.push(outWrite);
-    const [errRead, errWrite] = binding.pipe();
-    parentEnds.push(errRead);
-    childEnds.push(errWrite);
+    // Merged: stderr is the same pipe (as `2>&1`), so the two keep their order.
+    let errRead: number | null = null;
+    let errWrite = outWrite;
+    if (!opts.mergeOutput) {
+      [errRead, errWrite] = binding.pipe();
+      parentEnds.push(errRead);
+      childEnds.push(errWrite);
+    }
     const child = new PosixProcess();
     const start = (path: string, argv: readonly string[]) =>
       binding.spawn(
@@ -138,15 +144,22 @@ class PosixProcess extends EventEmitter implements Launched {
   pid: number | undefined = undefined;
   // Set in started(), before the caller sees this object.
   stdout!: Socket;
-  stderr!: Socket;
-  private open = 2;
+  /** An empty stream when stderr goes to stdout's pipe (`mergeOutput`). */
+  stderr!: Readable;
+  private open = 0;
   private status: [number | null, NodeJS.Signals | null] | null = null;
   private closed = false;
 
-  started(pid: number, out: number, err: number, stdinWrite: number | null, input: string): void {
+  started(
+    pid: number,
+    out: number,
+    err: number | null,
+    stdinWrite: number | null,
+    input: string,
+  ): void {
     this.pid = pid;
     this.stdout = this.output(out);
-    this.stderr = this.output(err);
+    this.stderr = err === null ? Readable.from([]) : this.output(err);
     if (stdinWrite !== null) {
       const stdin = new Socket({ fd: stdinWrite, readable: false, writable: true });
       // The process did not read its stdin (EPIPE): not an error of ours.
@@ -180,6 +193,7 @@ class PosixProcess extends EventEmitter implements Launched {
   }
 
   private output(fd: number): Socket {
+    this.open++;
     const stream = new Socket({ fd, readable: true, writable: false });
     stream.on("error", () => stream.destroy());
     stream.on("close", () => {

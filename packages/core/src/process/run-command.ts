@@ -94,6 +94,8 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
+      // One pipe for stdout and stderr where it can (as `2>&1`): the output keeps its order.
+      mergeOutput: true,
       stdin: opts.stdin ?? "",
       ...(opts.stdinFile !== undefined ? { stdinFile: opts.stdinFile } : {}),
     });

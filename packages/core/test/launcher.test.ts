@@ -1,15 +1,13 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCommand, useLauncher } from "@looprun/core";
+import { useLauncher } from "@looprun/core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { launcherPid } from "../src/process/launch";
 import { gitEnv, runGit } from "../src/snapshots/git";
-import { isAlive, readPids, removeDir, tempDir, waitFor } from "./support";
+import { isAlive, readPids, removeDir, runIn, tempDir, waitFor } from "./support";
 
 /** The launcher process that spawns a worker's commands (see src/process/launch.ts). */
-
-const ENV = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
 
 let dir: string;
 beforeAll(() => {
@@ -26,12 +24,7 @@ afterEach(async () => {
 
 describe("the process launcher", () => {
   it("spawns the commands, not this process, and holds none of its environment", async () => {
-    const result = await runCommand({
-      command: "echo $PPID",
-      cwd: dir,
-      env: ENV,
-      timeoutMs: 10_000,
-    });
+    const result = await runIn(dir, "echo $PPID");
     const launcher = launcherPid();
     expect(launcher).toBeGreaterThan(0);
     expect(launcher).not.toBe(process.pid);
@@ -54,10 +47,7 @@ describe("the process launcher", () => {
   });
 
   it("ends a command as killed, with its whole group, when the launcher dies", async () => {
-    const running = runCommand({
-      command: "echo $$ > pids; sleep 30 & echo $! >> pids; wait",
-      cwd: dir,
-      env: ENV,
+    const running = runIn(dir, "echo $$ > pids; sleep 30 & echo $! >> pids; wait", {
       timeoutMs: 30_000,
     });
     const pidsFile = join(dir, "pids");
@@ -72,7 +62,7 @@ describe("the process launcher", () => {
     expect(result.signal).toBe("SIGKILL");
     await waitFor(() => readPids(pidsFile).every((pid) => !isAlive(pid)), "group dead");
     // The next command starts a new launcher.
-    const next = await runCommand({ command: "echo again", cwd: dir, env: ENV, timeoutMs: 10_000 });
+    const next = await runIn(dir, "echo again");
     expect(next.output.trim()).toBe("again");
     expect(launcherPid()).not.toBe(launcher);
   });

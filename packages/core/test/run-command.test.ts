@@ -1,11 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildCommandEnv, hasCompletionPromise, runCommand, useLauncher } from "@looprun/core";
+import { buildCommandEnv, hasCompletionPromise, useLauncher } from "@looprun/core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runCommandAgent } from "../src/agents/command-agent";
-import { isAlive, readPids, removeDir, tempDir, waitFor } from "./support";
-
-const ENV = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
+import { COMMAND_ENV, isAlive, readPids, removeDir, runIn, tempDir, waitFor } from "./support";
 
 let dir: string;
 beforeEach(async () => {
@@ -25,12 +23,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     afterAll(() => useLauncher(false));
 
     it("captures stdout and stderr together, and the exit code", async () => {
-      const result = await runCommand({
-        command: "echo to-stdout; echo to-stderr >&2; exit 3",
-        cwd: dir,
-        env: ENV,
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(dir, "echo to-stdout; echo to-stderr >&2; exit 3");
       expect(result.exitCode).toBe(3);
       expect(result.signal).toBeNull();
       expect(result.timedOut).toBe(false);
@@ -43,19 +36,17 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     it.runIf(how === "through posix_spawn")(
       "keeps stdout and stderr in the order the command wrote them (one pipe, as 2>&1)",
       async () => {
-        const result = await runCommand({
-          command: "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
-          cwd: dir,
-          env: ENV,
-          timeoutMs: 10_000,
-        });
+        const result = await runIn(
+          dir,
+          "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
+        );
         const lines = Array.from({ length: 300 }, (_, i) => `out${i}\nerr${i}\n`);
         expect(result.output).toBe(lines.join(""));
       },
     );
 
     it("runs in the given directory", async () => {
-      const result = await runCommand({ command: "pwd", cwd: dir, env: ENV, timeoutMs: 10_000 });
+      const result = await runIn(dir, "pwd");
       expect(result.output.trim()).toBe(dir);
     });
 
@@ -63,13 +54,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
       const count = 20_000;
       let full = "";
       for (let i = 1; i <= count; i++) full += `${i}\n`;
-      const result = await runCommand({
-        command: `seq 1 ${count}`,
-        cwd: dir,
-        env: ENV,
-        timeoutMs: 10_000,
-        outputCapBytes: 200,
-      });
+      const result = await runIn(dir, `seq 1 ${count}`, { outputCapBytes: 200 });
       expect(result.exitCode).toBe(0);
       const match = /^\[… (\d+) bytes of earlier output omitted …\]\n([\s\S]*)$/.exec(
         result.output,
@@ -84,23 +69,12 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("does not mark output under the cap", async () => {
-      const result = await runCommand({
-        command: "printf 'exactly ten'",
-        cwd: dir,
-        env: ENV,
-        timeoutMs: 10_000,
-        outputCapBytes: 11,
-      });
+      const result = await runIn(dir, "printf 'exactly ten'", { outputCapBytes: 11 });
       expect(result.output).toBe("exactly ten");
     });
 
     it("on timeout kills the whole process group, background children included", async () => {
-      const result = await runCommand({
-        command: WITH_BACKGROUND_CHILD,
-        cwd: dir,
-        env: ENV,
-        timeoutMs: 300,
-      });
+      const result = await runIn(dir, WITH_BACKGROUND_CHILD, { timeoutMs: 300 });
       expect(result.timedOut).toBe(true);
       expect(result.aborted).toBe(false);
       expect(result.exitCode).toBeNull();
@@ -113,10 +87,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("escalates to SIGKILL when the group ignores SIGTERM", async () => {
-      const result = await runCommand({
-        command: `trap '' TERM; ${WITH_BACKGROUND_CHILD}`,
-        cwd: dir,
-        env: ENV,
+      const result = await runIn(dir, `trap '' TERM; ${WITH_BACKGROUND_CHILD}`, {
         timeoutMs: 200,
         killGraceMs: 200,
       });
@@ -128,10 +99,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     it("kills the whole group when the signal aborts", async () => {
       const controller = new AbortController();
       const spawned: number[] = [];
-      const pending = runCommand({
-        command: WITH_BACKGROUND_CHILD,
-        cwd: dir,
-        env: ENV,
+      const pending = runIn(dir, WITH_BACKGROUND_CHILD, {
         timeoutMs: 60_000,
         signal: controller.signal,
         onSpawn: (pid) => spawned.push(pid),
@@ -153,10 +121,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     it("does not run to completion when the signal is already aborted", async () => {
       const controller = new AbortController();
       controller.abort();
-      const result = await runCommand({
-        command: "sleep 30; touch finished",
-        cwd: dir,
-        env: ENV,
+      const result = await runIn(dir, "sleep 30; touch finished", {
         timeoutMs: 60_000,
         signal: controller.signal,
       });
@@ -166,10 +131,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("kills what a command left running in the background when it exits", async () => {
-      const result = await runCommand({
-        command: "sleep 30 & echo $! > pids; echo parent-done",
-        cwd: dir,
-        env: ENV,
+      const result = await runIn(dir, "sleep 30 & echo $! > pids; echo parent-done", {
         timeoutMs: 60_000,
       });
       expect(result.exitCode).toBe(0);
@@ -179,10 +141,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("also kills a background child that does not hold the output pipes", async () => {
-      const result = await runCommand({
-        command: "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > pids",
-        cwd: dir,
-        env: ENV,
+      const result = await runIn(dir, "sleep 30 >/dev/null 2>&1 </dev/null & echo $! > pids", {
         timeoutMs: 60_000,
       });
       expect(result.exitCode).toBe(0);
@@ -191,12 +150,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("passes exactly the environment it is given", async () => {
-      const result = await runCommand({
-        command: "env",
-        cwd: dir,
-        env: { ...ENV, ONLY_THIS: "yes" },
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(dir, "env", { env: { ...COMMAND_ENV, ONLY_THIS: "yes" } });
       const names = result.output
         .split("\n")
         .filter((l) => l.includes("="))
@@ -208,24 +162,12 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("feeds stdin to the command", async () => {
-      const result = await runCommand({
-        command: "wc -c",
-        cwd: dir,
-        env: ENV,
-        stdin: "x".repeat(100_000),
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(dir, "wc -c", { stdin: "x".repeat(100_000) });
       expect(result.output.trim()).toBe("100000");
     });
 
     it("does not fail when the command ignores a large stdin", async () => {
-      const result = await runCommand({
-        command: "echo ignored-stdin",
-        cwd: dir,
-        env: ENV,
-        stdin: "y".repeat(4 * 1024 * 1024),
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(dir, "echo ignored-stdin", { stdin: "y".repeat(4 * 1024 * 1024) });
       expect(result.exitCode).toBe(0);
       expect(result.output).toBe("ignored-stdin\n");
     });
@@ -233,26 +175,19 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     it("reads its stdin from a file when given one, which it cannot write through", async () => {
       const input = join(dir, "input.txt");
       writeFileSync(input, "from the file\n");
-      const result = await runCommand({
-        command: "cat; { echo overwritten >&0; } 2>/dev/null || echo read-only",
-        cwd: dir,
-        env: ENV,
-        stdin: "not this",
-        stdinFile: input,
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(
+        dir,
+        "cat; { echo overwritten >&0; } 2>/dev/null || echo read-only",
+        { stdin: "not this", stdinFile: input },
+      );
       expect(result.exitCode).toBe(0);
       expect(result.output).toBe("from the file\nread-only\n");
       expect(readFileSync(input, "utf8")).toBe("from the file\n");
     });
 
     it("does not start when its stdin file cannot be opened", async () => {
-      const result = await runCommand({
-        command: "echo ran > ran.txt",
-        cwd: dir,
-        env: ENV,
+      const result = await runIn(dir, "echo ran > ran.txt", {
         stdinFile: join(dir, "missing.txt"),
-        timeoutMs: 10_000,
       });
       expect(result.exitCode).toBeNull();
       expect(result.output).toMatch(/could not start the command: ENOENT.*missing\.txt/);
@@ -260,12 +195,7 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("reports a command that cannot start instead of throwing", async () => {
-      const result = await runCommand({
-        command: "true",
-        cwd: join(dir, "does-not-exist"),
-        env: ENV,
-        timeoutMs: 10_000,
-      });
+      const result = await runIn(join(dir, "does-not-exist"), "true");
       expect(result.exitCode).toBeNull();
       expect(result.output).toContain("could not start the command");
     });
@@ -331,7 +261,7 @@ describe("command agent", () => {
       },
       prompt,
       workspace: dir,
-      env: ENV,
+      env: COMMAND_ENV,
       timeoutMs: 10_000,
       outputCapBytes: 65_536,
       signal: new AbortController().signal,
@@ -349,7 +279,7 @@ describe("command agent", () => {
       spec: { type: "command", command: "sleep 30", timeoutMs: 600_000 },
       prompt: "p",
       workspace: dir,
-      env: ENV,
+      env: COMMAND_ENV,
       timeoutMs: 200,
       outputCapBytes: 65_536,
       signal: new AbortController().signal,

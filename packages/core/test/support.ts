@@ -3,13 +3,16 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  type CommandResult,
   EMPTY_METRICS,
   type EngineResources,
   normalizeSubmission,
+  type RunCommandOptions,
   type RunMutation,
   type RunRecord,
   type RunStore,
   RunSubmission,
+  runCommand,
   WorkspaceSnapshots,
 } from "@looprun/core";
 
@@ -47,6 +50,18 @@ export class FaultyStore extends MemoryRunStore {
     }
     return super.commit(runId, epoch, m, now);
   }
+}
+
+/** The environment commands get in these tests: PATH alone. */
+export const COMMAND_ENV = { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin" };
+
+/** `sh -c command` in `dir` through runCommand: COMMAND_ENV, 10 s, unless `extra` says otherwise. */
+export function runIn(
+  dir: string,
+  command: string,
+  extra: Partial<RunCommandOptions> = {},
+): Promise<CommandResult> {
+  return runCommand({ command, cwd: dir, env: COMMAND_ENV, timeoutMs: 10_000, ...extra });
 }
 
 /** A fresh temporary directory; `cleanup` removes it. */

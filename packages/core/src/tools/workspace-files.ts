@@ -59,15 +59,17 @@ export async function readTextFile(
         `file is ${size} bytes, more than the ${MAX_READ_BYTES} bytes this tool reads for head or tail; read it without them for its first ${MAX_RETURN_BYTES} bytes`,
       );
     }
-    // A plain read needs one byte past the cap: where the cut falls in a character.
-    const bytes = await readStart(file, whole ? size : Math.min(size, MAX_RETURN_BYTES + 1));
+    // Read to the end, whatever the size says (a file may tell 0 and have text, as /proc's do);
+    // a plain read stops one byte past the cap (where the cut falls in a character).
+    const bytes = whole ? await file.readFile() : await readStart(file, MAX_RETURN_BYTES + 1);
+    const total = Math.max(size, bytes.length);
     if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
       throw new ToolFailure(
-        `the file looks binary (${size} bytes, with NUL bytes): this tool reads text files`,
+        `the file looks binary (${total} bytes, with NUL bytes): this tool reads text files`,
       );
     }
     // The cut's line is the redactor's (util/cut-marks.ts): it must stay as it is.
-    if (!whole) return capHeadBytes(bytes, MAX_RETURN_BYTES, Math.max(size, bytes.length));
+    if (!whole) return capHeadBytes(bytes, MAX_RETURN_BYTES, total);
     const lines = bytes.toString("utf8").split("\n");
     if (lines[lines.length - 1] === "") lines.pop();
     if (opts.head !== undefined)
@@ -81,7 +83,7 @@ export async function readTextFile(
   }
 }
 
-/** The first `length` bytes of `file` (fewer when it ends before: it may shrink meanwhile). */
+/** The first `length` bytes of `file`, or all of it when it ends before. */
 async function readStart(file: FileHandle, length: number): Promise<Buffer> {
   const buffer = Buffer.allocUnsafe(length);
   let filled = 0;

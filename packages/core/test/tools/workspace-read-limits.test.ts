@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { realpath, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolHub, workspaceServerLaunch } from "../../src/tools/index";
+import { readTextFile } from "../../src/tools/workspace-files";
 import { removeDir, tempDir } from "./helpers";
 
 // Over real stdio: a message above the SDK client's 10 MiB closes the connection for good.
@@ -61,5 +62,14 @@ describe("workspace server: reads of large files", () => {
     expect(blob.isError).toBe(true);
     expect(blob.result).toContain("looks binary");
     expect(await hub.call("ws__list_directory", { path: "." })).toMatchObject({ isError: false });
+  });
+});
+
+describe("readTextFile", () => {
+  it("reads a file to its end whatever size it tells (procfs tells 0)", async () => {
+    const text = await readTextFile("/proc/self/status", {});
+    expect(text).toMatch(/^Name:\t/);
+    expect(text).toContain(`\nPid:\t${process.pid}\n`);
+    expect(await readTextFile("/proc/self/status", { head: 1 })).toMatch(/^Name:\t\S+$/);
   });
 });

@@ -104,8 +104,8 @@ export function liveRoutes(
         }
         return false;
       };
-      /** The route's own reads serve the first pass: the run (read before its events), and a
-       * finished run's page. */
+      // The route's own reads serve the first pass: the run (read before its events), and a
+      // finished run's page.
       let readAhead: { run: RunRecord; page: EventRecord[] | null } | null = {
         run: found,
         page: finished,

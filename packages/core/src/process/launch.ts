@@ -9,13 +9,14 @@ import { posixLaunch, posixSpawnAvailable } from "./posix-launch";
  * exec: the kernel copies the page tables of the whole process, and a worker with its libraries
  * loaded has several times those of a bare Node process — measured 2.6 ms per spawn in the
  * worker against 1.1–1.3 ms in a bare `node` (bench/RESULTS.md). With quick commands that was a
- * third of an iteration. So a worker spawns its commands and git (`useLauncher()`) one of two
- * other ways; what a caller gets (`Launched`) behaves like the ChildProcess it replaces:
+ * third of an iteration. So commands and git are spawned one of two other ways; what a caller
+ * gets (`Launched`) behaves like the ChildProcess it replaces:
  *
- * - through posix_spawn (posix-launch.ts), where the @looprun/spawn addon is built (Linux):
- *   the child runs on the worker's memory until it execs, so nothing is copied, and nothing
- *   relays the command;
- * - else through a launcher: one small Node process (launcher-main.mjs) started on first use,
+ * - through posix_spawn (posix-launch.ts), in every process where the @looprun/spawn addon is
+ *   built (Linux): the child runs on the caller's memory until it execs, so nothing is copied,
+ *   and nothing relays the command;
+ * - else, in a worker (`useLauncher()`), through a launcher: one small Node process
+ *   (launcher-main.mjs) started on first use,
  *   which spawns each command and relays its output and exit over its IPC channel. When the
  *   launcher dies, every command it started is killed and reported as ended by SIGKILL (or,
  *   when it had not started, failed to start), and the next spawn starts a new launcher. When
@@ -70,18 +71,18 @@ interface OutputStream {
 }
 
 let launcher: Launcher | null = null;
-let enabled = false;
-let posix = true;
+/** How this process spawns: posix_spawn wherever the addon is built, else Node's spawn. */
+let way: "posix_spawn" | "launcher" | "node" = posixSpawnAvailable ? "posix_spawn" : "node";
 
 /**
  * From now on, this process's commands and git runs are spawned without copying it: through
- * posix_spawn where the addon is built, else by a launcher process (`posixSpawn: false` asks for
- * the launcher whatever is built).
+ * posix_spawn where the addon is built, else by a launcher process (a worker, whose heap is
+ * big). `posixSpawn: false` asks for the launcher whatever is built; `useLauncher(false)` for
+ * Node's own spawn (tests of each way).
  */
 export function useLauncher(on = true, { posixSpawn = true }: { posixSpawn?: boolean } = {}): void {
-  enabled = on;
-  posix = posixSpawn;
-  if (!on || (posix && posixSpawnAvailable)) {
+  way = !on ? "node" : posixSpawn && posixSpawnAvailable ? "posix_spawn" : "launcher";
+  if (way !== "launcher") {
     launcher?.close();
     launcher = null;
   }
@@ -92,13 +93,10 @@ export function launcherPid(): number | undefined {
   return launcher !== null && !launcher.dead ? launcher.pid : undefined;
 }
 
-/**
- * Spawns `file args` with Node's spawn, or — once `useLauncher()` was called — through
- * posix_spawn, or the launcher where the addon is missing.
- */
+/** Spawns `file args` the way this process spawns (see `useLauncher`). */
 export function launch(file: string, args: readonly string[], opts: LaunchOptions): Launched {
-  if (!enabled) return spawnHere(file, args, opts);
-  if (posix && posixSpawnAvailable) return posixLaunch(file, args, opts, notStarted);
+  if (way === "posix_spawn") return posixLaunch(file, args, opts, notStarted);
+  if (way === "node") return spawnHere(file, args, opts);
   if (launcher === null || launcher.dead) launcher = new Launcher();
   return launcher.spawn(file, args, opts);
 }

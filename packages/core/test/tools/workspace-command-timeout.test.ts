@@ -53,3 +53,14 @@ describe("run_command at its timeout, through the hub", () => {
     expect(workspaceCallTimeoutMs()).toBeGreaterThanOrEqual(DEFAULT_COMMAND_TIMEOUT_MS + 10_000);
   });
 });
+
+describe("run_command's output, through the hub", () => {
+  it("comes in the order the command wrote it, stdout and stderr (one pipe, as 2>&1)", async () => {
+    const { isError, result } = await hub.call("ws__run_command", {
+      command: "i=0; while [ $i -lt 200 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
+    });
+    expect(isError).toBe(false);
+    const lines = Array.from({ length: 200 }, (_, i) => `out${i}\nerr${i}\n`).join("");
+    expect(result).toContain(lines);
+  });
+});

@@ -400,6 +400,25 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(calls.filter((c) => c === "listEvents")).toHaveLength(1);
   });
 
+  it("replays a finished run's long history page by page, to its run_finished", async () => {
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await start(id, epoch);
+    const HISTORY = 1200; // more than two pages of 500
+    for (let written = 2; written < HISTORY; written += 200) {
+      const batch = Math.min(200, HISTORY - written);
+      const progress = Array.from({ length: batch }, () => event("iteration_started"));
+      await store.commit(id, epoch, { events: progress }, Date.now());
+    }
+    await finish(id, epoch);
+    const res = await app.request(`/api/runs/${id}/events/stream?after=10`);
+    const messages = await new SseReader(res.body as ReadableStream<Uint8Array>).rest();
+    expect(messages.map((m) => Number(m.id))).toEqual(
+      Array.from({ length: HISTORY + 1 - 10 }, (_, i) => 11 + i),
+    );
+    expect(messages.at(-1)?.event).toBe("run_finished");
+  });
+
   it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
     let reads = 0;
     const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {

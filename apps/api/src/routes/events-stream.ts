@@ -104,20 +104,24 @@ export function liveRoutes(
         }
         return false;
       };
-      // The route's own reads serve the first pass: the run (read before its events), and a
-      // finished run's page.
-      let readAhead: { run: RunRecord; page: EventRecord[] | null } | null = {
-        run: found,
-        page: finished,
-      };
+      // A finished run: its events page by page, and nothing to wait for (no poller).
+      if (finished) {
+        let page = finished;
+        while (session.open && !(await send(page)) && page.length === EVENTS_PAGE) {
+          page = await deps.repo.listEvents(id, last, EVENTS_PAGE);
+        }
+        return;
+      }
+      // The route's read of the run (before its events) serves the first pass.
+      let known: RunRecord | null = found;
       /** Reads the database up to the last event; true when nothing more can come. */
       const catchUp = async () => {
         while (session.open) {
           // The run before its events: when it is already finished, its run_finished event
           // (written in the same transaction) is in the page read next.
-          const run = readAhead ? readAhead.run : await deps.repo.getRun(id);
-          const page = readAhead?.page ?? (await deps.repo.listEvents(id, last, EVENTS_PAGE));
-          readAhead = null;
+          const run = known ?? (await deps.repo.getRun(id));
+          known = null;
+          const page = await deps.repo.listEvents(id, last, EVENTS_PAGE);
           // Read here: the run's poller goes on after them instead of reading them again.
           const end = page.at(-1);
           if (end) events.seen(id, end.seq);

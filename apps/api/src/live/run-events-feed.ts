@@ -1,6 +1,9 @@
 import { type EventRecord, isTerminal, type RunRecord } from "@looprun/core";
 import type { RunRepositoryPort } from "@looprun/db";
 
+/** Events a run's poller, and a stream's catch-up, read at once. */
+export const EVENTS_PAGE = 500;
+
 export interface RunEventsFeedOptions {
   repo: Pick<RunRepositoryPort, "getRun" | "listEvents">;
   pollMs: number;

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { invalidRequest, notFound } from "../errors";
-import type { RunEventsFeed, RunEventsNews } from "../live/run-events-feed";
+import { EVENTS_PAGE, type RunEventsFeed, type RunEventsNews } from "../live/run-events-feed";
 import type { RunFeed } from "../live/run-feed";
 import { type LiveOptions, streamSession } from "../live/sse-session";
 import { presentEvent, presentRun } from "../presenters";
@@ -23,9 +23,6 @@ export const RunsStreamQuery = z.strictObject({
   /** Only this run. */
   runId: z.string().min(1).max(64).optional(),
 });
-
-/** Events a stream's catch-up (and a run's poller) reads at once. */
-export const EVENTS_PAGE = 500;
 
 function lastEventId(header: string | undefined): number | undefined {
   if (header === undefined || header.trim() === "") return undefined;

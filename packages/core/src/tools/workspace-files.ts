@@ -61,8 +61,9 @@ export async function readTextFile(
     }
     // Read to the end, whatever the size says (a file may tell 0 and have text, as /proc's do);
     // a plain read stops one byte past the cap (where the cut falls in a character).
-    const bytes = whole ? await file.readFile() : await readStart(file, MAX_RETURN_BYTES + 1);
-    const total = Math.max(size, bytes.length);
+    const { bytes, total } = whole
+      ? await file.readFile().then((all) => ({ bytes: all, total: all.length }))
+      : await readHead(file, size, MAX_RETURN_BYTES + 1);
     if (bytes.subarray(0, BINARY_PROBE_BYTES).includes(0)) {
       throw new ToolFailure(
         `the file looks binary (${total} bytes, with NUL bytes): this tool reads text files`,
@@ -83,16 +84,40 @@ export async function readTextFile(
   }
 }
 
-/** The first `length` bytes of `file`, or all of it when it ends before. */
-async function readStart(file: FileHandle, length: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(length);
+/** Bytes read at once where a file's size says nothing (it tells 0, as procfs files do). */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The first `length` bytes of `file` (all of it when it ends before), read to its end rather
+ * than to the `size` it tells, and its whole length (`total`): counted to the end where the
+ * size fell short, the size itself otherwise (a big file is not read past what is kept).
+ */
+async function readHead(
+  file: FileHandle,
+  size: number,
+  length: number,
+): Promise<{ bytes: Buffer; total: number }> {
+  const chunks: Buffer[] = [];
   let filled = 0;
   while (filled < length) {
-    const { bytesRead } = await file.read(buffer, filled, length - filled, filled);
-    if (bytesRead === 0) break;
+    const buffer = Buffer.allocUnsafe(
+      Math.min(length - filled, Math.max(size + 1 - filled, CHUNK_BYTES)),
+    );
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, null);
+    if (bytesRead === 0) return { bytes: Buffer.concat(chunks), total: filled };
+    chunks.push(buffer.subarray(0, bytesRead));
     filled += bytesRead;
   }
-  return buffer.subarray(0, filled);
+  let total = Math.max(size, filled);
+  if (size < filled) {
+    const rest = Buffer.allocUnsafe(CHUNK_BYTES);
+    for (;;) {
+      const { bytesRead } = await file.read(rest, 0, rest.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+    }
+  }
+  return { bytes: Buffer.concat(chunks), total };
 }
 
 export async function listDirectory(absolute: string): Promise<string> {

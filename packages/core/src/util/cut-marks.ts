@@ -57,7 +57,7 @@ export function capHead(text: string, capBytes: number): string {
  * start of something longer, `total` bytes in all (a file read only as far as the cap).
  */
 export function capHeadBytes(bytes: Buffer, capBytes: number, total = bytes.length): string {
-  if (total <= capBytes && bytes.length <= capBytes) return bytes.toString("utf8");
+  if (total <= capBytes) return bytes.toString("utf8");
   let end = Math.max(0, Math.min(capBytes, bytes.length));
   while (end > 0 && continues(bytes, end)) end--;
   return keptHead(bytes.subarray(0, end).toString("utf8"), total - end, total);

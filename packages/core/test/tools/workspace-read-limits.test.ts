@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { realpath, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolHub, workspaceServerLaunch } from "../../src/tools/index";
@@ -71,5 +72,20 @@ describe("readTextFile", () => {
     expect(text).toMatch(/^Name:\t/);
     expect(text).toContain(`\nPid:\t${process.pid}\n`);
     expect(await readTextFile("/proc/self/status", { head: 1 })).toMatch(/^Name:\t\S+$/);
+  });
+
+  // procfs tells 0 for a file of megabytes: the cut line still gives its whole length.
+  const kallsyms = "/proc/kallsyms";
+  const long = (() => {
+    try {
+      return readFileSync(kallsyms).length > 2 * 1024 * 1024;
+    } catch {
+      return false;
+    }
+  })();
+  it.runIf(long)("gives the whole length of a long file that tells 0 in its cut line", async () => {
+    const whole = readFileSync(kallsyms).length;
+    const text = await readTextFile(kallsyms, {});
+    expect(text).toMatch(new RegExp(`\\n\\[… \\d+ of ${whole} bytes cut …\\]$`));
   });
 });

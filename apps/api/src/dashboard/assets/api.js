@@ -50,7 +50,6 @@ export async function api(method, path, body) {
   return json;
 }
 
-/** GET that answers `null` on a 404 (optional resources, e.g. a diff). */
 /**
  * For a page whose reads can overlap (a filter changed while the last read is on its way): each
  * call starts a read and returns whether that read is still the latest when its answer comes.
@@ -63,6 +62,7 @@ export function latestRead() {
   };
 }
 
+/** GET that answers `null` on a 404 (optional resources, e.g. a diff). */
 export async function optional(path) {
   const res = await fetch(path, { headers: headers() });
   if (!res.ok) return null;

@@ -91,16 +91,11 @@ export {
 export type { FailurePattern, PatternDelta, PatternObservation } from "./learning/index";
 export {
   argumentShape,
-  byFailuresThenRecency,
   foldPattern,
-  LAST_ERRORS_KEPT,
   MAX_PATTERNS_PER_WORKSPACE,
   mergeCandidates,
-  mergeLastErrors,
   observationsOf,
-  PATTERNS_FOR_PROMPT,
   patternDeltas,
-  patternKey,
   promptCandidates,
   renderLearnedPatterns,
   toolCallShape,
@@ -131,7 +126,7 @@ export {
   TailBuffer,
   useLauncher,
 } from "./process/index";
-export { killOrphanedGroup, killRunOrphans } from "./process/orphans";
+export { killRunOrphans } from "./process/orphans";
 export { RUN_JOB_NAME, RUN_QUEUE, RunJob, runJobOptions, stopChannel } from "./queue/index";
 export type {
   CommandReviewInput,

@@ -3,13 +3,8 @@ export { mergeCandidates, promptCandidates, renderLearnedPatterns } from "./patt
 export { toolCallShape } from "./pattern-keys";
 export type { FailurePattern, PatternDelta, PatternObservation } from "./patterns";
 export {
-  byFailuresThenRecency,
   foldPattern,
-  LAST_ERRORS_KEPT,
   MAX_PATTERNS_PER_WORKSPACE,
-  mergeLastErrors,
   observationsOf,
-  PATTERNS_FOR_PROMPT,
   patternDeltas,
-  patternKey,
 } from "./patterns";

@@ -31,7 +31,7 @@ export interface PatternObservation {
 }
 
 /** Errors kept per pattern, and the characters kept of each. */
-export const LAST_ERRORS_KEPT = 3;
+const LAST_ERRORS_KEPT = 3;
 const ERROR_CHARS = 300;
 
 /** Where the error is in an output: its last lines (test runners end with the summary). */
@@ -121,7 +121,7 @@ export function patternDeltas(observations: readonly PatternObservation[]): Patt
 }
 
 /** A pattern's last errors after a delta: the delta's (newest) first, capped. */
-export function mergeLastErrors(previous: readonly string[], delta: PatternDelta): string[] {
+function mergeLastErrors(previous: readonly string[], delta: PatternDelta): string[] {
   return [...delta.errors, ...previous].slice(0, LAST_ERRORS_KEPT);
 }
 

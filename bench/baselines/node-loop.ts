@@ -44,15 +44,17 @@ function spawned(command: string, stdin: string): Promise<number | null> {
   });
 }
 
-/** The same through posix_spawn: three pipes, and the exit from a pidfd (see packages/spawn). */
+/**
+ * The same through posix_spawn, as looprun's workers spawn: stdin's pipe, one pipe for stdout
+ * and stderr (as `2>&1`), and the exit from a pidfd (see packages/spawn).
+ */
 function posixSpawned(command: string, stdin: string): Promise<number | null> {
   if (posixSpawn === null) throw new Error("the @looprun/spawn addon is not built");
   const binding = posixSpawn;
   return new Promise((resolve) => {
     const [inRead, inWrite] = binding.pipe();
     const [outRead, outWrite] = binding.pipe();
-    const [errRead, errWrite] = binding.pipe();
-    let left = 3;
+    let left = 2;
     let code: number | null = null;
     const done = () => {
       if (--left === 0) resolve(code);
@@ -62,22 +64,20 @@ function posixSpawned(command: string, stdin: string): Promise<number | null> {
       ["sh", "-c", command],
       envp,
       dir,
-      [inRead, outWrite, errWrite],
+      [inRead, outWrite, outWrite],
       true,
       (exitCode) => {
         code = exitCode;
         done();
       },
     );
-    for (const fd of [inRead, outWrite, errWrite]) closeSync(fd);
+    for (const fd of [inRead, outWrite]) closeSync(fd);
     const input = new Socket({ fd: inWrite, readable: false, writable: true });
     input.on("error", () => {});
     input.end(stdin);
-    for (const fd of [outRead, errRead]) {
-      const output = new Socket({ fd, readable: true, writable: false });
-      output.resume();
-      output.on("close", done);
-    }
+    const output = new Socket({ fd: outRead, readable: true, writable: false });
+    output.resume();
+    output.on("close", done);
   });
 }
 

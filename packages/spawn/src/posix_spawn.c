@@ -47,7 +47,7 @@ typedef struct state {
   napi_async_cleanup_hook_handle cleanup;
 } state_t;
 
-/* An Error with the (negative, as Node's) errno and the call; index.ts names the errno. */
+/* An Error with the (negative, as Node's) errno and the call; posix-launch.ts names the errno. */
 static napi_value throw_errno(napi_env env, int err, const char *call) {
   char text[256];
   snprintf(text, sizeof text, "%s: %s", call, strerror(err));

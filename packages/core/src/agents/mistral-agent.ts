@@ -228,8 +228,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
             ...outcome,
             durationMs: 0,
           });
-        } else if (call.name === "update_step" && plan) {
-          const updated = await updateStep(input, complete, plan, args.ok ? args.value : {});
+        } else if (call.name === "update_step" && plan && args.ok) {
+          const updated = await updateStep(input, complete, plan, args.value);
           plan = updated.plan;
           outcome = updated.outcome;
         } else {

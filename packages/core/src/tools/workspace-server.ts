@@ -7,9 +7,10 @@ import { runCommand } from "../process/run-command";
 import { messageOf } from "../util/errors";
 import { confinePath } from "./confine-path";
 import { PathConfinementError, ToolFailure } from "./errors";
+import { readTextFile } from "./read-text-file";
 import { applyTextEdits } from "./text-edits";
 import { unifiedDiff } from "./unified-diff";
-import { describeFsError, listDirectory, readTextFile, searchFiles } from "./workspace-files";
+import { describeFsError, listDirectory, searchFiles } from "./workspace-files";
 import { DEFAULT_COMMAND_TIMEOUT_MS } from "./workspace-server-launch";
 
 export interface WorkspaceServerOptions {

@@ -70,7 +70,22 @@ export function capHeadBytes(bytes: Buffer, capBytes: number, total = bytes.leng
 export function capTail(text: string, capBytes: number, what: string): string {
   if (text.length <= capBytes / 3 || Buffer.byteLength(text, "utf8") <= capBytes) return text;
   const bytes = Buffer.from(text, "utf8");
-  let start = bytes.length - Math.max(0, capBytes);
+  return capTailBytes(
+    bytes.subarray(bytes.length - Math.max(0, capBytes)),
+    capBytes,
+    bytes.length,
+    what,
+  );
+}
+
+/**
+ * capTail of UTF-8 bytes (a file's end as read): `bytes` is the end of something `total`
+ * bytes long, at least its last `capBytes` bytes where it is longer than that.
+ */
+export function capTailBytes(bytes: Buffer, capBytes: number, total: number, what: string): string {
+  if (total <= capBytes) return bytes.toString("utf8");
+  let start = Math.max(0, bytes.length - Math.max(0, capBytes));
   while (start < bytes.length && continues(bytes, start)) start++;
-  return keptTail(`${start} bytes of ${what}`, bytes.subarray(start).toString("utf8"));
+  const omitted = total - bytes.length + start;
+  return keptTail(`${omitted} bytes of ${what}`, bytes.subarray(start).toString("utf8"));
 }

@@ -1,9 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { realpath, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolHub, workspaceServerLaunch } from "../../src/tools/index";
-import { readTextFile } from "../../src/tools/workspace-files";
 import { removeDir, tempDir } from "./helpers";
 
 // Over real stdio: a message above the SDK client's 10 MiB closes the connection for good.
@@ -15,7 +13,7 @@ beforeAll(async () => {
   root = await realpath(await tempDir());
   const line = `${"a".repeat(99)}\n`;
   await writeFile(`${root}/big.log`, `${line.repeat(120_000)}the last line\n`); // 12 MB
-  // 20 MB: above what head or tail read whole; the first MiB ends inside a 4-byte character.
+  // 20 MB in one line; the first MiB ends inside a 4-byte character.
   const huge = Buffer.alloc(20_000_000, "b");
   huge.write("😀", 1024 * 1024 - 2, "utf8");
   await writeFile(`${root}/huge.log`, huge);
@@ -46,16 +44,20 @@ describe("workspace server: reads of large files", () => {
     expect(list.result).toContain("big.log");
   });
 
-  it("reads the first MiB of a file of any size, up to a whole character; head and tail refuse it", async () => {
+  it("reads the first MiB of a file of any size, up to a whole character, as head and tail do", async () => {
     const whole = await hub.call("ws__read_text_file", { path: "huge.log" });
     expect(whole.isError).toBe(false);
     const kept = 1024 * 1024 - 2;
     expect(whole.result).toBe(
       `${"b".repeat(kept)}\n[… ${20_000_000 - kept} of 20000000 bytes cut …]`,
     );
+    // One line of 20 MB: head and tail ask for all of it, and get its first or last MiB.
     const head = await hub.call("ws__read_text_file", { path: "huge.log", head: 1 });
-    expect(head.isError).toBe(true);
-    expect(head.result).toContain("more than the 16777216 bytes this tool reads for head or tail");
+    expect(head).toEqual({ ...whole, durationMs: head.durationMs });
+    const tail = await hub.call("ws__read_text_file", { path: "huge.log", tail: 1 });
+    expect(tail.result).toBe(
+      `[… ${20_000_000 - 1024 * 1024} bytes of the lines asked for omitted …]\n${"b".repeat(1024 * 1024)}`,
+    );
   });
 
   it("refuses a binary file as such, and stays connected", async () => {
@@ -63,29 +65,5 @@ describe("workspace server: reads of large files", () => {
     expect(blob.isError).toBe(true);
     expect(blob.result).toContain("looks binary");
     expect(await hub.call("ws__list_directory", { path: "." })).toMatchObject({ isError: false });
-  });
-});
-
-describe("readTextFile", () => {
-  it("reads a file to its end whatever size it tells (procfs tells 0)", async () => {
-    const text = await readTextFile("/proc/self/status", {});
-    expect(text).toMatch(/^Name:\t/);
-    expect(text).toContain(`\nPid:\t${process.pid}\n`);
-    expect(await readTextFile("/proc/self/status", { head: 1 })).toMatch(/^Name:\t\S+$/);
-  });
-
-  // procfs tells 0 for a file of megabytes: the cut line still gives its whole length.
-  const kallsyms = "/proc/kallsyms";
-  const long = (() => {
-    try {
-      return readFileSync(kallsyms).length > 2 * 1024 * 1024;
-    } catch {
-      return false;
-    }
-  })();
-  it.runIf(long)("gives the whole length of a long file that tells 0 in its cut line", async () => {
-    const whole = readFileSync(kallsyms).length;
-    const text = await readTextFile(kallsyms, {});
-    expect(text).toMatch(new RegExp(`\\n\\[… \\d+ of ${whole} bytes cut …\\]$`));
   });
 });

@@ -79,6 +79,7 @@ export function posixLaunch(
   const binding = posixSpawn as PosixSpawn;
   const parentEnds: number[] = [];
   const childEnds: number[] = [];
+  let begin: () => Launched;
   try {
     const program = resolveProgram(file, opts.env, opts.cwd);
     let stdin: number;
@@ -131,12 +132,13 @@ export function posixLaunch(
     // The child has its own copies now.
     for (const fd of childEnds.splice(0)) closeSync(fd);
     parentEnds.length = 0;
-    child.started(pid, outRead, errRead, stdinWrite, opts.stdin ?? "");
-    return child;
+    // Outside this try: a process that runs is never reported as not started.
+    begin = () => child.started(pid, outRead, errRead, stdinWrite, opts.stdin ?? "");
   } catch (error) {
     for (const fd of [...childEnds, ...parentEnds]) closeSync(fd);
     return notStarted(namedError(file, error));
   }
+  return begin();
 }
 
 /** A process posix_spawn started, as a ChildProcess shows it. */
@@ -156,7 +158,7 @@ class PosixProcess extends EventEmitter implements Launched {
     err: number | null,
     stdinWrite: number | null,
     input: string,
-  ): void {
+  ): this {
     this.pid = pid;
     this.stdout = this.output(out);
     this.stderr = err === null ? Readable.from([]) : this.output(err);
@@ -167,6 +169,7 @@ class PosixProcess extends EventEmitter implements Launched {
       stdin.end(input);
     }
     process.nextTick(() => this.emit("spawn"));
+    return this;
   }
 
   exited(code: number | null, signal: NodeJS.Signals | null): void {

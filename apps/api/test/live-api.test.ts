@@ -1,96 +1,12 @@
 import { getEventListeners } from "node:events";
-import type { NewEvent } from "@looprun/core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { createApp } from "../src/app";
-import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
+import { describe, expect, it } from "vitest";
+import { ENGINES } from "./api-harness";
+import { event, liveApi, withMethod } from "./live-harness";
 import { payload, type SseMessage, SseReader } from "./sse-client";
 
-const body = { task: "live", agent: { type: "command", command: "true" }, testCommand: "true" };
-const budget = { elapsedMs: 0, remainingIterations: 6 };
-const event = (type: NewEvent["type"], data: Record<string, unknown> = {}): NewEvent => ({
-  type,
-  data: { ...data, budget },
-});
-
-type Method = (...args: unknown[]) => unknown;
-
-/** `object` with its method `name` replaced by `wrap(the method)`; the rest as they are. */
-function withMethod<T extends object>(
-  object: T,
-  name: string,
-  wrap: (method: Method) => Method,
-): T {
-  return new Proxy(object, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (typeof value !== "function") return value;
-      const bound = (value as Method).bind(target);
-      return prop === name ? wrap(bound) : bound;
-    },
-  });
-}
-
 describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
-  let h: ApiHarness;
-  let app: ReturnType<typeof createApp>;
-  let store: ApiHarness["store"];
-
-  beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
-    // Short poll and heartbeat intervals, so that tests wait on little.
-    app = h.appWith({
-      live: { pollMs: 20, heartbeatMs: 100 },
-    });
-    store = h.store;
-  });
-  afterAll(async () => {
-    await h.close();
-  });
-
-  const submit = async (extra: Record<string, unknown> = {}) => {
-    const res = await app.request("/api/runs", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ ...body, ...extra }),
-    });
-    expect(res.status).toBe(202);
-    return (await res.json()) as { id: string; sessionId: string };
-  };
-  const claim = async (id: string) => {
-    const claimed = await store.claimRun(id);
-    if (!claimed) throw new Error(`no run ${id}`);
-    return claimed.run.epoch;
-  };
-  const open = async (path: string, headers: Record<string, string> = {}) => {
-    const res = await app.request(path, { headers });
-    if (res.status !== 200) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
-    expect(res.headers.get("content-type")).toContain("text/event-stream");
-    return new SseReader(res.body as ReadableStream<Uint8Array>);
-  };
-  const start = (id: string, epoch: number) =>
-    store.commit(
-      id,
-      epoch,
-      { run: { status: "running", startedAt: Date.now() }, events: [event("run_started")] },
-      Date.now(),
-    );
-  const finish = (id: string, epoch: number) =>
-    store.commit(
-      id,
-      epoch,
-      {
-        run: { status: "succeeded", reason: "success", summary: "done", finishedAt: Date.now() },
-        events: [
-          event("run_finished", { status: "succeeded", reason: "success", summary: "done" }),
-        ],
-      },
-      Date.now(),
-    );
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
-  const json = async (res: Response): Promise<any> => res.json();
-  const allEvents = async (id: string) =>
-    (await json(await app.request(`/api/runs/${id}/events`))).items;
+  const live = liveApi(engine);
+  const { submit, claim, open, start, finish, json, allEvents } = live;
 
   it("replays, follows new events as they are written, and ends after run_finished", async () => {
     const { id } = await submit();
@@ -100,7 +16,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
     const epoch = await claim(id);
     await start(id, epoch);
-    await store.commit(
+    await live.store.commit(
       id,
       epoch,
       { events: [event("iteration_started", { iteration: 1, attempt: 1 })] },
@@ -123,7 +39,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   it("writes each message as its id, event and data lines, in that order", async () => {
     const { id } = await submit();
     await finish(id, await claim(id));
-    const res = await app.request(`/api/runs/${id}/events/stream`);
+    const res = await live.app.request(`/api/runs/${id}/events/stream`);
     const text = await res.text();
     const messages = text.split("\n\n").filter((m) => !m.startsWith("retry:") && m !== "");
     expect(
@@ -138,7 +54,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
   it("lets go of the server's shutdown signal when a stream ends, and ends open streams on it", async () => {
     const shutdown = new AbortController();
-    const withShutdown = h.appWith({
+    const withShutdown = live.h.appWith({
       live: { pollMs: 20, heartbeatMs: 100 },
       shutdown: shutdown.signal,
     });
@@ -172,7 +88,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     const { id } = await submit();
     const epoch = await claim(id);
     await start(id, epoch);
-    await store.commit(
+    await live.store.commit(
       id,
       epoch,
       {
@@ -203,7 +119,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     const running = await open(`/api/runs/${id}/events/stream`);
     await running.until((m) => m.id === "1");
     // While the run is active, a client that has seen everything waits on an open stream.
-    const waiting = await app.request(`/api/runs/${id}/events/stream`, {
+    const waiting = await live.app.request(`/api/runs/${id}/events/stream`, {
       headers: { "Last-Event-ID": "1" },
     });
     expect(waiting.status).toBe(200);
@@ -212,12 +128,12 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await finish(id, epoch);
     expect((await running.rest()).map((m) => m.event)).toEqual(["run_finished"]);
     // What an EventSource does next: reconnect with the last id it saw.
-    const again = await app.request(`/api/runs/${id}/events/stream`, {
+    const again = await live.app.request(`/api/runs/${id}/events/stream`, {
       headers: { "Last-Event-ID": "2" },
     });
     expect(again.status).toBe(204);
     expect(await again.text()).toBe("");
-    const past = await app.request(`/api/runs/${id}/events/stream?after=9`);
+    const past = await live.app.request(`/api/runs/${id}/events/stream?after=9`);
     expect(past.status).toBe(204);
     // Events it has not seen yet (a rollback after the end, here) are still streamed.
     const before = await open(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "1" });
@@ -234,13 +150,13 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   });
 
   it("answers 404 not_found (JSON) for an unknown run and 400 for a bad Last-Event-ID, before streaming", async () => {
-    const missing = await app.request("/api/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV/events/stream");
+    const missing = await live.app.request("/api/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV/events/stream");
     expect(missing.status).toBe(404);
     expect(missing.headers.get("content-type")).toContain("application/json");
     expect((await json(missing)).error.code).toBe("not_found");
 
     const { id } = await submit();
-    const bad = await app.request(`/api/runs/${id}/events/stream`, {
+    const bad = await live.app.request(`/api/runs/${id}/events/stream`, {
       headers: { "Last-Event-ID": "x" },
     });
     expect(bad.status).toBe(400);
@@ -248,7 +164,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
       code: "invalid_request",
       issues: [{ path: "Last-Event-ID" }],
     });
-    const unknownParam = await app.request(`/api/runs/${id}/events/stream?foo=1`);
+    const unknownParam = await live.app.request(`/api/runs/${id}/events/stream?foo=1`);
     expect(unknownParam.status).toBe(400);
   });
 
@@ -264,7 +180,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     });
 
     const epoch = await claim(id);
-    await store.commit(
+    await live.store.commit(
       id,
       epoch,
       { run: { status: "running", startedAt: Date.now(), progress: "working" } },
@@ -277,7 +193,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     });
 
     // A progress change alone (no event) is a change too.
-    await store.commit(id, epoch, { run: { progress: "validating" } }, Date.now());
+    await live.store.commit(id, epoch, { run: { progress: "validating" } }, Date.now());
     await sse.until((m) => payload(m).id === id && payload(m).progress === "validating");
     await finish(id, epoch);
     const done = await sse.until((m) => payload(m).id === id && payload(m).status === "succeeded");
@@ -293,7 +209,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     const sse = await open(`/api/runs/stream?runId=${a.id}`);
     const bySession = await open("/api/runs/stream?sessionId=live-b");
     const b = await submit({ sessionId: "live-b" });
-    await store.commit(a.id, await claim(a.id), { run: { progress: "a moves" } }, Date.now());
+    await live.store.commit(a.id, await claim(a.id), { run: { progress: "a moves" } }, Date.now());
     const seen = await sse.until((m) => payload(m).progress === "a moves");
     expect(seen.every((m) => payload(m).id === a.id)).toBe(true);
     const other = await bySession.until((m) => payload(m).id === b.id);
@@ -303,16 +219,16 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
   });
 
   it("tells a change made right after the runs stream opened, however slow the feed's first read", async () => {
-    const slow = withMethod(h.repo, "liveRuns", (liveRuns) => async (...args) => {
+    const slow = withMethod(live.h.repo, "liveRuns", (liveRuns) => async (...args) => {
       await new Promise((r) => setTimeout(r, 300));
       return liveRuns(...args);
     });
-    const slowApp = h.appWith({ repo: slow, live: { pollMs: 20, heartbeatMs: 60_000 } });
+    const slowApp = live.h.appWith({ repo: slow, live: { pollMs: 20, heartbeatMs: 60_000 } });
     const { id } = await submit({ sessionId: "live-baseline" });
     const res = await slowApp.request(`/api/runs/stream?runId=${id}`);
     const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
     await sse.next(); // `retry:`: the stream is open
-    await store.commit(id, await claim(id), { run: { progress: "right after" } }, Date.now());
+    await live.store.commit(id, await claim(id), { run: { progress: "right after" } }, Date.now());
     const told = await Promise.race([
       sse.until((m) => payload(m).progress === "right after"),
       new Promise<null>((r) => setTimeout(() => r(null), 5000)),
@@ -329,7 +245,7 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     const epoch = await claim(id);
     const CHANGES = 30;
     for (let i = 1; i <= CHANGES; i++) {
-      await store.commit(id, epoch, { run: { progress: `step ${i}` } }, Date.now());
+      await live.store.commit(id, epoch, { run: { progress: `step ${i}` } }, Date.now());
       // Each change goes out on its own (the feed has polled it) before the next one is made.
       await reading.until((m) => payload(m).progress === `step ${i}`);
     }
@@ -341,118 +257,9 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await reading.cancel();
   });
 
-  it("does not have the run's poller read again the history a new stream reads", async () => {
-    const afters: number[] = [];
-    const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {
-      afters.push(Number(args[1]));
-      return listEvents(...args);
-    });
-    // Polls far enough apart that a stream's catch-up (three pages) fits between two.
-    const pollMs = 300;
-    const shared = h.appWith({ repo: counted, live: { pollMs, heartbeatMs: 60_000 } });
-    const { id } = await submit();
-    const epoch = await claim(id);
-    await start(id, epoch);
-    const HISTORY = 1200; // three pages of the stream's catch-up (500 a page)
-    for (let written = 2; written < HISTORY; written += 200) {
-      const batch = Math.min(200, HISTORY - written);
-      const progress = Array.from({ length: batch }, () => event("iteration_started"));
-      await store.commit(id, epoch, { events: progress }, Date.now());
-    }
-    const res = await shared.request(`/api/runs/${id}/events/stream`);
-    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
-    await sse.until((m) => m.id === String(HISTORY));
-    // The next polls read from the end on, where the poller would have read the history again
-    // a page a poll (one poll may have started during the catch-up).
-    await new Promise((r) => setTimeout(r, 2.5 * pollMs));
-    expect(afters.filter((after) => after < HISTORY).length).toBeLessThanOrEqual(4);
-    expect(afters.filter((after) => after === HISTORY).length).toBeGreaterThanOrEqual(1);
-    await finish(id, epoch);
-    expect((await sse.rest()).at(-1)?.event).toBe("run_finished");
-  });
-
-  it("reads a finished run and its events once for a stream that replays them", async () => {
-    const calls: string[] = [];
-    const counted = new Proxy(h.repo, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target);
-        if (typeof value !== "function") return value;
-        return (...args: unknown[]) => {
-          calls.push(String(prop));
-          return (value as Method).apply(target, args);
-        };
-      },
-    });
-    const shared = h.appWith({ repo: counted, live: { pollMs: 60_000, heartbeatMs: 60_000 } });
-    const { id } = await submit();
-    const epoch = await claim(id);
-    await start(id, epoch);
-    await finish(id, epoch);
-    const res = await shared.request(`/api/runs/${id}/events/stream`);
-    const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
-    expect((await sse.rest()).map((m) => m.event)).toEqual([
-      "run_queued",
-      "run_started",
-      "run_finished",
-    ]);
-    // The route's own reads serve the replay: the run once, its events once.
-    expect(calls.filter((c) => c === "getRun")).toHaveLength(1);
-    expect(calls.filter((c) => c === "listEvents")).toHaveLength(1);
-  });
-
-  it("replays a finished run's long history page by page, to its run_finished", async () => {
-    const { id } = await submit();
-    const epoch = await claim(id);
-    await start(id, epoch);
-    const HISTORY = 1200; // more than two pages of 500
-    for (let written = 2; written < HISTORY; written += 200) {
-      const batch = Math.min(200, HISTORY - written);
-      const progress = Array.from({ length: batch }, () => event("iteration_started"));
-      await store.commit(id, epoch, { events: progress }, Date.now());
-    }
-    await finish(id, epoch);
-    const res = await app.request(`/api/runs/${id}/events/stream?after=10`);
-    const messages = await new SseReader(res.body as ReadableStream<Uint8Array>).rest();
-    expect(messages.map((m) => Number(m.id))).toEqual(
-      Array.from({ length: HISTORY + 1 - 10 }, (_, i) => 11 + i),
-    );
-    expect(messages.at(-1)?.event).toBe("run_finished");
-  });
-
-  it("reads a run's events once per poll for all the streams that follow it, not once per stream", async () => {
-    let reads = 0;
-    const counted = withMethod(h.repo, "listEvents", (listEvents) => (...args) => {
-      reads++;
-      return listEvents(...args);
-    });
-    const pollMs = 20;
-    const shared = h.appWith({ repo: counted, live: { pollMs, heartbeatMs: 60_000 } });
-    const { id } = await submit();
-    const STREAMS = 10;
-    const streams: SseReader[] = [];
-    for (let i = 0; i < STREAMS; i++) {
-      const res = await shared.request(`/api/runs/${id}/events/stream`);
-      const sse = new SseReader(res.body as ReadableStream<Uint8Array>);
-      await sse.until((m) => m.id === "1");
-      streams.push(sse);
-    }
-    const before = reads;
-    const windowMs = 400;
-    await new Promise((r) => setTimeout(r, windowMs));
-    // One poller: about windowMs / pollMs reads (20), where one per stream made 10 times that.
-    expect(reads - before).toBeLessThanOrEqual(windowMs / pollMs + 10);
-    // And each stream still gets what is written.
-    const epoch = await claim(id);
-    await start(id, epoch);
-    await finish(id, epoch);
-    for (const sse of streams) {
-      expect((await sse.rest()).map((m) => m.event)).toEqual(["run_started", "run_finished"]);
-    }
-  });
-
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "live-token-0123456789";
-    const secured = h.appWith({
+    const secured = live.h.appWith({
       apiToken: token,
     });
     const { id } = await submit();

@@ -51,9 +51,14 @@ export function resolveWorkspace(root: string, name: string): string {
 
 /**
  * Where `target` (a path under the real root) lies with its symlinks followed: the deepest part
- * of it that exists decides. Refused when that leads out of the root or under a file.
+ * of it that exists decides. Refused when that leads out of the root (with `outside()`) or
+ * under a file.
  */
-function realPathUnder(realRoot: string, target: string): string {
+function realPathUnder(
+  realRoot: string,
+  target: string,
+  outside = () => refuse("must stay inside WORKSPACES_ROOT"),
+): string {
   const existing = deepestExisting(target, realRoot);
   if (existing === realRoot) {
     // Nothing of the path exists yet (a new session's workspace): it will be made inside the
@@ -62,7 +67,7 @@ function realPathUnder(realRoot: string, target: string): string {
     return target;
   }
   const real = realpathSync(existing);
-  if (!inside(realRoot, real)) throw refuse("must stay inside WORKSPACES_ROOT");
+  if (!inside(realRoot, real)) throw outside();
   if (!statSync(real).isDirectory()) throw refuse(`${relative(realRoot, real)} is not a directory`);
   return existing === target ? real : join(real, relative(existing, target));
 }
@@ -91,14 +96,24 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
 }
 
 /**
- * Refuses a session's stored workspace that is WORKSPACES_ROOT itself (stored before such a
- * workspace was refused): a run there would touch every session's files.
+ * A session's stored workspace, checked again as a named one is: it may have become a symlink
+ * out of WORKSPACES_ROOT since (a command can replace a directory with a link), lie outside a
+ * root that changed, or be the root itself (stored before that was refused). Resolved as a
+ * submit resolves a name (symlinks followed).
  */
 export function checkSessionWorkspace(root: string, workspace: string): string {
-  if (workspace === realRootOf(root)) {
+  const realRoot = realRootOf(root);
+  if (workspace === realRoot) {
     throw refuse(
       "the session's workspace is WORKSPACES_ROOT itself (kept from an older looprun): name a directory under it",
     );
   }
-  return workspace;
+  const outside = () =>
+    refuse(
+      `the session's workspace ${workspace} is not inside WORKSPACES_ROOT (any more): name a directory under it`,
+    );
+  if (!inside(realRoot, workspace)) throw outside();
+  const resolved = realPathUnder(realRoot, workspace, outside);
+  if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
+  return resolved;
 }

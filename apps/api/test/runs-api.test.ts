@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, RunSubmission } from "@looprun/core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -185,6 +185,34 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
       workspace: "elsewhere",
     });
     expect(named.status).toBe(202);
+  });
+
+  it("refuses a run in a session whose workspace has become a symlink out of the root, storing nothing", async () => {
+    mkdirSync(h.workspacesRoot, { recursive: true });
+    const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "moved-out" });
+    expect(first.status).toBe(202);
+    await h.request("POST", `/api/runs/${first.body.id}/stop`);
+    // What a command of the session's could do: its directory replaced by a link out.
+    const outside = join(h.workspacesRoot, "..", "moved-out-target");
+    mkdirSync(outside, { recursive: true });
+    const workspace = join(h.workspacesRoot, "moved-out");
+    rmSync(workspace, { recursive: true, force: true });
+    symlinkSync(outside, workspace);
+    const before = await h.request("GET", "/api/runs?sessionId=moved-out");
+    const res = await h.request("POST", "/api/runs", { ...valid, sessionId: "moved-out" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues[0].path).toBe("workspace");
+    expect(res.body.error.message).toContain("not inside WORKSPACES_ROOT");
+    const after = await h.request("GET", "/api/runs?sessionId=moved-out");
+    expect(after.body.items).toHaveLength(before.body.items.length);
+    // A link to a directory under the root is still under it: the run goes there.
+    rmSync(workspace);
+    mkdirSync(join(h.workspacesRoot, "moved-in"));
+    symlinkSync("moved-in", workspace);
+    const inside = await h.request("POST", "/api/runs", { ...valid, sessionId: "moved-out" });
+    expect(inside.status, JSON.stringify(inside.body)).toBe(202);
+    const run = await h.request("GET", `/api/runs/${inside.body.id}`);
+    expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "moved-in"));
   });
 
   it("refuses a workspace under a file, naming it, storing nothing", async () => {

@@ -45,6 +45,11 @@ describe("secrets, hostile commands and the mistral agent through real processes
     await stack?.stop();
     await fake.stop();
   });
+  /** The stack, its requests carrying the token. */
+  const authed = (): Stack => ({
+    ...stack,
+    api: (method, path, body, opts) => stack.api(method, path, body, { ...opts, ...auth }),
+  });
 
   it("answers 401 without the token", async () => {
     for (const [method, path] of [
@@ -64,13 +69,17 @@ describe("secrets, hostile commands and the mistral agent through real processes
 
   it("caps a 30 MB flood, keeps secrets out of the output, and leaves no process behind", async () => {
     const pidFile = join(scratch, "bg.pid");
+    // The secrets are made at run time (a command may not write one out): they reach the
+    // output, after the flood, in the tail that is kept.
+    const reveal = (secret: string) =>
+      `$(echo ${Buffer.from(secret).toString("base64")} | base64 -d)`;
     const agent = [
       `sleep 300 & echo $! > ${pidFile}`,
-      "env",
-      `echo "token: ${API_TOKEN} key: ${MISTRAL_KEY} allowed: $AGENT_SERVICE_API_KEY"`,
-      "echo OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123",
       "head -c 31457280 /dev/zero | tr '\\0' 'x'",
-      "echo; echo the-end",
+      "echo; env",
+      `echo "token: ${reveal(API_TOKEN)} key: ${reveal(MISTRAL_KEY)} allowed: $AGENT_SERVICE_API_KEY"`,
+      `echo OPENAI_API_KEY=${reveal("sk-proj-abcdefghijklmnopqrstuvwxyz0123")}`,
+      "echo the-end",
     ].join("; ");
     const run = await stack.api(
       "POST",
@@ -84,21 +93,54 @@ describe("secrets, hostile commands and the mistral agent through real processes
       auth,
     );
     expect(run.status).toBe(202);
-    const done = await waitForStatus(
-      { ...stack, api: (m, p, b, o) => stack.api(m, p, b, { ...o, ...auth }) },
-      run.body.id,
-      ["succeeded"],
-      { timeoutMs: 60_000 },
-    );
+    const done = await waitForStatus(authed(), run.body.id, ["succeeded"], { timeoutMs: 60_000 });
     expect(done.status).toBe("succeeded");
     const its = await stack.api("GET", `/api/runs/${run.body.id}/iterations`, undefined, auth);
     const output: string = its.body.items[0].agent.output;
     expect(output.length).toBeLessThan(70_000);
     expect(output).toContain("the-end");
     expect(output).toContain("omitted");
+    expect(output).toContain("token: [REDACTED] key: [REDACTED] allowed: [REDACTED]\n");
+    expect(output).toContain("OPENAI_API_KEY=[REDACTED]\n");
     const pid = readPid(pidFile);
     expect(pid).toBeDefined();
     await waitFor(() => !isAlive(pid as number), { message: "the background sleep is killed" });
+  });
+
+  it("refuses a secret written out in a command, naming the field, storing nothing; a task's is stored redacted", async () => {
+    const before = await stack.api("GET", "/api/runs?limit=100", undefined, auth);
+    const res = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "deploy",
+        agent: { type: "command", command: `curl -H "Authorization: Bearer ${API_TOKEN}" x` },
+        validationCommands: ["true", "echo sk-proj-abcdefghijklmnopqrstuvwxyz0123"],
+      },
+      auth,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    const paths = res.body.error.issues.map((i: { path: string }) => i.path);
+    expect(paths.sort()).toEqual(["agent.command", "validationCommands.1"]);
+    expect(res.body.error.message).toContain("$NAME");
+    const after = await stack.api("GET", "/api/runs?limit=100", undefined, auth);
+    expect(after.body.items).toHaveLength(before.body.items.length);
+    // Named as a variable of the workers', it runs with the value.
+    const named = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: `the key is ${ALLOWED_SECRET}`,
+        agent: { type: "command", command: 'test -n "$AGENT_SERVICE_API_KEY"' },
+        testCommand: "true",
+        maxIterations: 1,
+      },
+      auth,
+    );
+    expect(named.status).toBe(202);
+    const run = await waitForStatus(authed(), named.body.id, ["succeeded"], { timeoutMs: 30_000 });
+    expect(run.task).toBe("the key is [REDACTED]");
   });
 
   it("runs the mistral agent through the worker against the fake Mistral server", async () => {
@@ -132,13 +174,7 @@ describe("secrets, hostile commands and the mistral agent through real processes
       auth,
     );
     expect(res.status).toBe(202);
-    const api = {
-      ...stack,
-      api: (m: string, p: string, b?: unknown, o?: object) => stack.api(m, p, b, { ...o, ...auth }),
-    };
-    const run = await waitForStatus(api as Stack, res.body.id, ["succeeded"], {
-      timeoutMs: 60_000,
-    });
+    const run = await waitForStatus(authed(), res.body.id, ["succeeded"], { timeoutMs: 60_000 });
     expect(run.metrics).toMatchObject({ toolCalls: 2, toolFailures: 0, tokens: 300 });
     expect(fake.requests[0]?.authorization).toBe(`Bearer ${MISTRAL_KEY}`);
     const calls = await stack.api("GET", `/api/runs/${res.body.id}/tool-calls`, undefined, auth);
@@ -157,7 +193,7 @@ describe("secrets, hostile commands and the mistral agent through real processes
     expect(server).not.toContain("tsx");
     const stats = await stack.api("GET", `/api/stats/tools?runId=${res.body.id}`, undefined, auth);
     expect(stats.body.totals).toMatchObject({ calls: 2, failures: 0, successRate: 1 });
-    const iterations = await getIterations(api as Stack, res.body.id);
+    const iterations = await getIterations(authed(), res.body.id);
     expect(iterations[0]?.agent?.exitCode).toBe(0);
   });
 

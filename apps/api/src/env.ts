@@ -46,6 +46,19 @@ export const ApiEnv = z
           .map((n) => n.trim())
           .filter(Boolean),
       ),
+    /**
+     * The workers' allowlist, where the API shares their environment (`looprun dev`, one
+     * host): the values of its variables whose names look secret are redacted here too.
+     */
+    AGENT_ENV_ALLOWLIST: z
+      .string()
+      .default("")
+      .transform((s) =>
+        s
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean),
+      ),
     /** Comma-separated origins allowed by CORS; empty: no CORS. */
     CORS_ORIGINS: z
       .string()

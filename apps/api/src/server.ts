@@ -36,7 +36,9 @@ export interface ApiServer {
  */
 export async function startApi(env: ApiEnv): Promise<ApiServer> {
   keepYoungGenerationSmall();
-  const redactor = new Redactor(collectSecrets(process.env, env.LOOPRUN_SECRET_ENV));
+  const redactor = new Redactor(
+    collectSecrets(process.env, env.LOOPRUN_SECRET_ENV, env.AGENT_ENV_ALLOWLIST),
+  );
   const logger = pino({
     level: env.LOG_LEVEL,
     base: { app: "api" },

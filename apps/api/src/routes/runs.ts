@@ -3,6 +3,7 @@ import {
   computeConvergence,
   killRunOrphans,
   normalizeSubmission,
+  type Redactor,
   RUN_STATUSES,
   RunAlreadyActiveError,
   RunSubmission,
@@ -28,6 +29,27 @@ import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** Fields read as prose (the agent's prompt): a secret in them is stored, and read, redacted. */
+const PROSE_FIELDS = new Set(["task", "requirements"]);
+
+/**
+ * Refuses a secret written out in a setting that runs (a command, an argument, a url): it would
+ * be stored redacted, and `[REDACTED]` would run in its place.
+ */
+function refuseWrittenOutSecrets(body: RunSubmission, redactor: Redactor): void {
+  const paths = redactor
+    .changedPaths(body)
+    .filter((path) => !PROSE_FIELDS.has(path.split(".")[0] ?? ""));
+  if (paths.length === 0) return;
+  throw invalidRequest(
+    paths.map((path) => ({
+      path,
+      message:
+        "holds what looks like a secret: a run's settings are stored redacted, so `[REDACTED]` would run in its place; keep it in the workers' environment and name the variable ($NAME, allowed by AGENT_ENV_ALLOWLIST)",
+    })),
+  );
+}
 
 export const ListRunsQuery = z.strictObject({
   sessionId: z
@@ -79,8 +101,10 @@ export function runRoutes(deps: AppDeps): Hono {
   app.post("/", async (c) => {
     const body = await parseBody(c, RunSubmission);
     const idempotency = idempotencyOf(c.req.header("idempotency-key"), body);
+    if (deps.redactor) refuseWrittenOutSecrets(body, deps.redactor);
     const normalized = normalizeSubmission(body);
-    // Secrets never reach the DB: a literal key in a command or task is stored redacted.
+    // Secrets never reach the DB: a literal key in the task or the requirements is stored
+    // redacted (the agent reads `[REDACTED]`).
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
     const sessionId = body.sessionId ?? newId();
     const sessionWorkspace = body.sessionId

@@ -74,6 +74,22 @@ export class Redactor {
     return this.walk(value) as T;
   }
 
+  /**
+   * The dotted paths (`agent.command`, `validationCommands.0`) of the strings inside a
+   * JSON-like value that redaction would change, keys included (at the key's own path).
+   */
+  changedPaths(value: unknown, path: readonly string[] = []): string[] {
+    if (typeof value === "string") return this.text(value) === value ? [] : [path.join(".")];
+    if (value === null || typeof value !== "object") return [];
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [String(i), v] as const)
+      : Object.entries(value);
+    return entries.flatMap(([k, v]) => {
+      const at = [...path, k];
+      return [...(this.text(k) === k ? [] : [at.join(".")]), ...this.changedPaths(v, at)];
+    });
+  }
+
   private walk(value: unknown): unknown {
     if (typeof value === "string") return this.text(value);
     if (Array.isArray(value)) return value.map((v) => this.walk(v));

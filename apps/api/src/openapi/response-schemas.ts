@@ -3,6 +3,7 @@ import {
   APPROVAL_MODES,
   EVENT_TYPES,
   McpServerSpec,
+  PIPELINE_PHASES,
   ReviewSpec,
   RUN_STATUSES,
 } from "@looprun/core";
@@ -50,6 +51,8 @@ export const RunView = z.object({
   agent: AgentSpec,
   mcpServers: z.array(McpServerSpec).optional(),
   review: ReviewSpec,
+  /** The run's pipeline: its phases in order (`phases` as submitted, or the default one). */
+  phases: z.array(z.enum(PIPELINE_PHASES)),
   cooldownMs: z.number().int(),
   maxTokens: z.number().int().nullable(),
   status: z.enum(RUN_STATUSES),
@@ -117,6 +120,19 @@ const CommonError = z.object({
 
 export const RunDetail = RunView.extend({
   toolStats: ToolTotals.extend({ commonErrors: z.array(CommonError) }),
+  /** How the run converges on its gates. */
+  convergence: z.object({
+    /** Iterations finished. */
+    iterations: z.number().int(),
+    /** From `startedAt` to `finishedAt` (or now, while it runs); null before it started. */
+    totalTimeMs: z.number().int().nullable(),
+    validationFailures: z.number().int(),
+    reviewBlockings: z.number().int(),
+    /** Blocking issues of a review that the next review no longer reports. */
+    issuesFixedAutomatically: z.number().int(),
+    /** Blocking issues of the latest review. */
+    issuesRemaining: z.number().int(),
+  }),
 });
 
 export const RunList = z.object({ items: z.array(RunView), nextCursor: z.string().nullable() });

@@ -38,7 +38,8 @@ const refuse = (message: string) => invalidRequest([{ path: "workspace", message
 export function resolveWorkspace(root: string, name: string): string {
   if (name.includes("\0")) throw refuse("must not contain NUL bytes");
   if (isAbsolute(name)) throw refuse("must be a path relative to WORKSPACES_ROOT");
-  const normalized = normalize(name);
+  // Without a trailing slash: `x/` is the workspace `x`, stored (and matched) as one.
+  const normalized = normalize(name).replace(/(?<=.)\/+$/, "");
   if (normalized === ".." || normalized.startsWith(`..${sep}`)) {
     throw refuse("must stay inside WORKSPACES_ROOT");
   }

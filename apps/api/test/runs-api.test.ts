@@ -215,6 +215,20 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(run.body.workspace).toBe(join(realpathSync(h.workspacesRoot), "moved-in"));
   });
 
+  it("stores a workspace named with a trailing slash as the same directory", async () => {
+    const root = realpathSync(h.workspacesRoot);
+    for (const [i, workspace] of ["slash", "slash/", "slash//", "./slash/."].entries()) {
+      const res = await h.request("POST", "/api/runs", {
+        ...valid,
+        sessionId: `slash-${i}`,
+        workspace,
+      });
+      expect(res.status, workspace).toBe(202);
+      const run = await h.request("GET", `/api/runs/${res.body.id}`);
+      expect(run.body.workspace, workspace).toBe(join(root, "slash"));
+    }
+  });
+
   it("refuses a workspace under a file, naming it, storing nothing", async () => {
     mkdirSync(h.workspacesRoot, { recursive: true });
     writeFileSync(join(h.workspacesRoot, "a-file"), "not a directory\n");

@@ -30,12 +30,23 @@ export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<
 }
 
 /**
- * A whole number in a query string, checked by `schema`: decimal digits only. An empty value,
- * `0x10` or `1e3` is refused, not read as 0, 16 or 1000 as `Number()` would.
+ * A whole number in a query string, checked by `schema`: decimal digits only, perhaps after a
+ * minus (which `schema` then refuses as too small, saying so). An empty value, `0x10`, `1e3` or
+ * `1.5` is refused as not a whole number, not read as 0, 16, 1000 or 1.5 as `Number()` would.
  */
 export function queryInt<S extends z.ZodType>(schema: S) {
-  return z.preprocess(
-    (value) => (typeof value === "string" && /^\d{1,15}$/.test(value) ? Number(value) : value),
-    schema,
-  );
+  return z.preprocess((value, ctx) => {
+    if (typeof value !== "string") return value;
+    if (/^-?\d+$/.test(value))
+      return Math.max(-MAX_QUERY_INT, Math.min(MAX_QUERY_INT, Number(value)));
+    ctx.addIssue({
+      code: "custom",
+      message: "must be a whole number (decimal digits)",
+      input: value,
+    });
+    return z.NEVER;
+  }, schema);
 }
+
+/** Past any bound a query takes: longer numbers are read as this, so that "too big" says why. */
+const MAX_QUERY_INT = Number.MAX_SAFE_INTEGER;

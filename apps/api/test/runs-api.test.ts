@@ -275,6 +275,16 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
       expect(res.body.error.issues[0].path, path).toMatch(/^(after|limit|patterns)$/);
     }
     expect((await h.request("GET", "/api/runs?limit=5")).status).toBe(200);
+    // Each says what is wrong with the number.
+    for (const [q, message] of [
+      ["limit=-1", "limit: Too small: expected number to be >=1"],
+      ["limit=99999999999999999999", "limit: Too big: expected number to be <=100"],
+      ["limit=1.5", "limit: must be a whole number (decimal digits)"],
+      ["limit=1e1", "limit: must be a whole number (decimal digits)"],
+    ]) {
+      const res = await h.request("GET", `/api/runs?${q}`);
+      expect(res.body.error.message, q).toBe(message);
+    }
   });
 
   it("ignores the query string of a route that takes none (a cache-buster), as its 404s", async () => {

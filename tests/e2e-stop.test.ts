@@ -104,12 +104,13 @@ describe("one active run per session", () => {
 });
 
 describe("stop", () => {
-  it("stops a running agent, killing all of its processes", async () => {
+  it("stops a running agent, killing all of its processes, those that left its process group too", async () => {
     const { id } = await submit(
       stack,
-      commandRun("sleep 300 & echo $! > bg.pid; echo $$ > agent.pid; exec sleep 300", {
-        testCommand: "true",
-      }),
+      commandRun(
+        "sleep 300 & echo $! > bg.pid; setsid sleep 301 & echo $! > escaped.pid; echo $$ > agent.pid; exec sleep 300",
+        { testCommand: "true" },
+      ),
     );
     const started = await waitForStatus(stack, id, ["running"]);
     const agentPid = await waitFor(() => readPid(join(started.workspace, "agent.pid")), {
@@ -119,6 +120,10 @@ describe("stop", () => {
     expect(bgPid).toBeDefined();
     expect(isAlive(agentPid)).toBe(true);
     expect(isAlive(bgPid!)).toBe(true);
+    // In a session and process group of its own (setsid), out of reach of a group's kill.
+    const escapedPid = readPid(join(started.workspace, "escaped.pid"));
+    expect(escapedPid).toBeDefined();
+    expect(isAlive(escapedPid!)).toBe(true);
 
     const res = await stack.api("POST", `/api/runs/${id}/stop`);
     expect(res.status).toBe(202);
@@ -135,6 +140,7 @@ describe("stop", () => {
     // `stopped` is only reported once the run's processes are dead.
     expect(isAlive(agentPid)).toBe(false);
     expect(isAlive(bgPid!)).toBe(false);
+    expect(isAlive(escapedPid!)).toBe(false);
 
     const iterations = await getIterations(stack, id);
     expect(iterations).toHaveLength(1);

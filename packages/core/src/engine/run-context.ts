@@ -4,7 +4,7 @@ import { budgetSnapshot } from "../budget/budget";
 import type { EventType, NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
-import { RUN_ID_VARIABLE } from "../process/orphans";
+import { killRunOrphans, RUN_ID_VARIABLE } from "../process/orphans";
 import { LeaseLostError } from "../util/errors";
 import { Redactor } from "../util/redactor";
 import type { EngineResources } from "./resources";
@@ -260,6 +260,14 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
+    if (status === "stopped") {
+      // `stopped` means the run's processes are dead: a crashed worker's orphans, and those that
+      // left its commands' process groups (setsid), found by the run id they carry. Not before
+      // a fenced write has shown that this worker still holds the run (another would be
+      // running its commands).
+      await this.commit({ progress: "stopping: ending the run's processes" });
+      killRunOrphans(this.run);
+    }
     if (status === "failed" && restoresOnFailure(this.run)) {
       // The restore rewrites the workspace: not before a fenced write has shown that this
       // worker still holds the run (another one may have taken it and be working there).

@@ -2,7 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { checkBudget, deadlineFor } from "../budget/budget";
 import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
-import { killOrphanedGroup, killRunOrphans } from "../process/orphans";
+import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError, messageOf } from "../util/errors";
 import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
@@ -127,8 +127,6 @@ async function drive(
   firstStep: boolean,
 ): Promise<StepResult> {
   if (ctx.run.status === "stopping") {
-    // `stopped` means the run's processes are dead, including a crashed worker's orphans.
-    killRunOrphans(ctx.run);
     await ctx.finish("stopped", "stopped", "stopped by request", {
       iteration: { status: "abandoned" },
     });

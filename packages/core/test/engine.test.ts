@@ -143,7 +143,7 @@ describe("runStep", () => {
     const cooldown = engine.store.eventsOf(run.id).at(-1);
     expect(cooldown).toMatchObject({
       type: "cooldown_started",
-      data: { iteration: 1, cooldownMs: 60_000, until },
+      data: { iteration: 1, cooldownMs: 60_000, until: new Date(until).toISOString() },
     });
     const current = (await engine.store.getRun(run.id))!;
     expect(current.status).toBe("running");

@@ -202,7 +202,13 @@ export async function recordIteration(
           ...patch,
           progress: `cooling down ${spec.cooldownMs} ms before iteration ${n + 1}/${spec.maxIterations}`,
         },
-        [...gateEvents, ["cooldown_started", { iteration: n, cooldownMs: spec.cooldownMs, until }]],
+        [
+          ...gateEvents,
+          [
+            "cooldown_started",
+            { iteration: n, cooldownMs: spec.cooldownMs, until: new Date(until).toISOString() },
+          ],
+        ],
         iteration,
       );
       return { kind: "cooldown", until };

@@ -35,8 +35,13 @@ export async function readTextFile(
   try {
     const { size } = await file.stat();
     if (opts.tail === undefined) return await readHead(file, size, opts.head);
-    if (size > 0) return await readTail(positionalReader(file), size, opts.tail);
-    // It tells no size (procfs), so it has no end to read back from: read it all, then.
+    const reader = positionalReader(file);
+    // Read back from the end it tells, if it holds that much (sysfs tells 4096 for a few bytes;
+    // a log may be cut short meanwhile); else, as a file that tells no size (procfs tells 0),
+    // it has no end to read back from: read it all.
+    if (size > 0 && (await reader(size - 1, 1)).length === 1) {
+      return await readTail(reader, size, opts.tail);
+    }
     const bytes = await readUnsized(file);
     const inMemory: ReadAt = async (at, length) => bytes.subarray(at, at + length);
     return await readTail(inMemory, bytes.length, opts.tail);
@@ -86,7 +91,8 @@ async function readHead(
       break;
     }
     const read = chunk.subarray(0, bytesRead);
-    if (position === 0) refuseBinary(read);
+    if (position < BINARY_PROBE_BYTES)
+      refuseBinary(read.subarray(0, BINARY_PROBE_BYTES - position));
     if (lines === 0) end = 0;
     for (let i = -1; lines !== undefined && seen < lines; ) {
       i = read.indexOf(NEWLINE, i + 1);

@@ -59,7 +59,8 @@ export function capHead(text: string, capBytes: number): string {
 export function capHeadBytes(bytes: Buffer, capBytes: number, total = bytes.length): string {
   if (total <= capBytes) return bytes.toString("utf8");
   let end = Math.max(0, Math.min(capBytes, bytes.length));
-  while (end > 0 && continues(bytes, end)) end--;
+  // A character has at most 3 continuation bytes: more are not UTF-8, and are cut anywhere.
+  for (let k = 0; k < 3 && end > 0 && continues(bytes, end); k++) end--;
   return keptHead(bytes.subarray(0, end).toString("utf8"), total - end, total);
 }
 
@@ -85,7 +86,7 @@ export function capTail(text: string, capBytes: number, what: string): string {
 export function capTailBytes(bytes: Buffer, capBytes: number, total: number, what: string): string {
   if (total <= capBytes) return bytes.toString("utf8");
   let start = Math.max(0, bytes.length - Math.max(0, capBytes));
-  while (start < bytes.length && continues(bytes, start)) start++;
+  for (let k = 0; k < 3 && start < bytes.length && continues(bytes, start); k++) start++;
   const omitted = total - bytes.length + start;
   return keptTail(`${omitted} bytes of ${what}`, bytes.subarray(start).toString("utf8"));
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { open, realpath, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RETURN_BYTES, readTextFile } from "../../src/tools/read-text-file";
@@ -120,6 +120,27 @@ describe("readTextFile", () => {
     const whole = readFileSync(kallsyms).length;
     const text = await readTextFile(kallsyms, {});
     expect(text).toMatch(new RegExp(`\\n\\[… \\d+ of ${whole} bytes cut …\\]$`));
+  });
+
+  // sysfs tells 4096 for a file of a few bytes: its end is not where its size says.
+  const sysfs = "/sys/class/net/lo/mtu";
+  it.runIf(existsSync(sysfs))(
+    "reads the tail of a file that holds less than its size",
+    async () => {
+      const text = readFileSync(sysfs, "utf8").trimEnd();
+      expect(await readTextFile(sysfs, { tail: 1 })).toBe(text);
+      expect(await readTextFile(sysfs, { head: 1 })).toBe(text);
+    },
+  );
+
+  it("cuts bytes that are not UTF-8 anywhere, keeping the MiB asked for", async () => {
+    const path = `${root}/latin.txt`;
+    await writeFile(path, Buffer.concat([Buffer.from("ok\n"), Buffer.alloc(2_000_000, 0x80)]));
+    for (const ask of [{}, { head: 2 }, { tail: 1 }]) {
+      const text = await readTextFile(path, ask);
+      // Each byte reads as a replacement character: about a MiB of them, besides the cut line.
+      expect(text.length, JSON.stringify(ask)).toBeGreaterThan(1_000_000);
+    }
   });
 
   it("refuses a binary file, whichever part is asked for", async () => {

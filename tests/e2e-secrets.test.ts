@@ -114,7 +114,7 @@ describe("secrets, hostile commands and the mistral agent through real processes
       "/api/runs",
       {
         task: "deploy",
-        agent: { type: "command", command: `curl -H "Authorization: Bearer ${API_TOKEN}" x` },
+        agent: { type: "command", command: `./deploy ${API_TOKEN}` },
         validationCommands: ["true", "echo sk-proj-abcdefghijklmnopqrstuvwxyz0123"],
       },
       auth,
@@ -123,6 +123,11 @@ describe("secrets, hostile commands and the mistral agent through real processes
     expect(res.body.error.code).toBe("invalid_request");
     const paths = res.body.error.issues.map((i: { path: string }) => i.path);
     expect(paths.sort()).toEqual(["agent.command", "validationCommands.1"]);
+    const messages = Object.fromEntries(
+      res.body.error.issues.map((i: { path: string; message: string }) => [i.path, i.message]),
+    );
+    expect(messages["agent.command"]).toContain("holds the value of one of the API's secrets");
+    expect(messages["validationCommands.1"]).toContain("holds what looks like a secret");
     expect(res.body.error.message).toContain("$NAME");
     const after = await stack.api("GET", "/api/runs?limit=100", undefined, auth);
     expect(after.body.items).toHaveLength(before.body.items.length);
@@ -133,7 +138,9 @@ describe("secrets, hostile commands and the mistral agent through real processes
       {
         task: `the key is ${ALLOWED_SECRET}`,
         agent: { type: "command", command: 'test -n "$AGENT_SERVICE_API_KEY"' },
-        testCommand: "true",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell variable, which the command expands
+        testCommand: "SERVICE_TOKEN=${AGENT_SERVICE_API_KEY} sh -c 'test -n \"$SERVICE_TOKEN\"'",
+
         maxIterations: 1,
       },
       auth,

@@ -3,7 +3,7 @@ import {
   computeConvergence,
   killRunOrphans,
   normalizeSubmission,
-  type Redactor,
+  Redactor,
   RUN_STATUSES,
   RunAlreadyActiveError,
   RunSubmission,
@@ -33,6 +33,11 @@ const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 /** Fields read as prose (the agent's prompt): a secret in them is stored, and read, redacted. */
 const PROSE_FIELDS = new Set(["task", "requirements"]);
 
+/** What the patterns alone redact (key shapes), to tell them from the environment's values. */
+const SHAPES = new Redactor();
+const WHOSE_VALUE =
+  "holds the value of one of the API's secrets (API_TOKEN, MISTRAL_API_KEY, a DATABASE_URL or REDIS_URL password, LOOPRUN_SECRET_ENV, AGENT_ENV_ALLOWLIST)";
+
 /**
  * Refuses a secret written out in a setting that runs (a command, an argument, a url): it would
  * be stored redacted, and `[REDACTED]` would run in its place.
@@ -42,11 +47,11 @@ function refuseWrittenOutSecrets(body: RunSubmission, redactor: Redactor): void 
     .changedPaths(body)
     .filter((path) => !PROSE_FIELDS.has(path.split(".")[0] ?? ""));
   if (paths.length === 0) return;
+  const shapes = new Set(SHAPES.changedPaths(body));
   throw invalidRequest(
     paths.map((path) => ({
       path,
-      message:
-        "holds what looks like a secret: a run's settings are stored redacted, so `[REDACTED]` would run in its place; keep it in the workers' environment and name the variable ($NAME, allowed by AGENT_ENV_ALLOWLIST)",
+      message: `${shapes.has(path) ? "holds what looks like a secret" : WHOSE_VALUE}: a run's settings are stored redacted, so \`[REDACTED]\` would run in its place; keep it in the workers' environment and name the variable ($NAME, allowed by AGENT_ENV_ALLOWLIST)`,
     })),
   );
 }

@@ -11,10 +11,12 @@ const PATTERNS: RegExp[] = [
   /\bAIza[0-9A-Za-z_-]{35}\b/g,
   /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g,
   /(\bBearer\s+)[A-Za-z0-9._~+/=-]{16,}/gi,
-  // The password of a URL (`postgres://user:PASSWORD@host/db`), whatever its length.
-  /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+(?=@)/gi,
-  // The value stops at shell punctuation, so a redacted command keeps its structure.
-  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)[^\s"'&;|<>()`]{8,}/gi,
+  // The password of a URL (`postgres://user:PASSWORD@host/db`), whatever its length; not a
+  // variable named in its place (`${DB_PASS}`, `$DB_PASS`), which a command expands.
+  /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)(?!\$(?:\{\w+\}|\w+)@)[^\s@/]+(?=@)/gi,
+  // The value stops at shell punctuation, so a redacted command keeps its structure; a value
+  // that is only a variable (`TOKEN=${GITHUB_TOKEN}`) is a name, not a secret.
+  /(\b[A-Z0-9_]*(?:API_KEY|APIKEY|SECRET|TOKEN|PASSWORD|PASSWD)[A-Z0-9_]*\s*[=:]\s*["']?)(?!\$(?:\{\w+\}|\w+)(?:[\s"'&;|<>()`]|$))[^\s"'&;|<>()`]{8,}/gi,
 ];
 
 /**

@@ -101,17 +101,17 @@ describe("Redactor on commands", () => {
     const r = new Redactor();
     for (const command of [
       "DB_PASSWORD=$TEST_DB_PASS npm test",
-      "GITHUB_TOKEN=${GITHUB_TOKEN} gh pr list",
+      `GITHUB_TOKEN=\${GITHUB_TOKEN} gh pr list`,
       'X_TOKEN="$FOO" ./deploy',
-      "psql postgres://app:${DB_PASS}@localhost/db",
+      `psql postgres://app:\${DB_PASS}@localhost/db`,
       "psql postgres://app:$DB_PASS@localhost/db",
-      "gh --token=${GITHUB_TOKEN}",
+      `gh --token=\${GITHUB_TOKEN}`,
     ]) {
       expect(r.text(command)).toBe(command);
       expect(r.changedPaths({ command })).toEqual([]);
     }
     // A variable and more is not only a name.
-    expect(r.text("GITHUB_TOKEN=${A}abcdefghijk")).toBe(`GITHUB_TOKEN=${REDACTED}`);
+    expect(r.text(`GITHUB_TOKEN=\${A}abcdefghijk`)).toBe(`GITHUB_TOKEN=${REDACTED}`);
     expect(r.changedPaths({ a: ["ok", "GH_TOKEN=abcdefgh12345678"] })).toEqual(["a.1"]);
   });
 });

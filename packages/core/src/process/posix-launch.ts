@@ -132,8 +132,18 @@ export function posixLaunch(
     // The child has its own copies now.
     for (const fd of childEnds.splice(0)) closeSync(fd);
     parentEnds.length = 0;
-    // Outside this try: a process that runs is never reported as not started.
-    begin = () => child.started(pid, outRead, errRead, stdinWrite, opts.stdin ?? "");
+    // Outside this try: a process that runs is not reported as not started — unless it is
+    // killed first, when its streams cannot be made (which does not happen in practice).
+    begin = () => {
+      try {
+        return child.started(pid, outRead, errRead, stdinWrite, opts.stdin ?? "");
+      } catch (error) {
+        try {
+          process.kill(opts.detached ? -pid : pid, "SIGKILL");
+        } catch {}
+        return notStarted(namedError(file, error));
+      }
+    };
   } catch (error) {
     for (const fd of [...childEnds, ...parentEnds]) closeSync(fd);
     return notStarted(namedError(file, error));

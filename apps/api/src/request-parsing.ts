@@ -48,5 +48,8 @@ export function queryInt<S extends z.ZodType>(schema: S) {
   }, schema);
 }
 
-/** Past any bound a query takes: longer numbers are read as this, so that "too big" says why. */
-const MAX_QUERY_INT = Number.MAX_SAFE_INTEGER;
+/**
+ * Past the safe integers, which `.int()` refuses as too big: longer numbers are read as this,
+ * so that the answer says why, where no schema's own bound would.
+ */
+const MAX_QUERY_INT = Number.MAX_SAFE_INTEGER + 1;

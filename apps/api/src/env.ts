@@ -47,8 +47,8 @@ export const ApiEnv = z
           .filter(Boolean),
       ),
     /**
-     * The workers' allowlist, where the API shares their environment (`looprun dev`, one
-     * host): the values of its variables whose names look secret are redacted here too.
+     * The workers' allowlist, where the API shares their environment (`npm start`, that is
+     * `looprun dev`: one host): the values of its variables whose names look secret are redacted here too.
      */
     AGENT_ENV_ALLOWLIST: z
       .string()

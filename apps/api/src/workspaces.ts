@@ -102,7 +102,9 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
  * root that changed, or be the root itself (stored before that was refused). Resolved as a
  * submit resolves a name (symlinks followed).
  */
-export function checkSessionWorkspace(root: string, workspace: string): string {
+export function checkSessionWorkspace(root: string, stored: string): string {
+  // Without the trailing slash one stored before names were normalised may have.
+  const workspace = stored.replace(/(?<=.)\/+$/, "");
   const realRoot = realRootOf(root);
   if (workspace === realRoot) {
     throw refuse(

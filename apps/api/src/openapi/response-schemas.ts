@@ -51,7 +51,7 @@ export const RunView = z.object({
   agent: AgentSpec,
   mcpServers: z.array(McpServerSpec).optional(),
   review: ReviewSpec,
-  /** The run's pipeline: its phases in order (`phases` as submitted, or the default one). */
+  /** The run's `phases` as submitted (empty: none beyond the loop's own). */
   phases: z.array(z.enum(PIPELINE_PHASES)),
   cooldownMs: z.number().int(),
   maxTokens: z.number().int().nullable(),

@@ -260,7 +260,7 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
-    if (status === "stopped") {
+    if (status === "stopped" && this.run.startedAt !== null) {
       // `stopped` means the run's processes are dead: a crashed worker's orphans, and those that
       // left its commands' process groups (setsid), found by the run id they carry. Not before
       // a fenced write has shown that this worker still holds the run (another would be

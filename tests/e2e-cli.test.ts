@@ -177,6 +177,23 @@ describe("looprun CLI", () => {
       expect(line).toContain("listed by ls");
     });
 
+    it("ls keeps a task with line breaks and escape sequences on its line, as text", async () => {
+      const { id: odd } = await submit(
+        stack,
+        commandRun("true", {
+          task: "first line\nsecond\x1b[31m red\x1b]0;title\x07",
+          sessionId: "cli-ls-odd",
+          testCommand: "true",
+        }),
+      );
+      const ls = await runCli(["ls", "--session", "cli-ls-odd"], cliEnv);
+      expect(ls.code, ls.output).toBe(0);
+      expect(ls.stdout).not.toContain("\x1b");
+      expect(ls.stdout.trim().split("\n")).toEqual([
+        expect.stringMatching(new RegExp(`^${odd} .* first line second\\[31m red\\]0;title$`)),
+      ]);
+    });
+
     it("ls filters by session and pages with --limit", async () => {
       const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv);
       expect(bySession.code, bySession.output).toBe(0);

@@ -45,3 +45,26 @@ describe("watch prints event text without control characters", () => {
     });
   }
 });
+
+describe("watch says what ended a command", () => {
+  it("names an agent or a validation command killed (no exit code) as such, not as 'null'", () => {
+    const written: string[] = [];
+    const progress = new Progress({ write: (t) => written.push(t), isTTY: false }, 5, "RUN1");
+    progress.event(event(1, "agent_finished", { iteration: 1, exitCode: null, durationMs: 504 }));
+    progress.event(event(2, "agent_finished", { iteration: 2, exitCode: 3, durationMs: 20 }));
+    progress.event(
+      event(3, "validation_failed", {
+        iteration: 2,
+        results: [
+          { command: "npm test", exitCode: null },
+          { command: "npm run lint", exitCode: 1 },
+        ],
+      }),
+    );
+    const text = written.join("");
+    expect(text).not.toContain("null");
+    expect(text).toContain("agent killed (timed out or signalled) after 504 ms");
+    expect(text).toContain("agent exited 3 after 20 ms");
+    expect(text).toContain("validation failed: npm test → killed, npm run lint → 1");
+  });
+});

@@ -161,7 +161,9 @@ export async function lsCommand(opts: {
     { flags: LS_FLAGS },
   );
   for (const r of page.items) {
-    const task = r.task.length > 50 ? `${r.task.slice(0, 49)}…` : r.task;
+    // One line a run: a task's line breaks and tabs as spaces, its control characters dropped.
+    const oneLine = printable(r.task).replace(/\s+/g, " ");
+    const task = oneLine.length > 50 ? `${oneLine.slice(0, 49)}…` : oneLine;
     process.stdout.write(
       `${r.id}  ${r.status.padEnd(10)} ${`${r.iteration}/${r.budget.maxIterations}`.padEnd(6)} ${r.sessionId.padEnd(26)} ${task}\n`,
     );

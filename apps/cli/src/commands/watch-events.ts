@@ -46,12 +46,15 @@ export function describe(e: EventView, runId: string): string {
     case "iteration_started":
       return `iteration ${d.iteration} started${Number(d.attempt) > 1 ? ` (attempt ${d.attempt})` : ""}`;
     case "agent_finished":
-      return `agent exited ${d.exitCode} after ${d.durationMs} ms`;
+      // No exit code: the agent was killed (its timeout, a signal, the run's deadline).
+      return d.exitCode === null || d.exitCode === undefined
+        ? `agent killed (timed out or signalled) after ${d.durationMs} ms`
+        : `agent exited ${d.exitCode} after ${d.durationMs} ms`;
     case "tool_called":
       return `tool ${d.server ?? ""}${d.server ? "." : ""}${d.tool ?? ""}${d.isError ? " failed" : ""}`;
     case "validation_passed":
     case "validation_failed":
-      return `${e.type.replace("_", " ")}: ${(d.results ?? []).map((r) => `${r.command} → ${r.exitCode}`).join(", ")}`;
+      return `${e.type.replace("_", " ")}: ${(d.results ?? []).map((r) => `${r.command} → ${r.exitCode ?? "killed"}`).join(", ")}`;
     case "phase_started":
       return `${d.phase ?? "a"} phase started`;
     case "phase_completed":

@@ -8,6 +8,17 @@ const PUBLIC_RATE_LIMIT = 1200;
 /** A token shorter than this is taken, with a warning at start-up. */
 export const SHORT_TOKEN = 16;
 
+/** A comma-separated list (empty: none), its items trimmed. */
+const commaList = z
+  .string()
+  .default("")
+  .transform((s) =>
+    s
+      .split(",")
+      .map((n) => n.trim())
+      .filter(Boolean),
+  );
+
 export const ApiEnv = z
   .object({
     HOST: z.string().min(1).default("127.0.0.1"),
@@ -37,38 +48,14 @@ export const ApiEnv = z
         .optional(),
     ),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
-    LOOPRUN_SECRET_ENV: z
-      .string()
-      .default("")
-      .transform((s) =>
-        s
-          .split(",")
-          .map((n) => n.trim())
-          .filter(Boolean),
-      ),
+    LOOPRUN_SECRET_ENV: commaList,
     /**
      * The workers' allowlist, where the API shares their environment (`npm start`, that is
      * `looprun dev`: one host): the values of its variables whose names look secret are redacted here too.
      */
-    AGENT_ENV_ALLOWLIST: z
-      .string()
-      .default("")
-      .transform((s) =>
-        s
-          .split(",")
-          .map((n) => n.trim())
-          .filter(Boolean),
-      ),
+    AGENT_ENV_ALLOWLIST: commaList,
     /** Comma-separated origins allowed by CORS; empty: no CORS. */
-    CORS_ORIGINS: z
-      .string()
-      .default("")
-      .transform((s) =>
-        s
-          .split(",")
-          .map((n) => n.trim())
-          .filter(Boolean),
-      ),
+    CORS_ORIGINS: commaList,
     /**
      * Requests per client address per minute on /api (0: no limit). Unset: 1200 when HOST is
      * not a loopback address, no limit on loopback (local clients are trusted there, as they

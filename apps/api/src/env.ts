@@ -1,4 +1,4 @@
-import { MIN_SECRET_LENGTH } from "@looprun/core";
+import { commaList, MIN_SECRET_LENGTH } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 import { isLoopbackAddress } from "./loopback";
@@ -7,17 +7,6 @@ import { isLoopbackAddress } from "./loopback";
 const PUBLIC_RATE_LIMIT = 1200;
 /** A token shorter than this is taken, with a warning at start-up. */
 export const SHORT_TOKEN = 16;
-
-/** A comma-separated list (empty: none), its items trimmed. */
-const commaList = z
-  .string()
-  .default("")
-  .transform((s) =>
-    s
-      .split(",")
-      .map((n) => n.trim())
-      .filter(Boolean),
-  );
 
 export const ApiEnv = z
   .object({

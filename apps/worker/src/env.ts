@@ -1,23 +1,15 @@
 import { dirname, join, resolve } from "node:path";
+import { commaList } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
-const list = z
-  .string()
-  .default("")
-  .transform((s) =>
-    s
-      .split(",")
-      .map((name) => name.trim())
-      .filter(Boolean),
-  )
-  .pipe(
-    z.array(
-      z
-        .string()
-        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a comma-separated list of variable names"),
-    ),
-  );
+const list = commaList.pipe(
+  z.array(
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a comma-separated list of variable names"),
+  ),
+);
 
 export const WorkerEnv = z.object({
   ...StorageSettings,

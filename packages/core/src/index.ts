@@ -197,6 +197,7 @@ export {
   workspaceServerLaunch,
 } from "./tools/index";
 export { assertNever } from "./util/assert-never";
+export { commaList } from "./util/comma-list";
 export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export {

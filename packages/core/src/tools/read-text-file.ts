@@ -35,16 +35,13 @@ export async function readTextFile(
   try {
     const { size } = await file.stat();
     if (opts.tail === undefined) return await readHead(file, size, opts.head);
-    const reader = positionalReader(file);
-    // Read back from the end it tells, if it holds that much (sysfs tells 4096 for a few bytes;
-    // a log may be cut short meanwhile); else, as a file that tells no size (procfs tells 0),
-    // it has no end to read back from: read it all.
-    if (size > 0 && (await reader(size - 1, 1)).length === 1) {
-      return await readTail(reader, size, opts.tail);
-    }
+    const fromEnd = await readTail(positionalReader(file), size, opts.tail);
+    if (fromEnd !== null) return fromEnd;
+    // No end where its size says (procfs tells 0; sysfs tells 4096 for a few bytes; a log may
+    // be cut short meanwhile): read it all, and back from the end of that.
     const bytes = await readUnsized(file);
     const inMemory: ReadAt = async (at, length) => bytes.subarray(at, at + length);
-    return await readTail(inMemory, bytes.length, opts.tail);
+    return (await readTail(inMemory, bytes.length, opts.tail)) ?? "";
   } finally {
     await file.close();
   }
@@ -147,12 +144,13 @@ function positionalReader(file: FileHandle): ReadAt {
 /**
  * The last `lines` lines of the first `size` bytes of a source (a file growing meanwhile is
  * read as it was), capped: read back from the end in chunks to the first line's start, and
- * only the text kept read whole.
+ * only the text kept read whole. Null when the source holds no byte at `size - 1`, or nothing.
  */
-async function readTail(readAt: ReadAt, size: number, lines: number): Promise<string> {
+async function readTail(readAt: ReadAt, size: number, lines: number): Promise<string | null> {
+  const last = size > 0 ? await readAt(size - 1, 1) : Buffer.alloc(0);
+  if (last.length === 0) return null;
   refuseBinary(await readAt(0, Math.min(size, BINARY_PROBE_BYTES)));
-  if (lines === 0 || size === 0) return "";
-  const last = await readAt(size - 1, 1);
+  if (lines === 0) return "";
   const end = last[0] === NEWLINE ? size - 1 : size;
   let start = 0;
   let seen = 0;

@@ -23,6 +23,9 @@ function realRootOf(root: string): string {
   return real;
 }
 
+/** `x/` is the workspace `x`: stored, and matched, as one. */
+const withoutTrailingSlash = (path: string) => path.replace(/(?<=.)\/+$/, "");
+
 const NOT_THE_ROOT = "must be a directory under WORKSPACES_ROOT, not the root itself";
 
 const refuse = (message: string) => invalidRequest([{ path: "workspace", message }]);
@@ -38,8 +41,7 @@ const refuse = (message: string) => invalidRequest([{ path: "workspace", message
 export function resolveWorkspace(root: string, name: string): string {
   if (name.includes("\0")) throw refuse("must not contain NUL bytes");
   if (isAbsolute(name)) throw refuse("must be a path relative to WORKSPACES_ROOT");
-  // Without a trailing slash: `x/` is the workspace `x`, stored (and matched) as one.
-  const normalized = normalize(name).replace(/(?<=.)\/+$/, "");
+  const normalized = withoutTrailingSlash(normalize(name));
   if (normalized === ".." || normalized.startsWith(`..${sep}`)) {
     throw refuse("must stay inside WORKSPACES_ROOT");
   }
@@ -103,8 +105,8 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
  * submit resolves a name (symlinks followed).
  */
 export function checkSessionWorkspace(root: string, stored: string): string {
-  // Without the trailing slash one stored before names were normalised may have.
-  const workspace = stored.replace(/(?<=.)\/+$/, "");
+  // One stored before names were normalised may end with a slash.
+  const workspace = withoutTrailingSlash(stored);
   const realRoot = realRootOf(root);
   if (workspace === realRoot) {
     throw refuse(

@@ -140,7 +140,6 @@ describe("secrets, hostile commands and the mistral agent through real processes
         agent: { type: "command", command: 'test -n "$AGENT_SERVICE_API_KEY"' },
         // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell variable, which the command expands
         testCommand: "SERVICE_TOKEN=${AGENT_SERVICE_API_KEY} sh -c 'test -n \"$SERVICE_TOKEN\"'",
-
         maxIterations: 1,
       },
       auth,

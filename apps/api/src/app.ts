@@ -88,6 +88,6 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   app.route("/api/sessions", sessionRoutes(deps));
   app.route("/api/stats", statsRoutes(deps));
   app.route("/api/openapi.json", openApiRoutes());
-  app.route("/", dashboardRoutes(deps.apiToken));
+  app.route("/", dashboardRoutes(deps.apiToken, deps.repo));
   return app;
 }

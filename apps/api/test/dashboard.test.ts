@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { PRESETS } from "../src/dashboard/presets";
-import { type ApiHarness, apiHarness } from "./api-harness";
+import { type ApiHarness, apiHarness, VALID_RUN } from "./api-harness";
 
 describe("dashboard pages and assets", () => {
   let h: ApiHarness;
+  let runId: string;
   beforeAll(async () => {
     h = await apiHarness(inject("redisUrl"));
     await h.untilReady();
+    const created = await h.request("POST", "/api/runs", VALID_RUN);
+    expect(created.status).toBe(202);
+    runId = created.body.id;
   });
   afterAll(async () => {
     await h.close();
@@ -34,19 +38,34 @@ describe("dashboard pages and assets", () => {
     );
   });
 
-  it("serves a run's page, escaping what comes from the URL", async () => {
-    const res = await h.app.request(`/runs/${encodeURIComponent('x"><script>alert(1)</script>')}`);
+  it("serves a run's page", async () => {
+    const res = await h.app.request(`/runs/${runId}`);
     expect(res.status).toBe(200);
     const html = await res.text();
-    expect(html).not.toContain("<script>alert(1)</script>");
-    expect(html).toContain("&lt;script&gt;");
+    expect(html).toContain(`data-run-id="${runId}"`);
     expect(html).toContain('id="budget"');
     expect(html).toContain('id="review"');
   });
 
+  it("answers 404 for a run that does not exist, escaping what comes from the URL", async () => {
+    const res = await h.app.request(`/runs/${encodeURIComponent('x"><script>alert(1)</script>')}`);
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toContain("text/html");
+    const html = await res.text();
+    expect(html).not.toContain("<script>alert(1)</script>");
+    expect(html).toContain("&lt;script&gt;");
+    expect(html).toContain('id="no-such-run"');
+    expect(html).not.toContain("data-run-id");
+    // A run id of the right shape that no run has: the same.
+    const unknown = await h.app.request(
+      `/runs/${runId.slice(0, -1)}${runId.endsWith("0") ? "1" : "0"}`,
+    );
+    expect(unknown.status).toBe(404);
+  });
+
   it("serves every asset the pages reference, from the repository (no CDN)", async () => {
     const pages = await Promise.all(
-      ["/", "/runs/X"].map(async (p) => (await h.app.request(p)).text()),
+      ["/", `/runs/${runId}`].map(async (p) => (await h.app.request(p)).text()),
     );
     const refs = new Set(
       pages.flatMap((html) =>
@@ -112,7 +131,7 @@ describe("dashboard pages and assets", () => {
       expect(setCookie).toContain("SameSite=Strict");
       expect(setCookie).not.toContain(token);
       const cookie = setCookie.split(";")[0] as string;
-      const inside = await app.request("/runs/abc", { headers: { cookie } });
+      const inside = await app.request(`/runs/${runId}`, { headers: { cookie } });
       expect(inside.status).toBe(200);
       expect(await inside.text()).toContain('data-auth="on"');
       // The cookie opens pages only: the API still wants the bearer token.

@@ -1,10 +1,12 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 import { readdirSync, readFileSync } from "node:fs";
 import { extname } from "node:path";
+import type { RunRepositoryPort } from "@looprun/db";
 import { type Context, Hono } from "hono";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import { notFound } from "../errors";
 import { requireDashboardCookie, safeNext, signIn, signOut, tokenMatches } from "./dashboard-auth";
+import { Layout } from "./layout";
 import { LoginPage } from "./login-page";
 import { PRESETS } from "./presets";
 import { RunPage } from "./run-page";
@@ -27,11 +29,29 @@ function loadAssets(): Map<string, { body: string; type: string }> {
   return assets;
 }
 
-const page = (c: Context, element: JSX.Element, status: 200 | 401 = 200) =>
+const page = (c: Context, element: JSX.Element, status: 200 | 401 | 404 = 200) =>
   c.html(`<!doctype html>${element.toString()}`, status);
 
+/** What `/runs/:id` shows for an id no run has: a 404, as the API answers for it. */
+function NoSuchRunPage({ auth, id }: { auth: boolean; id: string }) {
+  return (
+    <Layout title="No such run" auth={auth}>
+      <section class="card" id="no-such-run">
+        <h1>No such run</h1>
+        <p>
+          There is no run <span class="mono">{id}</span> on this looprun.{" "}
+          <a href="/">See the runs</a>.
+        </p>
+      </section>
+    </Layout>
+  );
+}
+
 /** The dashboard: HTML pages (behind a cookie when API_TOKEN is set) and their assets. */
-export function dashboardRoutes(apiToken: string | undefined): Hono {
+export function dashboardRoutes(
+  apiToken: string | undefined,
+  repo: Pick<RunRepositoryPort, "getRun">,
+): Hono {
   const app = new Hono();
   const assets = loadAssets();
   const auth = apiToken !== undefined;
@@ -44,7 +64,12 @@ export function dashboardRoutes(apiToken: string | undefined): Hono {
   });
 
   app.get("/", guard, (c) => page(c, <RunsPage auth={auth} presets={PRESETS} />));
-  app.get("/runs/:id", guard, (c) => page(c, <RunPage auth={auth} id={c.req.param("id")} />));
+  app.get("/runs/:id", guard, async (c) => {
+    const id = c.req.param("id");
+    if ((await repo.getRun(id)) === null)
+      return page(c, <NoSuchRunPage auth={auth} id={id} />, 404);
+    return page(c, <RunPage auth={auth} id={id} />);
+  });
   app.get("/stats", guard, (c) => page(c, <StatsPage auth={auth} />));
 
   app.get("/login", (c) => {

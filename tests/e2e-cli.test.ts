@@ -1,4 +1,6 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -297,9 +299,102 @@ describe("looprun CLI", () => {
     });
   });
 
-  it("says where it tried to reach the API when nothing listens", async () => {
-    const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: "http://127.0.0.1:9" });
-    expect(code).toBe(1);
-    expect(output).toContain("cannot reach the looprun API at http://127.0.0.1:9");
+  it("says where it tried to reach the API when nothing listens, and why it could not", async () => {
+    // A port just given back: nothing listens there.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const url = `http://127.0.0.1:${port}`;
+    for (const args of [["ls"], ["watch", "01M8815E5VZX91Z5B2J4P53JY7"]]) {
+      const { code, output } = await runCli(args, { ...cliEnv, LOOPRUN_URL: url });
+      expect(code, output).toBe(1);
+      expect(output).toContain(
+        `cannot reach the looprun API at ${url} (connection refused (ECONNREFUSED))`,
+      );
+    }
+  });
+
+  it("refuses a LOOPRUN_URL that is no http(s) URL, naming it", async () => {
+    for (const value of ["127.0.0.1:8787", "ftp://127.0.0.1/", "http://127.0.0.1:8787/?x=1"]) {
+      const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: value });
+      expect(code, output).toBe(1);
+      expect(output).toMatch(/^looprun: LOOPRUN_URL must/m);
+      expect(output).toContain(JSON.stringify(value));
+    }
+  });
+
+  it("reaches an API behind a path prefix (LOOPRUN_URL keeps its path)", async () => {
+    // A reverse proxy that serves the API under /looprun/ and nothing elsewhere.
+    const proxy = createServer((req, res) => {
+      if (!req.url?.startsWith("/looprun/")) {
+        res.writeHead(404).end("not under the prefix");
+        return;
+      }
+      const upstream = httpRequest(
+        `${stack.url}${req.url.slice("/looprun".length)}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = proxy.address() as AddressInfo;
+      const env = { ...cliEnv, LOOPRUN_URL: `http://127.0.0.1:${port}/looprun/` };
+      const submitted = await runCli(
+        [
+          "submit",
+          "--task",
+          "behind a proxy",
+          "--agent",
+          "true",
+          "--test",
+          "true",
+          "--cooldown",
+          "0",
+          "--watch",
+        ],
+        env,
+      );
+      expect(submitted.code, submitted.output).toBe(0);
+      const { id } = submittedId(submitted.output);
+      expect(submitted.output).toContain("finished: succeeded (success)");
+      const shown = await runCli(["show", id], env);
+      expect(shown.code, shown.output).toBe(0);
+      expect(JSON.parse(shown.output)).toMatchObject({ id, task: "behind a proxy" });
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
+
+  it("refuses an empty run id before asking the API", async () => {
+    for (const args of [
+      ["show", ""],
+      ["stop", " "],
+      ["watch", ""],
+    ]) {
+      const { code, output } = await runCli(args, cliEnv);
+      expect(code, output).toBe(1);
+      expect(output).toContain("looprun: the run id is empty");
+      expect(output).not.toContain("no route");
+    }
+  });
+
+  it("prints its version", async () => {
+    const { version } = JSON.parse(
+      readFileSync(new URL("../apps/cli/package.json", import.meta.url), "utf8"),
+    ) as { version: string };
+    for (const flag of ["--version", "-V"]) {
+      const { code, output } = await runCli([flag], cliEnv);
+      expect(code, output).toBe(0);
+      expect(output.trim()).toBe(version);
+    }
   });
 });

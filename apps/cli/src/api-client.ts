@@ -27,7 +27,58 @@ export class ApiRequestError extends Error {
 }
 
 /** The path of a run (and below it): the id is one path segment, whatever it holds. */
-export const runPath = (id: string, rest = "") => `/api/runs/${encodeURIComponent(id)}${rest}`;
+export function runPath(id: string, rest = ""): string {
+  // An empty id would name the runs list (`/api/runs/`), which answers "no route".
+  if (id.trim() === "") throw new Error("the run id is empty: give the id `looprun ls` prints");
+  return `/api/runs/${encodeURIComponent(id)}${rest}`;
+}
+
+/** Why a fetch got no answer: Node's fetch says only "fetch failed", its cause says why. */
+export function fetchFailure(error: unknown): { code: string | undefined; detail: string } {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const code = cause?.code ?? (error as { code?: unknown }).code;
+  const detail = typeof cause?.message === "string" ? cause.message : (error as Error).message;
+  return { code: typeof code === "string" ? code : undefined, detail };
+}
+
+const FAILURE_WORDS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ENOTFOUND: "no such host",
+  EAI_AGAIN: "the host name could not be resolved now",
+  ECONNRESET: "the connection was reset",
+  EHOSTUNREACH: "no route to the host",
+  ENETUNREACH: "the network is unreachable",
+  ETIMEDOUT: "the connection timed out",
+  UND_ERR_CONNECT_TIMEOUT: "the connection timed out",
+  UND_ERR_SOCKET: "the connection closed before an answer",
+};
+
+/** A fetch failure in words, with the system's code when there is one. */
+function unreachableReason(error: unknown): string {
+  const { code, detail } = fetchFailure(error);
+  return code === undefined ? detail : `${FAILURE_WORDS[code] ?? detail} (${code})`;
+}
+
+/** LOOPRUN_URL checked: an http(s) URL, which may carry a path (an API behind a proxy's prefix). */
+export function apiBaseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(
+      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(
+      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
+    );
+  }
+  if (url.search !== "" || url.hash !== "") {
+    throw new Error(`LOOPRUN_URL must not carry a query or a fragment: ${JSON.stringify(value)}`);
+  }
+  return url.href.replace(/\/+$/, "");
+}
 
 /**
  * The field names of `text` replaced by their flags: a whole path (`maxIterations`, or
@@ -92,6 +143,11 @@ export class ApiClient {
     readonly token?: string,
   ) {}
 
+  /** The URL of an API path (`/api/…`), under the base URL's own path if it has one. */
+  url(path: string): URL {
+    return new URL(`${this.baseUrl.replace(/\/+$/, "")}${path}`);
+  }
+
   async request<T>(
     method: string,
     path: string,
@@ -103,14 +159,14 @@ export class ApiClient {
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.baseUrl), {
+      res = await fetch(this.url(path), {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
       throw new Error(
-        `cannot reach the looprun API at ${this.baseUrl} (${(error as Error).message}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
+        `cannot reach the looprun API at ${this.baseUrl} (${unreachableReason(error)}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
       );
     }
     if (!res.ok) throw await apiErrorOf(res, { ...opts, token: this.token });
@@ -126,5 +182,8 @@ export class ApiClient {
 }
 
 export function clientFromEnv(): ApiClient {
-  return new ApiClient(process.env.LOOPRUN_URL || DEFAULT_API_URL, process.env.API_TOKEN);
+  return new ApiClient(
+    apiBaseUrl(process.env.LOOPRUN_URL || DEFAULT_API_URL),
+    process.env.API_TOKEN,
+  );
 }

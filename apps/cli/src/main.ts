@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import cliPackage from "../package.json" with { type: "json" };
 import { DEFAULT_API_URL } from "./api-client";
 import { approveCommand, rejectCommand, replyCommand } from "./commands/approve";
 import { mcpCommand } from "./commands/mcp";
@@ -29,6 +30,7 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const program = new Command("looprun")
   .description("Self-correcting agent loops as durable jobs")
+  .version(cliPackage.version, "-V, --version", "print looprun's version")
   .showHelpAfterError()
   .addHelpText(
     "after",

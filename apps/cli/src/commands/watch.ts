@@ -1,4 +1,4 @@
-import { type ApiClient, apiErrorOf, runPath } from "../api-client";
+import { type ApiClient, apiErrorOf, fetchFailure, runPath } from "../api-client";
 import { messages, type StreamHooks } from "./sse-reader";
 import type { EventView } from "./watch-events";
 import { clock, Progress, type WatchOutput } from "./watch-progress";
@@ -62,11 +62,9 @@ const UNREACHABLE = new Set([
 ]);
 
 function failureReason(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-  const code = cause?.code ?? (error as { code?: unknown }).code;
+  const { code, detail } = fetchFailure(error);
   // Refused, unknown host, no route: nothing answers there (yet). Anything else broke a connection.
-  if (typeof code === "string" && UNREACHABLE.has(code)) return `API unreachable (${code})`;
-  const detail = typeof cause?.message === "string" ? cause.message : (error as Error).message;
+  if (code !== undefined && UNREACHABLE.has(code)) return `API unreachable (${code})`;
   return `connection to the API lost (${detail})`;
 }
 
@@ -88,7 +86,7 @@ export async function watchRun(
 ): Promise<RunView> {
   const first = await client.request<RunView>("GET", runPath(id));
   const progress = new Progress(out, first.budget.maxIterations, id);
-  const url = new URL(runPath(id, "/events/stream"), client.baseUrl);
+  const url = client.url(runPath(id, "/events/stream"));
   const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
   const minDelayMs = opts.minDelayMs ?? 250;
   const maxDelayMs = opts.maxDelayMs ?? 5000;

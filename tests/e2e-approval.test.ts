@@ -121,6 +121,17 @@ describe("plan approval through the API, a worker and the fake Mistral", () => {
     await expectNoJobHeld(run.id);
     expect(fake.requests).toHaveLength(1);
 
+    // A plan the API refuses: the CLI names the field inside the file, not the body's `plan`.
+    const badFile = join(stack.dir, "bad-plan.json");
+    writeFileSync(badFile, JSON.stringify({ steps: [{ detail: "no title" }] }));
+    const bad = await runCli(["approve", run.id, "--plan", badFile], cliEnv());
+    expect(bad.code, bad.output).toBe(1);
+    expect(bad.output).toMatch(
+      new RegExp(`^looprun: 400 invalid_request: --plan ${badFile}: steps\\.0\\.title: `, "m"),
+    );
+    expect(bad.output).not.toContain("plan.steps");
+    expect((await getRun(stack, run.id)).status).toBe("awaiting_approval");
+
     const planFile = join(stack.dir, "edited-plan.json");
     writeFileSync(
       planFile,

@@ -109,9 +109,14 @@ describe("looprun CLI", () => {
   it("submit without a gate names the flags that make one", async () => {
     const { code, output } = await runCli(["submit", "--task", "t", "--agent", "true"], cliEnv);
     expect(code).toBe(1);
+    // Checked before asking the API, whose message names `review` too (no flag of the CLI).
     expect(output.trim()).toBe(
-      "looprun: 400 invalid_request: at least one gate is required: --test, --validate, --promise or review",
+      "looprun: at least one gate is required: --test, --validate or --promise",
     );
+    // With a gate, an empty one, the API's refusal names the flag.
+    const empty = await runCli(["submit", "--task", "t", "--agent", "true", "--test", ""], cliEnv);
+    expect(empty.code).toBe(1);
+    expect(empty.output).toMatch(/^looprun: 400 invalid_request: --test: /m);
   });
 
   it("refuses number flags that are not plain decimal numbers, naming the flag, before asking the API", async () => {
@@ -194,6 +199,13 @@ describe("looprun CLI", () => {
       expect(ls.stdout.trim().split("\n")).toEqual([
         expect.stringMatching(new RegExp(`^${odd} .* first line second\\[31m red\\]0;title$`)),
       ]);
+    });
+
+    it("ls says so on stderr when no run matches, and prints no line", async () => {
+      const none = await runCli(["ls", "--session", "cli-ls-nobody"], cliEnv);
+      expect(none.code, none.output).toBe(0);
+      expect(none.stdout).toBe("");
+      expect(none.output.trim()).toBe("no runs match");
     });
 
     it("ls filters by session and pages with --limit", async () => {

@@ -90,6 +90,11 @@ function withFlags(text: string, flags: FlagNames = {}): string {
   if (item && flags[item[1] as string])
     return `${flags[item[1] as string]} #${Number(item[2]) + 1}`;
   if (flags[text]) return flags[text] as string;
+  // A field inside one a flag sets (`plan.steps.0.title` of `--plan FILE`): the flag, then the rest.
+  const outer = Object.keys(flags)
+    .filter((name) => text.startsWith(`${name}.`))
+    .sort((a, b) => b.length - a.length)[0];
+  if (outer !== undefined) return `${flags[outer]} ${text.slice(outer.length + 1)}`;
   return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (name) => flags[name] ?? name);
 }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { clientFromEnv } from "../api-client";
+import { clientFromEnv, runPath } from "../api-client";
 import { fail } from "../lifecycle";
 
 interface Answered {
@@ -25,8 +25,10 @@ export async function approveCommand(id: string, opts: { plan?: string }): Promi
   }
   const res = await clientFromEnv().request<Answered>(
     "POST",
-    `/api/runs/${encodeURIComponent(id)}/approve`,
+    runPath(id, "/approve"),
     body,
+    // A field of the file's plan is named in the file: `--plan FILE: steps.0.title`.
+    { flags: opts.plan === undefined ? {} : { plan: `--plan ${opts.plan}:` } },
   );
   process.stdout.write(
     `run ${res.id}: plan approved${body ? " (edited)" : ""}, ${res.status} to go on\n`,
@@ -35,20 +37,14 @@ export async function approveCommand(id: string, opts: { plan?: string }): Promi
 
 /** `looprun reject ID --reason TEXT`: the run ends `stopped`. */
 export async function rejectCommand(id: string, opts: { reason: string }): Promise<void> {
-  const res = await clientFromEnv().request<Answered>(
-    "POST",
-    `/api/runs/${encodeURIComponent(id)}/reject`,
-    { reason: opts.reason },
-  );
+  const res = await clientFromEnv().request<Answered>("POST", runPath(id, "/reject"), {
+    reason: opts.reason,
+  });
   process.stdout.write(`run ${res.id}: rejected, ${res.status}\n`);
 }
 
 /** `looprun reply ID MESSAGE`: answers a blocked agent; the run goes on with the answer. */
 export async function replyCommand(id: string, message: string): Promise<void> {
-  const res = await clientFromEnv().request<Answered>(
-    "POST",
-    `/api/runs/${encodeURIComponent(id)}/reply`,
-    { message },
-  );
+  const res = await clientFromEnv().request<Answered>("POST", runPath(id, "/reply"), { message });
   process.stdout.write(`run ${res.id}: answered, ${res.status} to go on\n`);
 }

@@ -73,6 +73,10 @@ const LS_FLAGS: FlagNames = {
 
 export async function submitCommand(opts: SubmitOptions): Promise<void> {
   const client = clientFromEnv();
+  // The API's own refusal names `review` too, which the CLI has no flag for.
+  if (opts.test === undefined && !opts.validate?.length && opts.promise === undefined) {
+    fail("at least one gate is required: --test, --validate or --promise");
+  }
   const body = {
     task: opts.task,
     agent: {
@@ -160,6 +164,11 @@ export async function lsCommand(opts: {
     undefined,
     { flags: LS_FLAGS },
   );
+  if (page.items.length === 0 && !opts.cursor) {
+    // On stderr: a script reading the lines gets none.
+    const filtered = opts.session !== undefined || opts.status !== undefined;
+    process.stderr.write(filtered ? "no runs match\n" : "no runs yet\n");
+  }
   for (const r of page.items) {
     // One line a run: a task's line breaks and tabs as spaces, its control characters dropped.
     const oneLine = printable(r.task).replace(/\s+/g, " ");

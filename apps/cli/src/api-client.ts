@@ -61,19 +61,17 @@ function unreachableReason(error: unknown): string {
 
 /** LOOPRUN_URL checked: an http(s) URL, which may carry a path (an API behind a proxy's prefix). */
 export function apiBaseUrl(value: string): string {
+  const notHttp = () =>
+    new Error(
+      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
+    );
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new Error(
-      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
-    );
+    throw notHttp();
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(
-      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
-    );
-  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw notHttp();
   if (url.search !== "" || url.hash !== "") {
     throw new Error(`LOOPRUN_URL must not carry a query or a fragment: ${JSON.stringify(value)}`);
   }

@@ -138,6 +138,23 @@ describe("looprun dev", () => {
     expect(watch.hasExited()).toBe(false);
   });
 
+  it("shuts down in full on a Ctrl-C that comes while it is still starting", async () => {
+    const { proc, redisDir } = startDev(await freePort());
+    // Its Redis is up; the API and the workers are still starting (the banner not shown yet).
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun dev exited:\n${proc.output()}`);
+        return processesIn(redisDir).length === 1;
+      },
+      { timeoutMs: 60_000, intervalMs: 5, message: "the managed redis-server to start" },
+    );
+    proc.child.kill("SIGINT");
+    const exit = await exitOf(proc);
+    expect(exit.code, `signal ${exit.signal}\n${exit.output}`).toBe(0);
+    expect(exit.output).toContain("SIGINT received, shutting down");
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
   it("shuts down in full on Ctrl-C after the reader of its output went away (looprun dev | head)", async () => {
     const { proc, redisDir } = startDev(await freePort());
     await untilReady(proc);
@@ -147,7 +164,7 @@ describe("looprun dev", () => {
     // Its "shutting down" line meets a closed pipe: it must not end it before its shutdown.
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);
-    expect(exit.code).toBe(0);
+    expect(exit.code, `signal ${exit.signal}`).toBe(0);
     expect(processesIn(redisDir)).toEqual([]);
   });
 
@@ -198,5 +215,32 @@ describe("looprun dev", () => {
     expect(exit.code).toBe(1);
     expect(exit.output).toContain("EADDRINUSE");
     expect(processesIn(redisDir)).toEqual([]);
+  });
+});
+
+describe("looprun worker", () => {
+  it("stops on Ctrl-C while its start waits for a Redis that does not answer", async () => {
+    const cwd = tempDir("looprun-worker-");
+    const { PATH, HOME } = process.env;
+    const proc = spawnManaged("looprun worker", process.execPath, [LOOPRUN_BIN, "worker"], {
+      cwd,
+      env: { PATH, HOME, REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+    });
+    cleanups.push(async () => {
+      await proc.stop("SIGKILL");
+      rmSync(cwd, { recursive: true, force: true });
+    });
+    await waitFor(() => proc.output().includes("redis connection error"), {
+      timeoutMs: 60_000,
+      message: "the worker to try its Redis",
+    });
+    proc.child.kill("SIGINT");
+    await waitFor(() => proc.hasExited(), {
+      timeoutMs: 30_000,
+      message: "the worker to exit on SIGINT",
+    });
+    const exit = await exitOf(proc);
+    expect(exit.code, `signal ${exit.signal}\n${exit.output}`).toBe(0);
+    expect(exit.output).toContain("SIGINT received, shutting down");
   });
 });

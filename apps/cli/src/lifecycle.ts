@@ -1,9 +1,23 @@
-/** Runs `close` once on SIGTERM or SIGINT, then exits; a second signal exits at once. */
-export function closeOnSignals(close: () => Promise<void>): void {
-  let closing = false;
+/** How a server that is starting says what closes it. */
+export interface Shutdown {
+  /** What closes what has started so far (each call replaces the last): a signal runs it. */
+  closeWith(close: () => Promise<void>): void;
+}
+
+/**
+ * Catches SIGTERM and SIGINT from now on, for a server about to start: a signal runs the close
+ * handed to `closeWith` last, once, then exits (0, or 1 when it failed); a second one exits at
+ * once. A signal while the server is still starting closes what has started by then (a managed
+ * Redis, say) and exits without waiting for the rest: a start can wait for ever (a Redis that
+ * does not answer). Without a handler a signal kills the process at once, leaving what it
+ * started running.
+ */
+export function shutdownOnSignals(): Shutdown {
+  let close = async () => {};
+  let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (closing) process.exit(1);
-    closing = true;
+    if (signalled) process.exit(1);
+    signalled = true;
     process.stderr.write(`looprun: ${signal} received, shutting down…\n`);
     close().then(
       () => process.exit(0),
@@ -15,6 +29,11 @@ export function closeOnSignals(close: () => Promise<void>): void {
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
+  return {
+    closeWith(next) {
+      close = next;
+    },
+  };
 }
 
 export function fail(message: string): never {

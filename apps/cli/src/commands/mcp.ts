@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command } from "commander";
-import { closeOnSignals, fail } from "../lifecycle";
+import { fail, shutdownOnSignals } from "../lifecycle";
 
 async function serveWorkspace(dir: string, options: { commandTimeout?: string }): Promise<void> {
   const root = resolve(dir);
@@ -23,13 +23,14 @@ async function serveWorkspace(dir: string, options: { commandTimeout?: string })
   }
   const allowlist = WorkerEnv.shape.AGENT_ENV_ALLOWLIST.safeParse(process.env.AGENT_ENV_ALLOWLIST);
   if (!allowlist.success) fail(`AGENT_ENV_ALLOWLIST: ${allowlist.error.issues[0]?.message}`);
+  const shutdown = shutdownOnSignals();
   // Commands see the same minimal environment as the worker gives them, never our secrets.
   const served = await serveWorkspaceOverStdio({
     root,
     commandEnv: buildCommandEnv(process.env, allowlist.data),
     commandTimeoutMs: timeout,
   });
-  closeOnSignals(() => served.close());
+  shutdown.closeWith(() => served.close());
   await served.closed;
   process.exit(0);
 }

@@ -1,7 +1,7 @@
 import { dirname, join } from "node:path";
 import { redactUrl } from "@looprun/db";
 import { DEFAULT_API_URL } from "../api-client";
-import { closeOnSignals } from "../lifecycle";
+import { shutdownOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
 
 // Each command imports only the app it starts: an API process does not load the worker's engine,
@@ -10,20 +10,23 @@ const loadApi = () => import("@looprun/api");
 const loadWorker = () => import("@looprun/worker");
 
 export async function apiCommand(): Promise<void> {
+  const shutdown = shutdownOnSignals();
   const { parseApiEnv, startApi } = await loadApi();
   const api = await startApi(parseApiEnv(process.env));
+  shutdown.closeWith(() => api.close());
   process.stdout.write(`looprun API listening on ${api.url}\n`);
-  closeOnSignals(() => api.close());
 }
 
 export async function workerCommand(): Promise<void> {
+  const shutdown = shutdownOnSignals();
   const { parseWorkerEnv, startWorker } = await loadWorker();
   const worker = await startWorker(parseWorkerEnv(process.env));
-  closeOnSignals(() => worker.close());
+  shutdown.closeWith(() => worker.close());
 }
 
 /** Everything on one machine: a managed redis-server (unless REDIS_URL is set), the API and workers. */
 export async function devCommand(): Promise<void> {
+  const shutdown = shutdownOnSignals();
   const [{ parseApiEnv, startApi }, { parseWorkerEnv, startWorker }] = await Promise.all([
     loadApi(),
     loadWorker(),
@@ -39,6 +42,10 @@ export async function devCommand(): Promise<void> {
   // The managed Redis keeps its data next to the database, as the snapshots do (`.looprun/redis`).
   const redisDir = join(dirname(apiEnv.DATABASE_PATH), "redis");
   const redis = env.REDIS_URL ? null : await startManagedRedis(redisDir);
+  const stopRedis = async () => {
+    await redis?.stop();
+  };
+  shutdown.closeWith(stopRedis);
   if (redis) {
     apiEnv.REDIS_URL = redis.url;
     workerEnv.REDIS_URL = redis.url;
@@ -46,13 +53,22 @@ export async function devCommand(): Promise<void> {
   }
   // One that fails to start (its port taken, say) takes what started before it with it.
   const api = await startApi(apiEnv).catch(async (error: unknown) => {
-    await redis?.stop();
+    await stopRedis();
     throw error;
   });
+  const stopApi = async () => {
+    await api.close();
+    await stopRedis();
+  };
+  shutdown.closeWith(stopApi);
   const worker = await startWorker(workerEnv, process.env).catch(async (error: unknown) => {
     await api.close().catch(() => {});
-    await redis?.stop();
+    await stopRedis();
     throw error;
+  });
+  shutdown.closeWith(async () => {
+    await worker.close();
+    await stopApi();
   });
   // The CLI talks to DEFAULT_API_URL unless told: elsewhere (PORT, HOST) the suggestion says where.
   const urlPrefix = api.url === DEFAULT_API_URL ? "" : `LOOPRUN_URL=${api.url} `;
@@ -73,9 +89,4 @@ export async function devCommand(): Promise<void> {
       "",
     ].join("\n"),
   );
-  closeOnSignals(async () => {
-    await worker.close();
-    await api.close();
-    await redis?.stop();
-  });
 }

@@ -140,6 +140,23 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect((await before.rest()).map((m) => m.id)).toEqual(["2"]);
   });
 
+  it("replays a finished run's events after run_finished too (a rollback of the finished run)", async () => {
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await start(id, epoch);
+    await finish(id, epoch);
+    await live.repo.recordRollback(id, { iteration: 0 }, Date.now());
+    const stored: { seq: number; type: string }[] = await allEvents(id);
+    expect(stored.map((e) => e.type).slice(-2)).toEqual(["run_finished", "rollback_applied"]);
+    // From the start, and from just before run_finished: everything stored, then the end.
+    for (const after of [0, stored.length - 2]) {
+      const sse = await open(`/api/runs/${id}/events/stream`, { "Last-Event-ID": String(after) });
+      const all = await sse.rest();
+      expect(all.map(payload)).toEqual(stored.filter((e) => e.seq > after));
+      expect(await sse.next()).toBeNull();
+    }
+  });
+
   it("pings while idle", async () => {
     const { id } = await submit();
     const sse = await open(`/api/runs/${id}/events/stream`, { "Last-Event-ID": "1" });

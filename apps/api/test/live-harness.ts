@@ -60,6 +60,9 @@ export function liveApi(engine: (typeof ENGINES)[number]) {
     get store() {
       return h.store;
     },
+    get repo() {
+      return h.repo;
+    },
     json,
     async submit(extra: Record<string, unknown> = {}) {
       const res = await app.request("/api/runs", {

@@ -91,20 +91,27 @@ export function liveRoutes(
     if (finished?.length === 0) return c.body(null, 204);
     return streamSession(c, live, deps.shutdown, async (session) => {
       await session.start();
-      /** Sends the events after `last`; true once `run_finished` is sent (the stream ends). */
+      /**
+       * Sends the events of `page` after `last`; true when `run_finished` was among them (the
+       * stream ends). What the page holds after it goes too: a rollback of the finished run.
+       */
       const send = async (page: EventRecord[]) => {
+        let ended = false;
         for (const event of page) {
           if (event.seq <= last) continue;
           await session.send(event.type, presentEvent(event), event.seq);
           last = event.seq;
-          if (event.type === "run_finished") return true;
+          if (event.type === "run_finished") ended = true;
         }
-        return false;
+        return ended;
       };
-      // A finished run: its events page by page, and nothing to wait for (no poller).
+      // A finished run: all its events after `last`, page by page (a rollback of the finished
+      // run comes after run_finished), and nothing to wait for (no poller).
       if (finished) {
         let page = finished;
-        while (session.open && !(await send(page)) && page.length === EVENTS_PAGE) {
+        while (session.open) {
+          await send(page);
+          if (page.length < EVENTS_PAGE) return;
           page = await deps.repo.listEvents(id, last, EVENTS_PAGE);
         }
         return;

@@ -101,6 +101,12 @@ describe("GET /api/openapi.json", () => {
       "header:Last-Event-ID",
     ]);
     expect(stream?.responses["200"]).toMatchObject({ content: { "text/event-stream": {} } });
+    // The submit's optional header, beside the 422 it can bring.
+    expect(
+      doc.paths["/api/runs"]?.post?.parameters?.map(
+        (p) => `${p.in}:${p.name}:${p.required ?? false}`,
+      ),
+    ).toEqual(["header:Idempotency-Key:false"]);
     // A finished run's stream, reconnected to after its end: what stops an EventSource.
     expect(stream?.responses["204"]).toMatchObject({
       description: expect.stringContaining("finished"),

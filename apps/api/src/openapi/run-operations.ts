@@ -19,6 +19,13 @@ export const RUN_OPERATIONS: OperationDoc[] = [
     tag: "runs",
     auth: "bearer",
     body: "RunSubmission",
+    headers: [
+      {
+        name: "Idempotency-Key",
+        description:
+          "1 to 200 visible ASCII characters: the same key with the same body returns the same run (the first answer) for 24 hours; with another body, 422",
+      },
+    ],
     responses: {
       202: { description: "accepted and queued", json: "RunAccepted" },
       400: bad,

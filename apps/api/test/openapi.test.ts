@@ -13,7 +13,7 @@ type Doc = {
       string,
       {
         responses: Record<string, unknown>;
-        parameters?: { name: string; in: string; schema?: unknown }[];
+        parameters?: { name: string; in: string; required?: boolean; schema?: unknown }[];
       }
     >
   >;

@@ -235,6 +235,15 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     await bySession.cancel();
   });
 
+  it("answers 404 for a runs stream of a run that does not exist (a session may not exist yet)", async () => {
+    const res = await live.app.request("/api/runs/stream?runId=01NOSUCHRUN0000000000000000");
+    expect(res.status).toBe(404);
+    expect((await json(res)).error.code).toBe("not_found");
+    // A session's stream may be opened before its first run is submitted.
+    const early = await open("/api/runs/stream?sessionId=live-not-yet");
+    await early.cancel();
+  });
+
   it("tells a change made right after the runs stream opened, however slow the feed's first read", async () => {
     const slow = withMethod(live.h.repo, "liveRuns", (liveRuns) => async (...args) => {
       await new Promise((r) => setTimeout(r, 300));

@@ -62,6 +62,7 @@ export const RUN_OPERATIONS: OperationDoc[] = [
       ),
       400: bad,
       401: unauthorized,
+      404: err("not_found: `runId` names no run"),
     },
   },
   {

@@ -42,8 +42,12 @@ export function liveRoutes(
   const now = deps.now ?? Date.now;
   const { runs: feed, events } = feeds;
 
-  app.get("/stream", (c) => {
+  app.get("/stream", async (c) => {
     const q = parseQuery(c, RunsStreamQuery);
+    // Run ids come from the API: one it never gave is a mistake, as on the run's own stream.
+    if (q.runId !== undefined && (await deps.repo.getRun(q.runId)) === null) {
+      throw notFound(`run ${q.runId}`);
+    }
     const wanted = (run: RunRecord) =>
       (q.sessionId === undefined || run.sessionId === q.sessionId) &&
       (q.runId === undefined || run.id === q.runId);

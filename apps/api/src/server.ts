@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Server } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { serve } from "@hono/node-server";
@@ -58,6 +59,8 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   });
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
   const shutdown = new AbortController();
+  // Every open event stream listens for it (and lets go when it ends): no limit to warn at.
+  setMaxListeners(0, shutdown.signal);
   const app = createApp(
     {
       repo: storage.repo,

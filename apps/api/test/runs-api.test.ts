@@ -250,6 +250,8 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
       "limit=x",
       "status=nope",
       "cursor=abc",
+      // 26 characters of the alphabet, but past the largest ULID (its time would overflow).
+      "cursor=8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
       "unknown=1",
       "sessionId=a%20b",
       "limit=",

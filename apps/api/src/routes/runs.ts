@@ -28,7 +28,8 @@ import { approvalRoutes } from "./approval";
 import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
 
-const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+/** A ULID: Crockford's base32, 26 characters, the first at most 7 (a 48-bit time leads). */
+const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
 /** Fields read as prose (the agent's prompt): a secret in them is stored, and read, redacted. */
 const PROSE_FIELDS = new Set(["task", "requirements"]);

@@ -84,6 +84,31 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     expect(listeners()).toBe(0);
   });
 
+  it("tells a stream the events another stream of the run read first, without waiting for a later event", async () => {
+    // No poll within the test: what reaches the first stream comes from the second one's read.
+    const slow = live.h.appWith({ live: { pollMs: 600_000, heartbeatMs: 100 } });
+    const { id } = await submit();
+    const epoch = await claim(id);
+    await start(id, epoch);
+    const first = new SseReader(
+      (await slow.request(`/api/runs/${id}/events/stream`)).body as ReadableStream<Uint8Array>,
+    );
+    expect((await first.until((m) => m.id === "2")).map((m) => m.event)).toEqual([
+      "run_queued",
+      "run_started",
+    ]);
+    // Written after the first stream's read; a second stream reads it from the database.
+    await live.store.commit(id, epoch, { events: [event("agent_started")] }, Date.now());
+    const second = new SseReader(
+      (await slow.request(`/api/runs/${id}/events/stream`)).body as ReadableStream<Uint8Array>,
+    );
+    await second.until((m) => m.id === "3");
+    // The first stream gets it too, now (the run's poller moved on past it for both).
+    expect((await first.until((m) => m.id === "3")).map((m) => m.event)).toEqual(["agent_started"]);
+    await first.cancel();
+    await second.cancel();
+  });
+
   it("resumes after Last-Event-ID (or ?after=) with no gap and no duplicate; the header wins", async () => {
     const { id } = await submit();
     const epoch = await claim(id);

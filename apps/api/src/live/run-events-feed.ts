@@ -11,9 +11,13 @@ export interface RunEventsFeedOptions {
   page: number;
 }
 
-/** What one poll of a run read: the run, then its events with `from < seq` (at most a page). */
+/**
+ * What one poll of a run read: the run, then its events with `from < seq` (at most a page). Or,
+ * with `run` undefined and no events: the poller moved on to `from` after a stream's own read.
+ */
 export interface RunEventsNews {
-  run: RunRecord | null;
+  /** Undefined: not read (the poller moved on without a poll, see `seen`). */
+  run: RunRecord | null | undefined;
   /** The seq the poll read after: a subscriber that has seen less must read the gap itself. */
   from: number;
   events: EventRecord[];
@@ -72,7 +76,12 @@ export class RunEventsFeed {
    */
   seen(runId: string, seq: number): void {
     const poller = this.pollers.get(runId);
-    if (poller && seq > poller.after) poller.after = seq;
+    if (!poller || seq <= poller.after) return;
+    poller.after = seq;
+    // Its next poll reads after `seq`: a stream that has seen less must read the gap itself, and
+    // is told now — not by the next poll that finds something, which may come much later.
+    const moved: RunEventsNews = { run: undefined, from: seq, events: [], complete: false };
+    for (const listener of [...poller.listeners]) listener(moved);
   }
 
   private tick(runId: string): void {
@@ -85,11 +94,12 @@ export class RunEventsFeed {
   }
 
   private async poll(poller: Poller, runId: string): Promise<void> {
+    let run: RunRecord | null;
     let news: RunEventsNews;
     try {
       // The run before its events: when it is already finished, its run_finished event
       // (written in the same transaction) is in the page read next.
-      const run = await this.opts.repo.getRun(runId);
+      run = await this.opts.repo.getRun(runId);
       const from = poller.after;
       const events = await this.opts.repo.listEvents(runId, from, this.opts.page);
       news = { run, from, events, complete: events.length < this.opts.page };
@@ -99,7 +109,7 @@ export class RunEventsFeed {
     const last = news.events.at(-1);
     // Never back: a stream may have moved it on meanwhile (see `seen`).
     if (last) poller.after = Math.max(poller.after, last.seq);
-    const ended = news.run === null || isTerminal(news.run.status);
+    const ended = run === null || isTerminal(run.status);
     if (!last && !ended) return;
     for (const listener of [...poller.listeners]) listener(news);
   }

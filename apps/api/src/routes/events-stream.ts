@@ -162,7 +162,8 @@ export function liveRoutes(
             if (await catchUp()) return;
           } else {
             if (await send(n.events)) return;
-            if (n.complete && (!n.run || isTerminal(n.run.status))) return;
+            // (A poller that moved on without a poll read no run: `undefined`, never the end.)
+            if (n.complete && (n.run === null || (n.run && isTerminal(n.run.status)))) return;
           }
         }
       } finally {

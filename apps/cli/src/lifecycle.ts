@@ -2,6 +2,8 @@
 export interface Shutdown {
   /** What closes what has started so far (each call replaces the last): a signal runs it. */
   closeWith(close: () => Promise<void>): void;
+  /** A signal came: the process is closing (and exits once the close is done). */
+  readonly stopping: boolean;
 }
 
 /**
@@ -32,6 +34,9 @@ export function shutdownOnSignals(): Shutdown {
   return {
     closeWith(next) {
       close = next;
+    },
+    get stopping() {
+      return signalled;
     },
   };
 }

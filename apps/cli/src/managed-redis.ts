@@ -62,6 +62,11 @@ export async function startManagedRedis(dir: string): Promise<ManagedRedis> {
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
+  // However this process ends before stop() — a signal while it still starts, an uncaught error —
+  // its Redis ends with it (SIGTERM: Redis writes its append-only file and exits by itself).
+  const stopOnExit = () => child.kill("SIGTERM");
+  process.on("exit", stopOnExit);
+  child.once("exit", () => process.off("exit", stopOnExit));
   await new Promise<void>((ready, fail) => {
     let out = "";
     child.stdout?.on("data", (chunk: Buffer) => {

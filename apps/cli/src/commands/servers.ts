@@ -70,6 +70,8 @@ export async function devCommand(): Promise<void> {
     await worker.close();
     await stopApi();
   });
+  // Stopped while it started: no banner that says to press Ctrl-C.
+  if (shutdown.stopping) return;
   // The CLI talks to DEFAULT_API_URL unless told: elsewhere (PORT, HOST) the suggestion says where.
   const urlPrefix = api.url === DEFAULT_API_URL ? "" : `LOOPRUN_URL=${api.url} `;
   process.stdout.write(

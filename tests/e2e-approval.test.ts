@@ -130,6 +130,13 @@ describe("plan approval through the API, a worker and the fake Mistral", () => {
       new RegExp(`^looprun: 400 invalid_request: --plan ${badFile}: steps\\.0\\.title: `, "m"),
     );
     expect(bad.output).not.toContain("plan.steps");
+    // A file that is no plan at all: the flag alone, once.
+    writeFileSync(badFile, "[]");
+    const notAPlan = await runCli(["approve", run.id, "--plan", badFile], cliEnv());
+    expect(notAPlan.code, notAPlan.output).toBe(1);
+    expect(notAPlan.output).toMatch(
+      new RegExp(`^looprun: 400 invalid_request: --plan ${badFile}: [^:]`, "m"),
+    );
     expect((await getRun(stack, run.id)).status).toBe("awaiting_approval");
 
     const planFile = join(stack.dir, "edited-plan.json");

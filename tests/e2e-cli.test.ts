@@ -206,6 +206,11 @@ describe("looprun CLI", () => {
       expect(none.code, none.output).toBe(0);
       expect(none.stdout).toBe("");
       expect(none.output.trim()).toBe("no runs match");
+      // A cursor past the oldest run: an empty page says so too.
+      const past = await runCli(["ls", "--cursor", "00000000000000000000000000"], cliEnv);
+      expect(past.code, past.output).toBe(0);
+      expect(past.stdout).toBe("");
+      expect(past.output.trim()).toBe("no more runs");
     });
 
     it("ls filters by session and pages with --limit", async () => {
@@ -330,11 +335,34 @@ describe("looprun CLI", () => {
   });
 
   it("refuses a LOOPRUN_URL that is no http(s) URL, naming it", async () => {
-    for (const value of ["127.0.0.1:8787", "ftp://127.0.0.1/", "http://127.0.0.1:8787/?x=1"]) {
+    for (const value of [
+      "127.0.0.1:8787",
+      "ftp://127.0.0.1/",
+      "http://127.0.0.1:8787/?x=1",
+      "http://127.0.0.1:8787/?",
+      "http://127.0.0.1:8787/#",
+    ]) {
       const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: value });
       expect(code, output).toBe(1);
       expect(output).toMatch(/^looprun: LOOPRUN_URL must/m);
       expect(output).toContain(JSON.stringify(value));
+    }
+    // A password in it is refused without being echoed.
+    const withPassword = stack.url.replace("http://", "http://me:hunter2-secret@");
+    const refused = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: withPassword });
+    expect(refused.code, refused.output).toBe(1);
+    expect(refused.output).toContain("LOOPRUN_URL must not carry a user or a password");
+    expect(refused.output).not.toContain("hunter2-secret");
+  });
+
+  it("takes the API's URL as `looprun dev` prints it (ending in /api)", async () => {
+    for (const suffix of ["/api", "/api/"]) {
+      const { code, output } = await runCli(["ls", "-n", "1"], {
+        ...cliEnv,
+        LOOPRUN_URL: `${stack.url}${suffix}`,
+      });
+      expect(code, output).toBe(0);
+      expect(output).not.toContain("no route");
     }
   });
 

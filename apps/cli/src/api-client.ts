@@ -59,7 +59,10 @@ function unreachableReason(error: unknown): string {
   return code === undefined ? detail : `${FAILURE_WORDS[code] ?? detail} (${code})`;
 }
 
-/** LOOPRUN_URL checked: an http(s) URL, which may carry a path (an API behind a proxy's prefix). */
+/**
+ * LOOPRUN_URL checked: an http(s) URL, which may carry a path (an API behind a proxy's prefix).
+ * A trailing `/api` is the API's own (`looprun dev` prints its API as URL/api): dropped.
+ */
 export function apiBaseUrl(value: string): string {
   const notHttp = () =>
     new Error(
@@ -72,10 +75,15 @@ export function apiBaseUrl(value: string): string {
     throw notHttp();
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw notHttp();
-  if (url.search !== "" || url.hash !== "") {
+  // `href`, not `search`/`hash`: an empty `?` or `#` leaves those empty but stays in the URL.
+  if (/[?#]/.test(url.href)) {
     throw new Error(`LOOPRUN_URL must not carry a query or a fragment: ${JSON.stringify(value)}`);
   }
-  return url.href.replace(/\/+$/, "");
+  if (url.username !== "" || url.password !== "") {
+    // Not echoed: it holds a password.
+    throw new Error("LOOPRUN_URL must not carry a user or a password: set API_TOKEN instead");
+  }
+  return url.href.replace(/\/+$/, "").replace(/\/api$/, "");
 }
 
 /**
@@ -92,7 +100,7 @@ function withFlags(text: string, flags: FlagNames = {}): string {
   const outer = Object.keys(flags)
     .filter((name) => text.startsWith(`${name}.`))
     .sort((a, b) => b.length - a.length)[0];
-  if (outer !== undefined) return `${flags[outer]} ${text.slice(outer.length + 1)}`;
+  if (outer !== undefined) return `${flags[outer]}: ${text.slice(outer.length + 1)}`;
   return text.replace(/\b[a-z]+(?:[A-Z][a-z]*)+\b/g, (name) => flags[name] ?? name);
 }
 

@@ -28,7 +28,7 @@ export async function approveCommand(id: string, opts: { plan?: string }): Promi
     runPath(id, "/approve"),
     body,
     // A field of the file's plan is named in the file: `--plan FILE: steps.0.title`.
-    { flags: opts.plan === undefined ? {} : { plan: `--plan ${opts.plan}:` } },
+    { flags: opts.plan === undefined ? {} : { plan: `--plan ${opts.plan}` } },
   );
   process.stdout.write(
     `run ${res.id}: plan approved${body ? " (edited)" : ""}, ${res.status} to go on\n`,

@@ -164,10 +164,12 @@ export async function lsCommand(opts: {
     undefined,
     { flags: LS_FLAGS },
   );
-  if (page.items.length === 0 && !opts.cursor) {
+  if (page.items.length === 0) {
     // On stderr: a script reading the lines gets none.
-    const filtered = opts.session !== undefined || opts.status !== undefined;
-    process.stderr.write(filtered ? "no runs match\n" : "no runs yet\n");
+    const filtered = Boolean(opts.session || opts.status);
+    process.stderr.write(
+      opts.cursor ? "no more runs\n" : filtered ? "no runs match\n" : "no runs yet\n",
+    );
   }
   for (const r of page.items) {
     // One line a run: a task's line breaks and tabs as spaces, its control characters dropped.

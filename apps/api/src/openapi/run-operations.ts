@@ -173,7 +173,7 @@ export const RUN_OPERATIONS: OperationDoc[] = [
     headers: [{ name: "Last-Event-ID", description: "resume after this seq (wins over `after`)" }],
     responses: {
       200: sse(
-        "`id:` the seq, `event:` the type, `data:` the event as in GET /api/runs/{id}/events; replays then follows, `: ping` while idle, ends after `run_finished`",
+        "`id:` the seq, `event:` the type, `data:` the event as in GET /api/runs/{id}/events; replays then follows, `: ping` while idle, ends after `run_finished` (a finished run's replay includes what was stored after it, e.g. `rollback_applied`)",
       ),
       204: {
         description:

@@ -275,8 +275,8 @@ function addEvent(event) {
 }
 
 /**
- * Events written after `run_finished` (rollbacks of the finished run): the stream ends at
- * `run_finished`, the list has them.
+ * Events written after `run_finished` (rollbacks of the finished run): this page stops reading
+ * the stream at `run_finished`, and a rollback made from it comes later; the list has them.
  */
 async function readLateEvents() {
   const after = state.events.reduce((max, e) => Math.max(max, e.seq), 0);

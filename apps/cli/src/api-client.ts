@@ -149,14 +149,19 @@ export async function apiErrorOf(
 
 /** A small client of the looprun HTTP API, for the CLI. */
 export class ApiClient {
+  /** The API's address without a final slash: an API path is appended to it as it is. */
+  readonly baseUrl: string;
+
   constructor(
-    readonly baseUrl: string,
+    baseUrl: string,
     readonly token?: string,
-  ) {}
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  }
 
   /** The URL of an API path (`/api/…`), under the base URL's own path if it has one. */
   url(path: string): URL {
-    return new URL(`${this.baseUrl.replace(/\/+$/, "")}${path}`);
+    return new URL(`${this.baseUrl}${path}`);
   }
 
   async request<T>(

@@ -251,3 +251,43 @@ describe("looprun worker", () => {
     expect(exit.output).toContain("SIGINT received, shutting down");
   });
 });
+
+describe("looprun worker, started", () => {
+  it("shuts down on SIGTERM after its Redis went away", async () => {
+    const redis = await startRedis();
+    const cwd = tempDir("looprun-worker-");
+    const { PATH, HOME } = process.env;
+    const proc = spawnManaged("looprun worker", process.execPath, [LOOPRUN_BIN, "worker"], {
+      cwd,
+      env: { PATH, HOME, REDIS_URL: redis.url, LOG_LEVEL: "info" },
+    });
+    cleanups.push(async () => {
+      await proc.stop("SIGKILL");
+      await redis.stop();
+      rmSync(cwd, { recursive: true, force: true });
+    });
+    await waitFor(
+      () => {
+        if (proc.hasExited()) throw new StopWaiting(`looprun worker exited:\n${proc.output()}`);
+        return proc.output().includes("looprun worker ready");
+      },
+      { timeoutMs: 60_000, message: "the worker to start" },
+    );
+    await redis.stop();
+    await waitFor(() => proc.output().includes("redis connection error"), {
+      timeoutMs: 30_000,
+      message: "the worker to notice its Redis is gone",
+    });
+    proc.child.kill("SIGTERM");
+    await waitFor(() => proc.hasExited(), {
+      timeoutMs: 30_000,
+      message: "the worker to exit on SIGTERM",
+    });
+    const exit = await exitOf(proc);
+    expect(exit.code, `signal ${exit.signal}\n${exit.output}`).toBe(0);
+    expect(exit.output).toContain("SIGTERM received, shutting down");
+    expect(exit.output).toContain("looprun worker closed");
+    // Redis' errors are logged as log lines, not printed raw.
+    expect(exit.output).not.toMatch(/^Error: /m);
+  });
+});

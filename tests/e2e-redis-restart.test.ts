@@ -113,6 +113,52 @@ describe("Redis restarted empty mid-run", () => {
       killGroup(agentPid);
     }
   }, 150_000);
+  it("a worker told to stop while Redis is down ends, its iteration abandoned; the run finishes once Redis is back", async () => {
+    for (const w of liveWorkers(stack)) await w.stop();
+    const first = stack.startWorker(WORKER_ENV);
+    const agent =
+      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
+    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
+    const running = await waitForStatus(stack, id, ["running"]);
+    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+      message: "the agent writing its pid",
+    });
+    try {
+      const { port } = redis;
+      await redis.stop();
+      await waitFor(() => first.output().includes("redis connection error"), {
+        timeoutMs: 30_000,
+        message: "the worker to notice its Redis is gone",
+      });
+      // BullMQ's graceful close waits for Redis: the worker must not.
+      expect(await first.stop("SIGTERM", 60_000), first.output()).toEqual({
+        code: 0,
+        signal: null,
+      });
+      expect(first.output()).toContain("looprun worker closed");
+      await waitForDeath(agentPid, "the agent of the worker that stopped");
+      expect((await getIterations(stack, id)).map((it) => [it.n, it.attempt, it.status])).toEqual([
+        [1, 1, "abandoned"],
+      ]);
+
+      rmSync(redisDir, { recursive: true, force: true });
+      redisDir = tempDir("looprun-redis-restart-");
+      redis = await startRedis({ port, dir: redisDir });
+      ensureWorkers(stack, 1, WORKER_ENV);
+      const run = await waitForStatus(stack, id, undefined, RECOVERY);
+      expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
+      expect(expectIterationsOnce(await getIterations(stack, id))).toEqual([
+        [1, 1, "abandoned"],
+        [1, 2, "passed"],
+      ]);
+      const events = await getEvents(stack, id);
+      expectWellFormedEvents(events);
+      expect(countEvents(events, "run_finished")).toBe(1);
+    } finally {
+      killGroup(agentPid);
+    }
+  }, 150_000);
+
   it("keeps the lease of a run its own worker took again after Redis lost the job, and stops it by pub/sub", async () => {
     // One worker whose lock renewal is slow (so the reconciler, not the renewal, notices the
     // lost job) and whose DB poll is too slow to matter: stops must come by pub/sub.

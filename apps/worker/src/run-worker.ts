@@ -93,7 +93,17 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   const prefix = env.LOOPRUN_QUEUE_PREFIX;
   const shutdown = new AbortController();
   const active = new Map<string, ActiveRun>();
-  const connection = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null });
+  /** The steps in flight: the database stays open until they end. */
+  const steps = new Set<Promise<unknown>>();
+  // ioredis reconnects for ever, and a disconnect() while it waits to reconnect settles
+  // nothing (redis/ioredis#2169): once the worker closes, a lost connection ends at its next
+  // failed attempt instead, which rejects what waits on it. Duplicates (the subscriber, BullMQ's
+  // blocking connection) share this strategy.
+  let closing = false;
+  const connection = new Redis(env.REDIS_URL, {
+    maxRetriesPerRequest: null,
+    retryStrategy: (times) => (closing ? null : Math.min(times * 50, 2000)),
+  });
   connection.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
 
   // Stop requests reach the worker holding the run at once; the engine also polls the DB.
@@ -126,13 +136,16 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
           }, env.LOOPRUN_LOCK_MS / 4)
         : undefined;
     let result: Awaited<ReturnType<typeof runStep>>;
+    const step = runStep(resources, runId, {
+      shutdown: shutdown.signal,
+      stop: handle.stop.signal,
+      leaseLost: handle.leaseLost.signal,
+    });
+    steps.add(step);
     try {
-      result = await runStep(resources, runId, {
-        shutdown: shutdown.signal,
-        stop: handle.stop.signal,
-        leaseLost: handle.leaseLost.signal,
-      });
+      result = await step;
     } finally {
+      steps.delete(step);
       clearInterval(renewal);
       // Not the handle of a newer step of the same run: stops must still reach that one.
       if (active.get(runId) === handle) active.delete(runId);
@@ -206,6 +219,8 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   await worker.waitUntilReady();
 
   const queue = new Queue<RunJob>(RUN_QUEUE, { connection, prefix });
+  // Its connection's errors are logged above (without a listener BullMQ prints each one raw).
+  queue.on("error", () => {});
   let reconciling: Promise<unknown> = Promise.resolve();
   const reconcileNow = () => {
     reconciling = reconcile({
@@ -231,9 +246,19 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
 
   return {
     async close() {
+      closing = true;
       clearInterval(reconcileTimer);
       shutdown.abort();
-      await worker.close();
+      if (connection.status === "ready") {
+        // The steps in flight hand their runs back to the queue, and BullMQ waits for them. If
+        // Redis goes away meanwhile, that wait would never end: the connection's end ends it.
+        await Promise.race([worker.close(), new Promise((ended) => connection.once("end", ended))]);
+      } else {
+        // Redis is not there: nothing can be handed back (the jobs' locks lapse, and another
+        // worker takes them up), and BullMQ's graceful close would wait for it for ever.
+        await worker.close(true);
+      }
+      await Promise.allSettled(steps);
       await reconciling;
       await queue.close();
       await subscriber.quit().catch(() => subscriber.disconnect());

@@ -73,8 +73,10 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }),
     );
   }
-  app.use("/api/*", limitBody(deps.bodyLimitBytes ?? BODY_LIMIT_BYTES));
+  // The token first: a client without it learns nothing of the limits (a 413), and its body
+  // is not read.
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));
+  app.use("/api/*", limitBody(deps.bodyLimitBytes ?? BODY_LIMIT_BYTES));
   const live = { ...LIVE_DEFAULTS, ...deps.live };
   // The live views' pollers, one of each per process (this app is one per process): the runs
   // feed, and one poller per followed run shared by all its streams.

@@ -73,6 +73,33 @@ describe("runs API with API_TOKEN", () => {
   });
 });
 
+describe("runs API with API_TOKEN and a body over the limit", () => {
+  it("answers 401 to a request without the token, whatever its size: 413 is for those who may submit", async () => {
+    const h = await apiHarness(inject("redisUrl"));
+    try {
+      const token = "a-token-of-some-length";
+      const app = h.appWith({ apiToken: token });
+      const body = JSON.stringify({ ...valid, task: "x".repeat(3 * 1024 * 1024) });
+      const post = (headers: Record<string, string>) =>
+        app.request("/api/runs", {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", ...headers },
+        });
+      const anonymous = await post({});
+      expect(anonymous.status).toBe(401);
+      expect(((await anonymous.json()) as { error: { code: string } }).error.code).toBe(
+        "unauthorized",
+      );
+      const known = await post({ authorization: `Bearer ${token}` });
+      expect(known.status).toBe(413);
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe("runs API limits", () => {
   it("answers 413 payload_too_large for a 3 MB body and stores nothing", async () => {
     const h = await apiHarness(inject("redisUrl"));

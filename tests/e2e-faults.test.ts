@@ -68,7 +68,11 @@ describe("Redis unreachable", () => {
   beforeAll(async () => {
     // Nothing listens on this port.
     const port = await freePort();
-    stack = await startStack({ redisUrl: `redis://127.0.0.1:${port}`, workers: 0 });
+    stack = await startStack({
+      redisUrl: `redis://127.0.0.1:${port}`,
+      workers: 0,
+      redisDown: true,
+    });
   });
 
   afterAll(async () => {

@@ -1,5 +1,6 @@
 export {
   buildPrompt,
+  CompletionPromiseScanner,
   hasCompletionPromise,
   removeStalePromptDirs,
   renderPlan,

@@ -371,4 +371,36 @@ describe("runStep", () => {
     expect(its[0]?.feedback).toContain("The completion promise was not given");
     expect(its[1]?.prompt).toContain("The completion promise was not given");
   });
+
+  it("does not finish the run of an agent that prints its prompt back (the prompt names the promise)", async () => {
+    const run = seed({
+      agent: { type: "command", command: "cat" },
+      completionPromise: "DONE",
+      maxIterations: 2,
+      cooldownMs: 0,
+    });
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({
+      status: "failed",
+      reason: "max_iterations",
+    });
+    const its = engine.store.iterationsOf(run.id);
+    expect(its.map((i) => i.outcome)).toEqual(["promise_missing", "promise_missing"]);
+    // Its output did carry the tag: the prompt's, and the feedback's in iteration 2.
+    expect(its[1]?.agent?.output).toContain("print <promise>DONE</promise> on its own line");
+    expect(its[1]?.agent?.output).toContain("print <promise>DONE</promise> only when");
+  });
+
+  it("succeeds on a promise that more output than the stored tail follows", async () => {
+    const run = seed({
+      agent: {
+        type: "command",
+        command: "echo '<promise>DONE</promise>'; head -c 200000 /dev/zero | tr '\\0' x; echo",
+      },
+      completionPromise: "DONE",
+    });
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({ status: "succeeded" });
+    const [it1] = engine.store.iterationsOf(run.id);
+    expect(it1?.outcome).toBe("complete");
+    expect(it1?.agent?.output).not.toContain("<promise>");
+  });
 });

@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
@@ -77,5 +79,27 @@ describe("the mistral agent on unusual answers", () => {
     expect(calls.map((c) => [c.tool, c.isError])).toEqual([["finish", true]]);
     // The second, valid finish is the one that ended the turn: blocked, with its question.
     expect(store.iterationsOf(run.id)[0]?.agent?.output).toContain("finish (blocked): which file?");
+  });
+
+  it("takes the completion promise from what the model says, not from a file its tools read", async () => {
+    writeFileSync(
+      join(fx.workspace, "NOTES.md"),
+      "When done, the agent prints:\n<promise>DONE</promise>\n",
+    );
+    fx.fake.replies(
+      { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "NOTES.md" } }] },
+      finish("read the notes"),
+      { content: "All done.\n<promise>DONE</promise>", toolCalls: [] },
+    );
+    const store = new MemoryRunStore();
+    const run = fx.run({ testCommand: "true", completionPromise: "DONE", maxIterations: 2 });
+    store.add(run);
+    const res = resources(store, { llm: fx.llm });
+    await runStep(res, run.id);
+    const iterations = store.iterationsOf(run.id);
+    expect(iterations.map((i) => i.outcome)).toEqual(["promise_missing", "complete"]);
+    // The file's promise reached the transcript (the tool's result), and did not count.
+    expect(iterations[0]?.agent?.output).toContain("<promise>DONE</promise>");
+    expect((await store.getRun(run.id))?.status).toBe("succeeded");
   });
 });

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildCommandEnv, hasCompletionPromise, useLauncher } from "@looprun/core";
+import { buildCommandEnv, useLauncher } from "@looprun/core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { runCommandAgent } from "../src/agents/command-agent";
 import { COMMAND_ENV, isAlive, readPids, removeDir, runIn, tempDir, waitFor } from "./support";
@@ -286,21 +286,5 @@ describe("command agent", () => {
     });
     expect(result.timedOut).toBe(true);
     expect(result.output).toContain("timeout of 200 ms");
-  });
-});
-
-describe("hasCompletionPromise", () => {
-  it("finds the exact promise text in a tag", () => {
-    expect(hasCompletionPromise("work done\n<promise>DONE</promise>\n", "DONE")).toBe(true);
-    expect(hasCompletionPromise("<promise> DONE </promise>", "DONE")).toBe(true);
-    expect(hasCompletionPromise("<promise>NOT</promise> <promise>DONE</promise>", "DONE")).toBe(
-      true,
-    );
-  });
-
-  it("does not accept other text, a bare word or an unclosed tag", () => {
-    expect(hasCompletionPromise("DONE", "DONE")).toBe(false);
-    expect(hasCompletionPromise("<promise>DONE-ISH</promise>", "DONE")).toBe(false);
-    expect(hasCompletionPromise("<promise>DONE", "DONE")).toBe(false);
   });
 });

@@ -141,6 +141,15 @@ describe("RunSubmission + normalizeSubmission", () => {
     expect(issue).toMatchObject({ keys: ["rollbackEverything"] });
   });
 
+  it("refuses a completion promise of more than one line (it is printed on a line of its own)", () => {
+    const result = parse({ task: "t", agent, completionPromise: "ALL\nDONE" });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues.map((i) => [i.path, i.message])).toContainEqual([
+      ["completionPromise"],
+      "must be one line",
+    ]);
+  });
+
   it("refuses unknown keys inside the agent", () => {
     const result = parse({ task: "t", agent: { ...agent, shell: "bash" }, testCommand: "x" });
     expect(result.success).toBe(false);

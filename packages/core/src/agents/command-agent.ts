@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
 import { type CommandResult, runCommand } from "../process/run-command";
 import { rewriteInPlace } from "../util/rewrite-in-place";
+import { CompletionPromiseScanner } from "./completion-promise";
 
 export interface CommandAgentInput {
   spec: CommandAgentSpec;
@@ -19,6 +20,13 @@ export interface CommandAgentInput {
   onSpawn?: (pgid: number) => void;
   /** Where to write the prompt (see promptFilePath); else a file removed afterwards. */
   promptFile?: string;
+  /** The run's completion promise, looked for in the whole output (see CompletionPromiseScanner). */
+  completionPromise?: string | null;
+}
+
+export interface CommandAgentResult extends CommandResult {
+  /** Whether the output carried the completion promise; `null` when none was asked for. */
+  promiseFound: boolean | null;
 }
 
 const PROMPT_DIR_PREFIX = "looprun-prompt-";
@@ -101,12 +109,14 @@ function writePrompt(path: string, prompt: string): void {
  * read-only) and in `$LOOPRUN_PROMPT_FILE`: `input.promptFile` (the caller removes it), or a
  * file of its own, removed afterwards. Both live outside the workspace.
  */
-export async function runCommandAgent(input: CommandAgentInput): Promise<CommandResult> {
+export async function runCommandAgent(input: CommandAgentInput): Promise<CommandAgentResult> {
   const own = input.promptFile === undefined;
   const promptFile = input.promptFile ?? promptFilePath(`agent-${++promptFiles}`);
+  const promise = input.completionPromise ?? null;
+  const scanner = promise === null ? null : new CompletionPromiseScanner(promise, input.prompt);
   try {
     writePrompt(promptFile, input.prompt);
-    return await runCommand({
+    const result = await runCommand({
       command: input.spec.command,
       cwd: input.workspace,
       env: { ...input.env, LOOPRUN_PROMPT_FILE: promptFile },
@@ -116,18 +126,10 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
+      ...(scanner ? { onOutput: (chunk: Buffer) => scanner.write(chunk) } : {}),
     });
+    return { ...result, promiseFound: scanner ? scanner.found : null };
   } finally {
     if (own) await removePromptFile(promptFile);
   }
-}
-
-const PROMISE_TAG = /<promise>([\s\S]*?)<\/promise>/g;
-
-/** Whether the agent's output carries `<promise>TEXT</promise>` with exactly that text. */
-export function hasCompletionPromise(output: string, promise: string): boolean {
-  for (const match of output.matchAll(PROMISE_TAG)) {
-    if (match[1]?.trim() === promise) return true;
-  }
-  return false;
 }

@@ -3,6 +3,7 @@ import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
 import { parseToolArguments } from "../tools/tool-arguments";
 import { capHead, capTail } from "../util/cut-marks";
+import { CompletionPromiseScanner } from "./completion-promise";
 import { completer, makePlan, type PlanRecorder, SYSTEM, updateStep } from "./mistral-agent-plan";
 import { renderPlan } from "./plan";
 
@@ -65,6 +66,11 @@ export interface MistralAgentInput {
    * @defaultValue none (the text is kept as it is)
    */
   redact?: (text: string) => string;
+  /**
+   * The run's completion promise: looked for in what the model says (its messages, its finish
+   * summary), not in what its tools return (a file that holds the tag is no promise).
+   */
+  completionPromise?: string | null;
 }
 
 export interface MistralAgentResult {
@@ -72,6 +78,8 @@ export interface MistralAgentResult {
   exitCode: number;
   output: string;
   durationMs: number;
+  /** Whether the model gave the completion promise; `null` when none was asked for. */
+  promiseFound: boolean | null;
   plan: Plan | null;
   /** Set when a phase could not produce valid output (an invalid plan twice): the run fails. */
   phaseFailed: { phase: string; error: string } | null;
@@ -134,6 +142,11 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   const logRedacted = (line: string) => transcript.push(line);
   let plan = input.plan;
   let blocked: string | null = null;
+  const promise = input.completionPromise ?? null;
+  const promiseScanner =
+    promise === null ? null : new CompletionPromiseScanner(promise, input.prompt);
+  /** What the model says, looked at for the promise (each piece its own lines). */
+  const said = (text: string) => promiseScanner?.write(`${text}\n`);
 
   const done = (
     exitCode: number,
@@ -144,6 +157,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       exitCode,
       output: capTail(transcript.join("\n"), cap, "earlier transcript"),
       durationMs: Math.round(performance.now() - started),
+      promiseFound: promiseScanner ? promiseScanner.found : null,
       plan,
       phaseFailed,
       blocked,
@@ -196,7 +210,10 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       // Unparseable arguments go back as "{}": the vendor may refuse a history that holds them.
       const sent = parsed.map(({ call, args }) => (args.ok ? call : { ...call, arguments: "{}" }));
       messages.push({ role: "assistant", content: res.content, toolCalls: sent });
-      if (res.content) log(res.content);
+      if (res.content) {
+        log(res.content);
+        said(res.content);
+      }
       if (res.finishReason === "length") {
         // Cut at the output limit: its tool calls may be cut too, and it did not finish.
         log("stopped: the model's answer was cut at its length limit (finish_reason length)");
@@ -211,6 +228,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           const status = args.value.status;
           const summary = String(args.value.summary ?? "");
           log(`finish (${String(status)}): ${summary}`);
+          said(summary);
           if (status === "blocked") blocked = summary.trim() || "(the agent gave no question)";
           return done(status === "done" ? 0 : 1);
         }

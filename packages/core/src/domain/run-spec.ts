@@ -195,7 +195,14 @@ export const RunSubmission = z
       .min(100)
       .max(24 * 3_600_000)
       .optional(),
-    completionPromise: z.string().trim().min(1).max(200).optional(),
+    completionPromise: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      // It is printed on a line of its own (see CompletionPromiseScanner).
+      .refine((text) => !/[\r\n]/.test(text), "must be one line")
+      .optional(),
     agent: AgentSpec,
     review: ReviewSpec.optional(),
     /** Pipeline phases: planning, architecture, design before iteration 1; packaging after success. */

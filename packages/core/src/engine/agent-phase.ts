@@ -26,6 +26,11 @@ export interface AgentPhaseResult extends AgentResult {
   phaseFailed: { phase: string; error: string } | null;
   /** The question of a mistral agent that reported `blocked` (the run waits for a reply). */
   blocked?: string | null;
+  /**
+   * Whether the agent gave the run's completion promise (looked for as its output streamed,
+   * the whole of it); `null` or absent when none was asked for, or no agent ran.
+   */
+  promiseFound?: boolean | null;
 }
 
 /**
@@ -84,6 +89,7 @@ export async function runAgentPhase(
         outputCapBytes: input.outputCapBytes,
         signal: input.signal,
         promptFile: ctx.promptFile(),
+        completionPromise: spec.completionPromise,
         ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       });
       return {
@@ -91,6 +97,7 @@ export async function runAgentPhase(
         output: r.output,
         durationMs: r.durationMs,
         phaseFailed: null,
+        promiseFound: r.promiseFound,
       };
     }
     case "mistral": {
@@ -177,6 +184,7 @@ export async function runAgentPhase(
             maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens,
           outputCapBytes: input.outputCapBytes,
           redact: (text) => ctx.redact(text),
+          completionPromise: spec.completionPromise,
           recorder: {
             toolCall: async (call) => {
               const record: NewToolCall = { iteration: input.n, ...call };
@@ -223,6 +231,7 @@ export async function runAgentPhase(
           durationMs: Math.round(performance.now() - started),
           phaseFailed: r.phaseFailed,
           blocked: r.blocked,
+          promiseFound: r.promiseFound,
         };
       } finally {
         await hub.close();

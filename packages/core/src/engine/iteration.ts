@@ -1,4 +1,3 @@
-import { hasCompletionPromise } from "../agents/command-agent";
 import { buildPrompt } from "../agents/prompt";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
@@ -231,10 +230,7 @@ export async function runIteration(
     }
 
     const gates = gateReport(validation.results, spec.successThreshold);
-    const promiseFound =
-      spec.completionPromise === null
-        ? null
-        : hasCompletionPromise(agent.output, spec.completionPromise);
+    const promiseFound = spec.completionPromise === null ? null : result.promiseFound === true;
     // The review only runs when every other gate passed: a reviewer's time (and tokens) is
     // not spent on a change that goes back anyway.
     let review: { artifact: ReviewArtifact; notes: string | null } | null = null;

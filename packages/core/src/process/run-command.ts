@@ -18,6 +18,8 @@ export interface RunCommandOptions {
   /** @defaultValue 2000 — between SIGTERM and SIGKILL */
   killGraceMs?: number;
   onSpawn?: (pid: number) => void;
+  /** Each piece of the output as it comes, all of it (only its tail is kept). */
+  onOutput?: (chunk: Buffer) => void;
 }
 
 export interface CommandResult {
@@ -128,8 +130,15 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     if (opts.signal?.aborted) onAbort();
     else opts.signal?.addEventListener("abort", onAbort, { once: true });
 
-    child.stdout.on("data", (chunk: Buffer) => output.write(chunk));
-    child.stderr.on("data", (chunk: Buffer) => output.write(chunk));
+    const onOutput = opts.onOutput;
+    const read = onOutput
+      ? (chunk: Buffer) => {
+          output.write(chunk);
+          onOutput(chunk);
+        }
+      : (chunk: Buffer) => output.write(chunk);
+    child.stdout.on("data", read);
+    child.stderr.on("data", read);
     // The command runs while the caller records its group.
     child.on("spawn", () => {
       if (child.pid !== undefined) opts.onSpawn?.(child.pid);

@@ -93,6 +93,16 @@ describe("dashboard pages and assets", () => {
     expect((await h.app.request("/dashboard/assets/..%2Fdashboard-auth.ts")).status).toBe(404);
   });
 
+  it("without API_TOKEN, /login sends the visitor on to this site only", async () => {
+    for (const next of ["/\t/evil.example/", "/\n/evil.example/", "//evil.example/"]) {
+      const res = await h.app.request(`/login?next=${encodeURIComponent(next)}`);
+      expect(res.status, JSON.stringify(next)).toBe(302);
+      expect(res.headers.get("location"), JSON.stringify(next)).toBe("/");
+    }
+    const res = await h.app.request(`/login?next=${encodeURIComponent("/runs/abc?x=1")}`);
+    expect(res.headers.get("location")).toBe("/runs/abc?x=1");
+  });
+
   describe("with API_TOKEN", () => {
     const token = "dashboard-token-0123456789";
     const secured = () =>
@@ -142,6 +152,40 @@ describe("dashboard pages and assets", () => {
       const out = await app.request("/logout", { method: "POST", headers: { cookie } });
       expect(out.status).toBe(303);
       expect(out.headers.get("set-cookie")).toMatch(/^looprun_dashboard=;.*Max-Age=0/);
+    });
+
+    it("sends a sign-in back to this site only, whatever `next` holds", async () => {
+      const app = secured();
+      const hostile = [
+        "//evil.example/",
+        "/\\evil.example/",
+        "/\t/evil.example/",
+        "/\n/evil.example/",
+        "/\r/evil.example/",
+        "/.//evil.example/",
+        "/x/..//evil.example/",
+        "http://evil.example/",
+        "evil.example",
+      ];
+      for (const next of hostile) {
+        const form = await app.request(`/login?next=${encodeURIComponent(next)}`);
+        expect(form.status, JSON.stringify(next)).toBe(200);
+        expect(await form.text(), JSON.stringify(next)).toContain('name="next" value="/"');
+        const login = await app.request("/login", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token, next }).toString(),
+        });
+        expect(login.status, JSON.stringify(next)).toBe(303);
+        expect(login.headers.get("location"), JSON.stringify(next)).toBe("/");
+      }
+      // A path of this site comes back as a browser would request it.
+      const spaced = await app.request("/login", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token, next: "/runs/a b?x=1" }).toString(),
+      });
+      expect(spaced.headers.get("location")).toBe("/runs/a%20b?x=1");
     });
 
     it("leaves the assets open (they hold no data)", async () => {

@@ -21,10 +21,26 @@ const sameText = (a: string, b: string) => {
 
 export const tokenMatches = (given: string, token: string) => sameText(given, token);
 
-/** Only a path on this site: never `//host` or a URL elsewhere. */
+const THIS_SITE = "http://looprun.invalid";
+
+/**
+ * Only a path on this site, as a browser reads it: never `//host` or a URL elsewhere, nor
+ * what a browser turns into one (it drops tabs and line breaks: `/<TAB>/evil.example` is
+ * `//evil.example`; `/.//evil.example` is too once resolved). The path is given back as the
+ * URL parser writes it (percent-encoded, so it fits in a Location header); anything else is `/`.
+ */
 export function safeNext(next: string | undefined): string {
-  if (!next?.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/";
-  return next;
+  if (!next?.startsWith("/")) return "/";
+  let url: URL;
+  try {
+    url = new URL(next, THIS_SITE);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== THIS_SITE) return "/";
+  const path = url.pathname + url.search + url.hash;
+  if (path.startsWith("//") || path.startsWith("/\\")) return "/";
+  return path;
 }
 
 /** With a token configured, a page needs the cookie; without it the visitor is sent to /login. */

@@ -101,6 +101,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: many run pages open"
     expect(await fetchFrom(pages[TABS - 1] as Page, `/api/runs/${ids[0]}`)).toBe("200");
 
     await first.locator("#stop-run:not([disabled])").waitFor();
+    first.once("dialog", (dialog) => void dialog.accept());
     await first.click("#stop-run");
     await first.locator("#run-status").filter({ hasText: "stopped" }).waitFor({ timeout: 20_000 });
     expect(d.pageErrors).toEqual([]);

@@ -40,6 +40,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     d.waitText(selector, text, timeout);
   const submitForm = (preset: string, overrides?: Record<string, string>) =>
     d.submitForm(preset, overrides);
+  const acceptNextDialog = () => d.acceptNextDialog();
 
   it("signs in with the token, submits a run through the form and shows it going live to succeeded", async () => {
     await page.goto(`${stack.url}/`);
@@ -109,6 +110,13 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     await waitText("#run-status", "running");
     await page.locator("#stop-run:not([disabled])").waitFor();
     await shot("run-running");
+    // It asks first: declined, nothing is sent and the run goes on.
+    await page.click("#stop-run");
+    expect(await page.isEnabled("#stop-run")).toBe(true);
+    expect((await stack.api("GET", `/api/runs/${id}`, undefined, auth)).body.status).toBe(
+      "running",
+    );
+    acceptNextDialog();
     await page.click("#stop-run");
     await waitText("#run-status", "stopped", 20_000);
     await waitText("#events", "stop_requested");

@@ -25,10 +25,12 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
             </div>
           </div>
           <div class="run-state">
-            <span class="badge" id="run-status">
-              …
+            <span aria-live="polite">
+              <span class="badge" id="run-status">
+                …
+              </span>
             </span>
-            <span class="live-dot" id="live-state">
+            <span class="live-dot" id="live-state" role="status">
               connecting…
             </span>
             <button type="button" class="danger" id="stop-run" disabled>
@@ -57,6 +59,7 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
             <form id="reply-form" class="reply-form" hidden>
               <textarea
                 id="reply-message"
+                aria-label="Your answer"
                 rows={3}
                 required
                 placeholder="Your answer: the agent gets it as the next iteration's feedback"
@@ -69,7 +72,12 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
               <button type="button" id="approve-run">
                 Approve plan
               </button>{" "}
-              <input type="text" id="reject-reason" placeholder="Why (for Reject)" />{" "}
+              <input
+                type="text"
+                id="reject-reason"
+                aria-label="Why you reject the plan"
+                placeholder="Why (for Reject)"
+              />{" "}
               <button type="button" class="danger" id="reject-run">
                 Reject
               </button>
@@ -120,6 +128,7 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
                   <button
                     type="button"
                     class={`chip${role === "all" ? " active" : ""}`}
+                    aria-pressed={role === "all" ? "true" : "false"}
                     data-role={role}
                   >
                     {label}

@@ -9,7 +9,7 @@ export function RunsPage({ auth, presets }: { auth: boolean; presets: Preset[] }
     <Layout title="Runs" auth={auth} script="runs.js">
       <section class="toolbar">
         <h1>Runs</h1>
-        <span class="live-dot" id="live-state" title="live updates">
+        <span class="live-dot" id="live-state" title="live updates" role="status">
           connecting…
         </span>
         <div class="spacer" />

@@ -50,6 +50,10 @@ export function describe(e) {
       return `cooling down ${duration(d.cooldownMs)}`;
     case "budget_exhausted":
       return `budget exhausted (${d.reason ?? d.budget?.reason ?? ""})`;
+    case "phase_started":
+      return `${d.phase ?? "phase"} started`;
+    case "phase_completed":
+      return `${d.phase ?? "phase"} done${d.durationMs !== undefined ? ` after ${duration(d.durationMs)}` : ""}`;
     case "phase_failed":
       return `${d.phase ?? "phase"} failed: ${d.error ?? ""}`;
     case "approval_requested":

@@ -35,6 +35,13 @@ export function duration(ms) {
   return `${Math.floor(s / 60)} min ${s % 60} s`;
 }
 
+/** Terminal colour and cursor codes (CSI, OSC, character sets, two-character escapes). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: they are what it removes
+const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+][ -~]|[@-Z\\-_])/g;
+
+/** A command's output as text for the page: without terminal escape codes. */
+export const plain = (text) => text.replace(ANSI, "");
+
 export function ago(iso) {
   if (!iso) return "—";
   const s = Math.round((Date.now() - Date.parse(iso)) / 1000);

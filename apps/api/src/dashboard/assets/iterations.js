@@ -1,6 +1,6 @@
 // One iteration of the run page's timeline: agent, validation commands, tool calls, review,
 // diff and feedback, each folded; what a reader opened stays open across live updates.
-import { badge, duration, h, time } from "./format.js";
+import { badge, duration, h, plain, time } from "./format.js";
 
 const openDetails = new Set();
 
@@ -93,9 +93,15 @@ export function iterationItem(it, ctx) {
       ? details(
           `${key}.agent`,
           h("span", {}, "Agent ", exit(it.agent.exitCode), ` · ${duration(it.agent.durationMs)}`),
-          h("pre", { class: "output mono" }, it.agent.output || "(no output)"),
+          h("pre", { class: "output mono" }, plain(it.agent.output) || "(no output)"),
         )
-      : h("div", { class: "muted small" }, "agent running…"),
+      : h(
+          "div",
+          { class: "muted small" },
+          it.status === "running"
+            ? "agent running…"
+            : "the agent's run was cut short (the attempt was handed back or lost)",
+        ),
     it.validation.length > 0
       ? h(
           "div",
@@ -111,7 +117,7 @@ export function iterationItem(it, ctx) {
                 h("code", {}, v.command),
                 ` · ${duration(v.durationMs)}`,
               ),
-              h("pre", { class: "output mono" }, v.output || "(no output)"),
+              h("pre", { class: "output mono" }, plain(v.output) || "(no output)"),
             ),
           ),
         )

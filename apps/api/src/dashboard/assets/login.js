@@ -1,5 +1,8 @@
 // The token is kept for the API calls of the pages; the form post sets the page cookie.
-import { setToken } from "./api.js";
+import { clearToken, setToken } from "./api.js";
+
+// The page again after a refused token: the token kept on submitting is not the API's.
+if (document.querySelector(".login .form-error")) clearToken();
 
 const form = document.getElementById("login-form");
 form.addEventListener("submit", () => {

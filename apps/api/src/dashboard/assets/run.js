@@ -101,10 +101,15 @@ async function answer(path, body, button) {
   markStale(["run", "iterations"]);
 }
 
-function meter(bar, text, used, max, label) {
+/**
+ * A budget's bar, warning (orange, then red) as it runs out while the run goes on, or when it
+ * ended the run (`spentBy`: the reason it ends with); a run that ended otherwise used it calmly.
+ */
+function meter(bar, text, used, max, label, spentBy) {
   const pct = max > 0 ? Math.min(100, (used / max) * 100) : 0;
+  const warn = isActive(state.run.status) || state.run.reason === spentBy;
   bar.style.width = `${pct}%`;
-  bar.className = `fill${pct >= 100 ? " full" : pct >= 80 ? " high" : ""}`;
+  bar.className = `fill${!warn ? "" : pct >= 100 ? " full" : pct >= 80 ? " high" : ""}`;
   text.textContent = label;
 }
 
@@ -117,6 +122,7 @@ function renderBudget() {
     used,
     budget.maxIterations,
     `${used} used · ${Math.max(0, budget.maxIterations - used)} left of ${budget.maxIterations}`,
+    "max_iterations",
   );
   const elapsed = elapsedNow(state.run, state.readAt);
   const max = budget.maxMinutes * 60_000;
@@ -126,6 +132,7 @@ function renderBudget() {
     elapsed,
     max,
     `${clock(elapsed)} elapsed · ${clock(Math.max(0, max - elapsed))} left of ${clock(max)}`,
+    "max_minutes",
   );
 }
 
@@ -291,13 +298,17 @@ async function readLateEvents() {
 for (const chip of document.querySelectorAll("[data-role]")) {
   chip.addEventListener("click", () => {
     state.role = chip.dataset.role;
-    for (const c of document.querySelectorAll("[data-role]"))
+    for (const c of document.querySelectorAll("[data-role]")) {
       c.classList.toggle("active", c === chip);
+      c.setAttribute("aria-pressed", String(c === chip));
+    }
     renderEvents();
   });
 }
 
 $("stop-run").addEventListener("click", async () => {
+  // As final as a rejection: its processes are killed and the run ends `stopped`.
+  if (!confirm("Stop this run? Its commands are killed and it ends stopped.")) return;
   $("stop-run").disabled = true;
   clearError();
   try {

@@ -58,7 +58,7 @@ function row(run, readAt) {
       { class: "num mono elapsed", dataset: { readAt: String(readAt) } },
       clock(elapsedNow(run, readAt)),
     ),
-    h("td", { class: "num small", title: run.createdAt }, ago(run.createdAt)),
+    h("td", { class: "num small created", title: run.createdAt }, ago(run.createdAt)),
   );
 }
 
@@ -71,7 +71,15 @@ function render() {
           h(
             "tr",
             { class: "empty" },
-            h("td", { colspan: 7 }, "No runs yet. Submit one with “New run”."),
+            h(
+              "td",
+              { colspan: 7 },
+              page() > 0
+                ? "No more runs."
+                : state.status || state.sessionId
+                  ? "No runs match these filters."
+                  : "No runs yet. Submit one with “New run”.",
+            ),
           ),
         ]
       : runs.map(({ run, readAt }) => row(run, readAt ?? now))),
@@ -108,6 +116,12 @@ async function load() {
 
 function onRunUpdated(run) {
   const known = state.runs.has(run.id);
+  // A run that no longer matches the filter (`running`, and it finished) leaves the list.
+  if (known && !matches(run)) {
+    state.runs.delete(run.id);
+    render();
+    return;
+  }
   // New runs appear on the first page only; others are updated where they are.
   if (!known && (page() > 0 || !matches(run))) return;
   state.runs.set(run.id, { run, readAt: Date.now() });
@@ -142,13 +156,17 @@ document.getElementById("page-newer").addEventListener("click", () => {
   load();
 });
 
-// Ticks the elapsed time of running runs between updates.
+// Ticks the elapsed time of running runs, and every run's age, between updates.
 setInterval(() => {
   for (const cell of body.querySelectorAll("td.elapsed")) {
     const id = cell.parentElement.dataset.id;
     const entry = state.runs.get(id);
     if (entry && isActive(entry.run.status))
       cell.textContent = clock(elapsedNow(entry.run, entry.readAt));
+  }
+  for (const cell of body.querySelectorAll("td.created")) {
+    const entry = state.runs.get(cell.parentElement.dataset.id);
+    if (entry) cell.textContent = ago(entry.run.createdAt);
   }
 }, 1000);
 

@@ -33,7 +33,8 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     return res.body.id as string;
   };
-  const pageWidth = () => page.evaluate(() => document.documentElement.scrollWidth);
+  // Code that runs in the page is given as text: these tests are compiled without the DOM's types.
+  const pageWidth = async () => Number(await page.evaluate("document.documentElement.scrollWidth"));
 
   it("keeps a run's page, a task of 20,000 letters without a space included, and its Stop on the screen", async () => {
     const id = await submit({
@@ -70,12 +71,12 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     for (let i = 0; i < 10; i++) await page.mouse.wheel(400, 0);
     const last = page.locator("#runs-body tr.run-row td").last();
     await page.waitForFunction(
-      (width) => {
+      `(() => {
         const cells = document.querySelectorAll("#runs-body tr.run-row td");
         const box = cells[cells.length - 1]?.getBoundingClientRect();
-        return box !== undefined && box.right <= width + 1;
-      },
-      PHONE.width,
+        return box !== undefined && box.right <= ${PHONE.width + 1};
+      })()`,
+      undefined,
       { timeout: 5000 },
     );
     expect(await last.isVisible()).toBe(true);

@@ -83,6 +83,7 @@ export {
   MAX_CONSECUTIVE_FAILURES,
   mergeStatus,
   planFromEdit,
+  REVIEW_FEEDBACK_BYTES,
   renderEditedPlan,
   runStep,
   SNAPSHOT_DEFAULTS,

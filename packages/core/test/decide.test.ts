@@ -1,4 +1,4 @@
-import { decideIteration, type IterationFacts } from "@looprun/core";
+import { decideIteration, type IterationFacts, REVIEW_FEEDBACK_BYTES } from "@looprun/core";
 import { describe, expect, it } from "vitest";
 
 /** DESIGN's list of iteration outcomes: an iteration records one of these, and no other. */
@@ -39,6 +39,18 @@ describe("decideIteration", () => {
     expect(decideIteration(facts({ agentExitCode: 1, validationPassed: false })).outcome).toBe(
       "agent_failed",
     );
+  });
+
+  it("keeps a blocking review's feedback to its first 16 KiB, its first issues and plan", () => {
+    const many = Array.from({ length: 100 }, (_, i) => `issue ${i}: ${"y".repeat(3900)}`);
+    const decision = decideIteration(
+      facts({ review: { blockingIssues: many, nonBlockingIssues: many, score: 0, fixPlan: many } }),
+    );
+    if (decision.kind !== "retry") throw new Error(`expected a retry, got ${decision.kind}`);
+    expect(Buffer.byteLength(decision.feedback)).toBeLessThan(REVIEW_FEEDBACK_BYTES + 1024);
+    expect(decision.feedback).toContain("The reviewer found 100 blocking issues");
+    expect(decision.feedback).toContain("issue 0: ");
+    expect(decision.feedback).toMatch(/bytes cut …\]$/);
   });
 
   it("a blocked agent waits for a reply, recorded with the gate that failed (an outcome of the design's list)", () => {

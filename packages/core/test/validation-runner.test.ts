@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  FEEDBACK_OUTPUT_BYTES,
   runValidation,
   type ValidationInput,
   validationFeedback,
@@ -49,6 +50,22 @@ describe("runValidation", () => {
     expect(validationFeedback(outcome.results)).toBe(
       "$ echo lint broke; exit 2\n(exit code 2)\nlint broke\n\n$ echo tests broke >&2; exit 1\n(exit code 1)\ntests broke",
     );
+  });
+
+  it("keeps the end of each failed command's output in the feedback, 32 KiB for them all", () => {
+    const failed = (n: number) => ({
+      command: `check-${n}`,
+      exitCode: 1,
+      durationMs: 1,
+      output: `${"x".repeat(300_000)}\nthe end of check-${n}`,
+    });
+    const feedback = validationFeedback([failed(1), failed(2), failed(3)]);
+    expect(Buffer.byteLength(feedback)).toBeLessThan(FEEDBACK_OUTPUT_BYTES + 1024);
+    for (const n of [1, 2, 3]) expect(feedback).toContain(`the end of check-${n}`);
+    expect(feedback).toContain("bytes of earlier output omitted");
+    // However many fail, each keeps its output's last lines.
+    const many = validationFeedback(Array.from({ length: 20 }, (_, i) => failed(i)));
+    for (let i = 0; i < 20; i++) expect(many).toContain(`the end of check-${i}`);
   });
 
   it("counts a command's own timeout as a failure, not an interruption", async () => {

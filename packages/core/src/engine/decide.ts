@@ -1,6 +1,13 @@
 import type { IterationOutcome, IterationStatus, RunReason } from "../domain/run";
 import { reviewFeedback } from "../review/review-feedback";
 import type { ReviewFindings } from "../review/review-findings";
+import { capHead } from "../util/cut-marks";
+
+/**
+ * What the next prompt carries of a blocking review (its issues, then its fix plan, from the
+ * start): a reviewer may list 300 items of 4,000 characters; the review itself is stored whole.
+ */
+export const REVIEW_FEEDBACK_BYTES = 16 * 1024;
 
 export interface IterationFacts {
   agentExitCode: number | null;
@@ -76,7 +83,9 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
       `The completion promise was not given: print <promise>${facts.completionPromise}</promise> only when the task is complete.`,
     );
   }
-  if (reviewBlocking && facts.review) feedback.push(reviewFeedback(facts.review));
+  if (reviewBlocking && facts.review) {
+    feedback.push(capHead(reviewFeedback(facts.review), REVIEW_FEEDBACK_BYTES));
+  }
   // The first gate that failed (one did: the iteration did not complete).
   const gateOutcome: IterationOutcome = !facts.validationPassed
     ? "validation_failed"

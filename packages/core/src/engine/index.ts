@@ -6,7 +6,7 @@ export {
   waitingProgress,
 } from "./approval-transitions";
 export type { IterationDecision, IterationFacts } from "./decide";
-export { decideIteration, MAX_CONSECUTIVE_FAILURES } from "./decide";
+export { decideIteration, MAX_CONSECUTIVE_FAILURES, REVIEW_FEEDBACK_BYTES } from "./decide";
 export { failRun } from "./fail-run";
 export type { EngineLogger, EngineResources, StepOptions } from "./resources";
 export { runStep } from "./run-step";

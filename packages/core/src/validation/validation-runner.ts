@@ -1,5 +1,15 @@
 import type { ValidationResult } from "../domain/run";
 import { runCommand } from "../process/run-command";
+import { capTail } from "../util/cut-marks";
+
+/**
+ * What the next prompt carries of the failed commands' output, all of them together: the
+ * stored outputs keep their own cap (64 KiB each). A prompt stays well under the 128 KiB an
+ * agent CLI can take as one argument, and an LLM's context is not spent on a log's start.
+ */
+export const FEEDBACK_OUTPUT_BYTES = 32 * 1024;
+/** Each failed command keeps at least this much of its output's end in the feedback. */
+const FEEDBACK_OUTPUT_MIN_BYTES = 4 * 1024;
 
 export interface ValidationInput {
   commands: readonly string[];
@@ -55,10 +65,15 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
 
 /** Feedback for the next iteration: each failed command with its exit code and output tail. */
 export function validationFeedback(results: readonly ValidationResult[]): string {
-  return results
-    .filter((r) => r.exitCode !== 0)
+  const failed = results.filter((r) => r.exitCode !== 0);
+  const each = Math.max(
+    FEEDBACK_OUTPUT_MIN_BYTES,
+    Math.floor(FEEDBACK_OUTPUT_BYTES / failed.length),
+  );
+  return failed
     .map(
-      (r) => `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${r.output.trimEnd()}`,
+      (r) =>
+        `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${capTail(r.output.trimEnd(), each, "earlier output")}`,
     )
     .join("\n\n");
 }

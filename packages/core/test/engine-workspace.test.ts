@@ -38,6 +38,27 @@ describe("a run's workspace", () => {
     expect(engine.store.iterationsOf(run.id)).toHaveLength(0);
   });
 
+  it("says that the workspace is gone when the agent removed it, not that a program is missing", async () => {
+    const workspace = join(engine.ws, "doomed");
+    const run = makeRun(
+      {
+        agent: { type: "command", command: 'rm -rf "$LOOPRUN_WORKSPACE"' },
+        testCommand: "true",
+      },
+      workspace,
+    );
+    engine.store.add(run);
+    const result = await runStep(resources(engine.store), run.id);
+    expect(result).toEqual({ kind: "finished", status: "failed", reason: "error" });
+    const [it1] = engine.store.iterationsOf(run.id);
+    expect(it1?.validation[0]?.output).toContain(
+      `could not start the command: its working directory ${workspace} does not exist`,
+    );
+    expect((await engine.store.getRun(run.id))?.summary).toContain(
+      `its working directory ${workspace} does not exist`,
+    );
+  });
+
   it("waits while a rollback holds the workspace, starting nothing, and starts once it is gone", async () => {
     const run = makeRun(
       { agent: { type: "command", command: "touch ran" }, testCommand: "test -f ran" },

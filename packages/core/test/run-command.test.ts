@@ -194,10 +194,14 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
       expect(existsSync(join(dir, "ran.txt"))).toBe(false);
     });
 
-    it("reports a command that cannot start instead of throwing", async () => {
-      const result = await runIn(join(dir, "does-not-exist"), "true");
+    it("reports a command that cannot start instead of throwing, naming a missing directory as such", async () => {
+      const missing = join(dir, "does-not-exist");
+      const result = await runIn(missing, "true");
       expect(result.exitCode).toBeNull();
-      expect(result.output).toContain("could not start the command");
+      // Not `spawn /bin/sh ENOENT`, as if the shell were missing.
+      expect(result.output).toContain(
+        `could not start the command: its working directory ${missing} does not exist`,
+      );
     });
   },
 );

@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 import { launch } from "./launch";
 import { readProcStat, runs } from "./proc-stat";
+import { spawnErrorMessage } from "./spawn-error";
 import { TailBuffer } from "./tail-buffer";
 
 export interface RunCommandOptions {
@@ -152,7 +153,9 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       if (killTimer) clearTimeout(killTimer);
       opts.signal?.removeEventListener("abort", onAbort);
       let text = output.toString();
-      if (spawnError) text += `\n[looprun] could not start the command: ${spawnError.message}`;
+      if (spawnError) {
+        text += `\n[looprun] could not start the command: ${spawnErrorMessage(spawnError, opts.cwd)}`;
+      }
       if (timedOut) text += `\n[looprun] killed after the timeout of ${opts.timeoutMs} ms`;
       resolve({
         exitCode,

@@ -1,4 +1,5 @@
 import { launch } from "../process/launch";
+import { spawnErrorMessage } from "../process/spawn-error";
 
 export interface GitOptions {
   /** The environment git runs with (see `gitEnv`): nothing of looprun's own. */
@@ -120,7 +121,9 @@ export function runGit(args: readonly string[], opts: GitOptions): Promise<GitRe
         stdoutRaw: raw,
         stdoutBytes,
         truncated: stdoutBytes > keptBytes,
-        stderr: spawnError ? `${stderr}\ncould not run git: ${spawnError.message}` : stderr,
+        stderr: spawnError
+          ? `${stderr}\ncould not run git: ${spawnErrorMessage(spawnError, opts.cwd)}`
+          : stderr,
         timedOut,
         aborted,
       });

@@ -11,6 +11,7 @@ import {
   killGroup,
   pauseOutsideWrites,
   RECOVERY,
+  submitUntilAgentRuns,
   WORKER_ENV,
   waitForDeath,
   workerWithPid,
@@ -66,11 +67,12 @@ describe("workers crashing, pausing and shutting down", () => {
       'echo "iteration $n ran on $LOOPRUN_WORKER_PID"',
       'if [ "$n" -ge 3 ]; then touch done; fi',
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "test -f done" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent of iteration 2 writing its pid",
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(
+      stack,
+      agent,
+      { testCommand: "test -f done" },
+      { message: "the agent of iteration 2 writing its pid" },
+    );
     try {
       const doomed = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
       expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
@@ -126,11 +128,7 @@ describe("workers crashing, pausing and shutting down", () => {
       "  kill -9 $LOOPRUN_WORKER_PID; echo $$ > agent.pid; : > started; exec sleep 300",
       "fi",
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, agentPid } = await submitUntilAgentRuns(stack, agent);
     try {
       const run = await waitForStatus(stack, id, undefined, RECOVERY);
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
@@ -158,11 +156,7 @@ describe("workers crashing, pausing and shutting down", () => {
       "  touch started; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300",
       "fi",
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(stack, agent);
     const paused = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
     try {
       await pauseOutsideWrites(paused, stack.databasePath);
@@ -228,11 +222,7 @@ describe("workers crashing, pausing and shutting down", () => {
       "  touch started; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300",
       "fi",
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(stack, agent);
     try {
       const first = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
       const exit = await first.stop("SIGTERM");

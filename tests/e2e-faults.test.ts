@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { killGroup, RESUMABLE_AGENT, submitUntilAgentRuns } from "./support/cluster";
 import { freePort, type RedisHandle, startRedis } from "./support/redis-server";
 import {
   commandRun,
@@ -10,21 +11,12 @@ import {
   getIterations,
   getRun,
   isAlive,
-  readPid,
   type Stack,
   startStack,
   submit,
   waitFor,
   waitForStatus,
 } from "./support/stack";
-
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
 
 /** POST /api/runs of a trivial run in `sessionId`, waiting up to `timeoutMs` for the answer. */
 function postRun(stack: Stack, sessionId: string, timeoutMs: number) {
@@ -191,11 +183,7 @@ describe("worker shutdown and crash", () => {
     // First attempt: records its pid and sleeps; a resumed attempt finds `started` and is quick.
     const agent =
       "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; sleep 30; touch slept; fi";
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(stack, agent);
     expect(isAlive(agentPid)).toBe(true);
 
     const [first] = stack.workers;
@@ -254,13 +242,7 @@ describe("worker shutdown and crash", () => {
       LOOPRUN_LOCK_MS: "4000",
       LOOPRUN_STALLED_INTERVAL_MS: "1000",
     });
-    const agent =
-      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, agentPid } = await submitUntilAgentRuns(stack, RESUMABLE_AGENT);
     try {
       expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
       // The crashed worker's agent runs on in its own process group, until the run resumes.

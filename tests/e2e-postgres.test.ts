@@ -15,6 +15,7 @@ import {
   killGroup,
   RECOVERY,
   startApiProcess,
+  submitUntilAgentRuns,
   waitForDeath,
   workerWithPid,
 } from "./support/cluster";
@@ -30,7 +31,6 @@ import {
   shq,
   startStack,
   submit,
-  waitFor,
   waitForEvent,
   waitForStatus,
 } from "./support/stack";
@@ -175,12 +175,12 @@ describe("API and workers on PostgreSQL", () => {
       'if [ "$n" = 2 ] && [ ! -f crashed-once ]; then touch crashed-once; echo $LOOPRUN_WORKER_PID > worker.pid; echo $$ > agent.pid; exec sleep 300; fi',
       'if [ "$n" -ge 3 ]; then touch done; fi',
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "test -f done" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent of iteration 2 writing its pid",
-      ...RECOVERY,
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(
+      stack,
+      agent,
+      { testCommand: "test -f done" },
+      { message: "the agent of iteration 2 writing its pid", ...RECOVERY },
+    );
     try {
       const doomed = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
       expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
@@ -216,12 +216,10 @@ describe("API and workers on PostgreSQL", () => {
 
   it("stops a running run through the other API process", async () => {
     ensureWorkers(stack, 3);
-    const { id } = await submit(
+    const { id, agentPid } = await submitUntilAgentRuns(
       stack,
-      commandRun("echo $$ > agent.pid; exec sleep 300", { testCommand: "true" }),
+      "echo $$ > agent.pid; exec sleep 300",
     );
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")));
     try {
       const stop = await api2.api("POST", `/api/runs/${id}/stop`);
       expect(stop.status).toBe(202);

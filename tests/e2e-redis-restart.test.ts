@@ -12,6 +12,8 @@ import {
   killGroup,
   liveWorkers,
   RECOVERY,
+  RESUMABLE_AGENT,
+  submitUntilAgentRuns,
   WORKER_ENV,
   waitForDeath,
 } from "./support/cluster";
@@ -87,13 +89,7 @@ describe("Redis restarted empty mid-run", () => {
 
   it("finishes a run whose active job was lost mid-iteration, running the iteration again", async () => {
     const worker = liveWorkers(stack)[0]!;
-    const agent =
-      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, agentPid } = await submitUntilAgentRuns(stack, RESUMABLE_AGENT);
     try {
       await restartRedisEmpty();
       const run = await waitForStatus(stack, id, undefined, RECOVERY);
@@ -116,13 +112,7 @@ describe("Redis restarted empty mid-run", () => {
   it("a worker told to stop while Redis is down ends, its iteration abandoned; the run finishes once Redis is back", async () => {
     for (const w of liveWorkers(stack)) await w.stop();
     const first = stack.startWorker(WORKER_ENV);
-    const agent =
-      "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, agentPid } = await submitUntilAgentRuns(stack, RESUMABLE_AGENT);
     try {
       const { port } = redis;
       await redis.stop();
@@ -173,11 +163,7 @@ describe("Redis restarted empty mid-run", () => {
       "if [ -f started ]; then echo $$ > agent2.pid; exec sleep 300; fi",
       "touch started; echo $$ > agent.pid; exec sleep 300",
     ].join("\n");
-    const { id } = await submit(stack, commandRun(agent, { testCommand: "true" }));
-    const running = await waitForStatus(stack, id, ["running"]);
-    const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
-      message: "the agent writing its pid",
-    });
+    const { id, running, agentPid } = await submitUntilAgentRuns(stack, agent);
     let agent2Pid: number | undefined;
     let client: Redis | undefined;
     try {

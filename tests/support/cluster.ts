@@ -1,23 +1,52 @@
 // Helpers for the fault-injection tests: more API processes on one stack, finding the worker
 // that holds a run, and the checks that say "recorded exactly once".
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import Database from "better-sqlite3";
 import { expect } from "vitest";
 import { freePort } from "./redis-server";
 import {
   type ApiResponse,
+  commandRun,
   type EventView,
   type IterationView,
   isAlive,
   LOOPRUN_BIN,
   type ManagedProcess,
   type RequestOptions,
+  type RunView,
+  readPid,
   request,
   type Stack,
   spawnManaged,
+  submit,
   waitFor,
   waitForHealthy,
+  waitForStatus,
 } from "./stack";
+
+/** An agent whose first attempt records its pid and sleeps; a resumed attempt ends at once. */
+export const RESUMABLE_AGENT =
+  "if [ -f started ]; then echo resumed; else touch started; echo $$ > agent.pid; exec sleep 300; fi";
+
+/**
+ * Submits a run of the command agent `agent` (test command `true` unless `body` says otherwise)
+ * and waits until it runs and its agent has written `agent.pid` in the workspace.
+ */
+export async function submitUntilAgentRuns(
+  stack: Stack,
+  agent: string,
+  body: Record<string, unknown> = {},
+  wait: { message?: string; timeoutMs?: number } = {},
+): Promise<{ id: string; running: RunView; agentPid: number }> {
+  const { id } = await submit(stack, commandRun(agent, { testCommand: "true", ...body }));
+  const running = await waitForStatus(stack, id, ["running"]);
+  const agentPid = await waitFor(() => readPid(join(running.workspace, "agent.pid")), {
+    message: wait.message ?? "the agent writing its pid",
+    ...(wait.timeoutMs !== undefined ? { timeoutMs: wait.timeoutMs } : {}),
+  });
+  return { id, running, agentPid };
+}
 
 /** Short leases: a dead or paused worker's run is taken over within seconds. */
 export const FAST_RECOVERY = {

@@ -226,46 +226,47 @@ describe("looprun dev", () => {
 });
 
 describe("looprun worker", () => {
-  it("stops on Ctrl-C while its start waits for a Redis that does not answer", async () => {
+  /** `looprun worker` on `redisUrl` in a directory of its own, killed and removed afterwards. */
+  function startWorker(redisUrl: string, extraEnv: Record<string, string> = {}): ManagedProcess {
     const cwd = tempDir("looprun-worker-");
     const { PATH, HOME } = process.env;
     const proc = spawnManaged("looprun worker", process.execPath, [LOOPRUN_BIN, "worker"], {
       cwd,
-      env: { PATH, HOME, REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+      env: { PATH, HOME, REDIS_URL: redisUrl, ...extraEnv },
     });
     cleanups.push(async () => {
       await proc.stop("SIGKILL");
       rmSync(cwd, { recursive: true, force: true });
     });
+    return proc;
+  }
+
+  /** Sends `signal` once the worker has logged a Redis connection error; resolves with its exit. */
+  async function signalAfterRedisError(proc: ManagedProcess, signal: NodeJS.Signals) {
     await waitFor(() => proc.output().includes("redis connection error"), {
       timeoutMs: 60_000,
-      message: "the worker to try its Redis",
+      message: "the worker to meet its Redis' absence",
     });
-    proc.child.kill("SIGINT");
+    proc.child.kill(signal);
     await waitFor(() => proc.hasExited(), {
       timeoutMs: 30_000,
-      message: "the worker to exit on SIGINT",
+      message: `the worker to exit on ${signal}`,
     });
     const exit = await exitOf(proc);
     expect(exit.code, `signal ${exit.signal}\n${exit.output}`).toBe(0);
-    expect(exit.output).toContain("SIGINT received, shutting down");
-  });
-});
+    expect(exit.output).toContain(`${signal} received, shutting down`);
+    return exit;
+  }
 
-describe("looprun worker, started", () => {
+  it("stops on Ctrl-C while its start waits for a Redis that does not answer", async () => {
+    const proc = startWorker(`redis://127.0.0.1:${await freePort()}`);
+    await signalAfterRedisError(proc, "SIGINT");
+  });
+
   it("shuts down on SIGTERM after its Redis went away", async () => {
     const redis = await startRedis();
-    const cwd = tempDir("looprun-worker-");
-    const { PATH, HOME } = process.env;
-    const proc = spawnManaged("looprun worker", process.execPath, [LOOPRUN_BIN, "worker"], {
-      cwd,
-      env: { PATH, HOME, REDIS_URL: redis.url, LOG_LEVEL: "info" },
-    });
-    cleanups.push(async () => {
-      await proc.stop("SIGKILL");
-      await redis.stop();
-      rmSync(cwd, { recursive: true, force: true });
-    });
+    cleanups.push(() => redis.stop());
+    const proc = startWorker(redis.url, { LOG_LEVEL: "info" });
     await waitFor(
       () => {
         if (proc.hasExited()) throw new StopWaiting(`looprun worker exited:\n${proc.output()}`);
@@ -274,18 +275,7 @@ describe("looprun worker, started", () => {
       { timeoutMs: 60_000, message: "the worker to start" },
     );
     await redis.stop();
-    await waitFor(() => proc.output().includes("redis connection error"), {
-      timeoutMs: 30_000,
-      message: "the worker to notice its Redis is gone",
-    });
-    proc.child.kill("SIGTERM");
-    await waitFor(() => proc.hasExited(), {
-      timeoutMs: 30_000,
-      message: "the worker to exit on SIGTERM",
-    });
-    const exit = await exitOf(proc);
-    expect(exit.code, `signal ${exit.signal}\n${exit.output}`).toBe(0);
-    expect(exit.output).toContain("SIGTERM received, shutting down");
+    const exit = await signalAfterRedisError(proc, "SIGTERM");
     expect(exit.output).toContain("looprun worker closed");
     // Redis' errors are logged as log lines, not printed raw.
     expect(exit.output).not.toMatch(/^Error: /m);

@@ -8,8 +8,8 @@ import {
 } from "./support/dashboard-browser";
 import type { Stack } from "./support/stack";
 
-// The dashboard on a phone's screen, with a task of one long word, and what a run's page
-// shows of a command's terminal output and of a budget a successful run used up.
+// The dashboard on a phone's screen, with a task of one long word; what a run's page shows of a
+// command's terminal output and of a budget a successful run used up; the list's filters.
 
 const PHONE = { width: 375, height: 812 };
 
@@ -109,6 +109,20 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     await d.waitText("#runs-body", "No runs match these filters.");
     await page.goto(`${stack.url}/`);
     await page.locator("tr.run-row").first().waitFor();
+  });
+
+  it("takes a run that finishes out of a list of running runs", async () => {
+    const id = await submit({
+      task: "Runs until stopped",
+      sessionId: "narrow-filter",
+      agent: { type: "command", command: "sleep 120" },
+      testCommand: "true",
+    });
+    await page.goto(`${stack.url}/?status=running`);
+    const row = page.locator(`tr.run-row[data-id="${id}"]`);
+    await row.waitFor();
+    expect((await stack.api("POST", `/api/runs/${id}/stop`, {}, auth)).status).toBe(202);
+    await row.waitFor({ state: "detached", timeout: 20_000 });
   });
 
   it("raised no error in the page", () => {

@@ -116,14 +116,14 @@ async function load() {
 
 function onRunUpdated(run) {
   const known = state.runs.has(run.id);
-  // A run that no longer matches the filter (`running`, and it finished) leaves the list.
-  if (known && !matches(run)) {
-    state.runs.delete(run.id);
-    render();
+  // A run the filter does not take is not shown; one that no longer matches it (`running`,
+  // and it finished) leaves the list.
+  if (!matches(run)) {
+    if (state.runs.delete(run.id)) render();
     return;
   }
   // New runs appear on the first page only; others are updated where they are.
-  if (!known && (page() > 0 || !matches(run))) return;
+  if (!known && page() > 0) return;
   state.runs.set(run.id, { run, readAt: Date.now() });
   if (!known && state.runs.size > LIMIT) {
     const oldest = [...state.runs.keys()].sort()[0];

@@ -18,7 +18,10 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
   let stack: Stack;
   let page: Page;
   beforeAll(async () => {
-    d = await openDashboard(inject("redisUrl"));
+    d = await openDashboard(inject("redisUrl"), {
+      // The last test signs in with a wrong token.
+      expectedErrors: [{ status: 401, path: /^\/login$/ }],
+    });
     await d.signIn();
     stack = d.stack;
     page = d.page;
@@ -123,6 +126,15 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     await row.waitFor();
     expect((await stack.api("POST", `/api/runs/${id}/stop`, {}, auth)).status).toBe(202);
     await row.waitFor({ state: "detached", timeout: 20_000 });
+  });
+
+  it("does not keep a token the sign-in refused (it replaced the right one in this browser)", async () => {
+    expect(await page.evaluate("localStorage.getItem('looprun.token')")).not.toBeNull();
+    await page.goto(`${stack.url}/login`);
+    await page.fill("#login-token", "not-the-token");
+    await page.click("#login-form button[type=submit]");
+    await d.waitText(".login .form-error", "not the API_TOKEN");
+    expect(await page.evaluate("localStorage.getItem('looprun.token')")).toBeNull();
   });
 
   it("raised no error in the page", () => {

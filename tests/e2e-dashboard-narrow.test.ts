@@ -134,7 +134,10 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     await page.fill("#login-token", "not-the-token");
     await page.click("#login-form button[type=submit]");
     await d.waitText(".login .form-error", "not the API_TOKEN");
-    expect(await page.evaluate("localStorage.getItem('looprun.token')")).toBeNull();
+    // The page's script runs once the page is parsed, a moment after its error shows.
+    await page.waitForFunction("localStorage.getItem('looprun.token') === null", undefined, {
+      timeout: 10_000,
+    });
   });
 
   it("raised no error in the page", () => {

@@ -68,3 +68,16 @@ describe("watch says what ended a command", () => {
     expect(text).toContain("validation failed: npm test → killed, npm run lint → 1");
   });
 });
+
+describe("watch says why an iteration whose commands passed goes round again", () => {
+  it("prints a missing completion promise", () => {
+    const written: string[] = [];
+    const progress = new Progress({ write: (t) => written.push(t), isTTY: false }, 5, "RUN1");
+    progress.event(event(1, "validation_passed", { iteration: 1, results: [] }));
+    progress.event(event(2, "promise_missing", { iteration: 1, completionPromise: "DONE" }));
+    progress.finish();
+    expect(written.join("")).toContain(
+      "completion promise missing: no <promise>DONE</promise> at a line's end",
+    );
+  });
+});

@@ -370,6 +370,15 @@ describe("runStep", () => {
     expect(its.map((i) => i.outcome)).toEqual(["promise_missing", "complete"]);
     expect(its[0]?.feedback).toContain("The completion promise was not given");
     expect(its[1]?.prompt).toContain("The completion promise was not given");
+    // An event says why iteration 1 went round again, though its command passed.
+    const events = engine.store.eventsOf(run.id);
+    const missing = events.filter((e) => e.type === "promise_missing");
+    expect(missing.map((e) => e.data)).toEqual([
+      expect.objectContaining({ iteration: 1, completionPromise: "DONE" }),
+    ]);
+    const of1 = types(events.filter((e) => e.data.iteration === 1));
+    expect(of1.indexOf("promise_missing")).toBe(of1.indexOf("validation_passed") + 1);
+    expectEventInvariants(events);
   });
 
   it("does not finish the run of an agent that prints its prompt back (the prompt names the promise)", async () => {

@@ -55,6 +55,8 @@ export function describe(e: EventView, runId: string): string {
     case "validation_passed":
     case "validation_failed":
       return `${e.type.replace("_", " ")}: ${(d.results ?? []).map((r) => `${r.command} → ${r.exitCode ?? "killed"}`).join(", ")}`;
+    case "promise_missing":
+      return `completion promise missing: no <promise>${d.completionPromise ?? ""}</promise> at a line's end`;
     case "phase_started":
       return `${d.phase ?? "a"} phase started`;
     case "phase_completed":
@@ -106,6 +108,8 @@ export function phaseAfter(e: EventView, current: string): string {
     case "validation_passed":
     case "validation_failed":
       return e.type.replace("_", " ");
+    case "promise_missing":
+      return "promise missing";
     case "review_approved":
     case "review_blocking_detected":
       return e.type.replaceAll("_", " ");

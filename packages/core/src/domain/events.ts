@@ -11,6 +11,7 @@ export const EVENT_TYPES = [
   "agent_finished",
   "validation_passed",
   "validation_failed",
+  "promise_missing",
   "review_approved",
   "review_blocking_detected",
   "phase_failed",

@@ -39,6 +39,8 @@ export type IterationResult = ValidationOutcome &
         gates: GateReport;
         /** The iteration changed the workspace (its snapshot differs from the previous one). */
         changed: boolean;
+        /** The completion promise was asked for and not given (the agent's output lacks it). */
+        promiseMissing: boolean;
       }
     | {
         kind: "phase_failed";
@@ -286,6 +288,7 @@ export async function runIteration(
       artifacts: snapshot.artifacts,
       gates,
       changed: snapshot.changed,
+      promiseMissing: promiseFound === false,
       ...recorded,
     };
   } finally {

@@ -119,7 +119,12 @@ export async function recordIteration(
   const writes = { ...snapshot?.writes, ...reviewed.writes };
   const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.snapshotId };
   metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
-  const gateEvents = [...validationEvents, ...reviewed.events];
+  // The promise gate's own event: without it, an iteration whose commands passed would be
+  // retried with no event saying why (the review does not run after a missing promise).
+  const promiseEvents: EventSpec[] = result.promiseMissing
+    ? [["promise_missing", { iteration: n, completionPromise: spec.completionPromise }]]
+    : [];
+  const gateEvents = [...validationEvents, ...promiseEvents, ...reviewed.events];
   switch (decision.kind) {
     case "complete": {
       const partial = partialWrites(result.gates);

@@ -10,7 +10,7 @@ export function roleOf(type) {
   ) {
     return "agent";
   }
-  if (type.startsWith("validation_")) return "validation";
+  if (type.startsWith("validation_") || type === "promise_missing") return "validation";
   if (type.startsWith("review_")) return "reviewer";
   return "run";
 }
@@ -21,6 +21,7 @@ const HIGHLIGHT = {
   budget_exhausted: "hl-warn",
   approval_requested: "hl-warn",
   validation_failed: "hl-soft-bad",
+  promise_missing: "hl-soft-bad",
   run_finished: "hl-end",
 };
 
@@ -40,6 +41,8 @@ export function describe(e) {
       return `${e.type === "validation_passed" ? "passed" : "failed"}: ${(d.results ?? [])
         .map((r) => `${r.command} → ${r.exitCode}`)
         .join(", ")}${d.partial ? " (partial: enough gates passed)" : ""}`;
+    case "promise_missing":
+      return `completion promise missing: no <promise>${d.completionPromise ?? ""}</promise> at a line's end`;
     case "review_blocking_detected": {
       const count = Array.isArray(d.blockingIssues) ? d.blockingIssues.length : d.blockingIssues;
       return `review blocks: ${count ?? "?"} blocking issue(s)${d.score !== undefined ? `, score ${d.score}` : ""}`;

@@ -282,8 +282,30 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
       .locator(`#runs-body tr.run-row[data-id="${firstPage}"]`)
       .waitFor({ state: "detached" });
     expect(await page.textContent("#page-label")).toBe("page 2");
+    const secondPage = await rows.first().getAttribute("data-id");
+    // The page is in the address: a reload shows it again, the browser's Back the one before.
+    expect(new URL(page.url()).searchParams.get("cursor")).toBeTruthy();
+    await page.reload();
+    await page.locator(`#runs-body tr.run-row[data-id="${secondPage}"]`).waitFor();
+    expect(await page.locator(`#runs-body tr.run-row[data-id="${firstPage}"]`).count()).toBe(0);
+    await page.goBack();
+    await page.locator(`#runs-body tr.run-row[data-id="${firstPage}"]`).waitFor();
+    expect(new URL(page.url()).search).toBe("?limit=2");
+    await page.goForward();
+    await page.locator(`#runs-body tr.run-row[data-id="${secondPage}"]`).waitFor();
     await page.click("#page-newer");
     await page.locator(`#runs-body tr.run-row[data-id="${firstPage}"]`).waitFor();
+    expect(new URL(page.url()).search).toBe("?limit=2");
+
+    // The form opened by the menu's "New run" (`/?new=1`) does not open again on a reload once closed.
+    await page.goto(`${stack.url}/?new=1`);
+    await page.locator("#submit-dialog[open]").waitFor();
+    await page.click("#cancel-submit");
+    // The dialog's close event, a moment after it closed, takes `new=1` out of the address.
+    await page.waitForURL(`${stack.url}/`);
+    await page.reload();
+    await page.locator("#runs-body tr.run-row").first().waitFor();
+    expect(await page.locator("#submit-dialog[open]").count()).toBe(0);
 
     await page.goto(`${stack.url}/`);
     await page.selectOption("#filter-status", "stopped");

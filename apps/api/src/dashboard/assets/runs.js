@@ -6,10 +6,17 @@ import { setupSubmitForm } from "./submit-form.js";
 
 const params = new URLSearchParams(location.search);
 const LIMIT = Math.min(100, Math.max(1, Number(params.get("limit")) || 20));
+/**
+ * The cursors of the pages up to the one shown: the page's own is in the URL (a reload or a
+ * shared link shows the same page), the ones before it in the history entry ("Newer" from a
+ * link opened afresh goes to the first page).
+ */
+const cursorsOf = (entry, q) =>
+  entry?.cursors ?? [undefined, ...(q.get("cursor") ? [q.get("cursor")] : [])];
 const state = {
   status: params.get("status") ?? "",
   sessionId: params.get("sessionId") ?? "",
-  cursors: [undefined],
+  cursors: cursorsOf(history.state, params),
   nextCursor: null,
   runs: new Map(),
 };
@@ -133,26 +140,47 @@ function onRunUpdated(run) {
   render();
 }
 
-function applyFilters() {
-  state.status = statusSelect.value;
-  state.sessionId = sessionInput.value.trim();
-  state.cursors = [undefined];
+/** This list's address: its filters and page (never `new=1`: the form, once closed, stays so). */
+function address() {
   const q = new URLSearchParams();
   if (state.status) q.set("status", state.status);
   if (state.sessionId) q.set("sessionId", state.sessionId);
   if (params.has("limit")) q.set("limit", String(LIMIT));
-  history.replaceState(null, "", q.size > 0 ? `/?${q}` : "/");
+  const cursor = state.cursors[page()];
+  if (cursor) q.set("cursor", cursor);
+  return q.size > 0 ? `/?${q}` : "/";
+}
+
+function applyFilters() {
+  state.status = statusSelect.value;
+  state.sessionId = sessionInput.value.trim();
+  state.cursors = [undefined];
+  history.replaceState({ cursors: state.cursors }, "", address());
+  load();
+}
+
+/** Another page: a history entry of its own, so the browser's Back goes to the page before. */
+function turnPage(cursors) {
+  state.cursors = cursors;
+  history.pushState({ cursors }, "", address());
   load();
 }
 
 statusSelect.addEventListener("change", applyFilters);
 sessionInput.addEventListener("change", applyFilters);
-document.getElementById("page-older").addEventListener("click", () => {
-  state.cursors.push(state.nextCursor);
-  load();
-});
-document.getElementById("page-newer").addEventListener("click", () => {
-  state.cursors.pop();
+document
+  .getElementById("page-older")
+  .addEventListener("click", () => turnPage([...state.cursors, state.nextCursor]));
+document
+  .getElementById("page-newer")
+  .addEventListener("click", () => turnPage(state.cursors.slice(0, -1)));
+window.addEventListener("popstate", (event) => {
+  const q = new URLSearchParams(location.search);
+  state.status = q.get("status") ?? "";
+  state.sessionId = q.get("sessionId") ?? "";
+  statusSelect.value = state.status;
+  sessionInput.value = state.sessionId;
+  state.cursors = cursorsOf(event.state, q);
   load();
 });
 
@@ -187,6 +215,11 @@ document.getElementById("nav-new-run").addEventListener("click", (e) => {
   form.open();
 });
 if (params.get("new") === "1") form.open();
+document.getElementById("submit-dialog").addEventListener("close", () => {
+  if (new URLSearchParams(location.search).has("new")) {
+    history.replaceState({ cursors: state.cursors }, "", address());
+  }
+});
 
 load();
 // The page again once the stream is live: a change between the two is applied twice, never lost.

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -160,6 +161,44 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
     expect(await page.isVisible("#run-error")).toBe(true);
     expect(tree(ws)).toEqual(before);
     writeFileSync(gate, "");
+  });
+
+  it("downloads the run's whole change from its page, a patch git applies to the files as they were", async () => {
+    const ws = join(stack.workspacesRoot, "dash-patch");
+    mkdirSync(ws);
+    writeFileSync(join(ws, "a.txt"), "A0\n");
+    const created = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "Change two files",
+        sessionId: "dash-patch",
+        workspace: "dash-patch",
+        agent: { type: "command", command: "echo A1 > a.txt; echo C > c.txt" },
+        testCommand: "true",
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(created.status).toBe(202);
+    const id = created.body.id;
+    await page.goto(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "succeeded");
+    await page.locator("#download-patch:not([disabled])").waitFor();
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.click("#download-patch"),
+    ]);
+    expect(download.suggestedFilename()).toBe(`looprun-${id}.patch`);
+    const saved = join(stack.dir, "downloaded.patch");
+    await download.saveAs(saved);
+    const patch = readFileSync(saved, "utf8");
+    expect(patch).toBe((await stack.api("GET", `/api/runs/${id}/patch`, undefined, auth)).body);
+    const copy = join(stack.dir, "dash-patch-before");
+    mkdirSync(copy);
+    writeFileSync(join(copy, "a.txt"), "A0\n");
+    execFileSync("git", ["apply", saved], { cwd: copy });
+    expect(tree(copy)).toEqual({ "a.txt": "A1\n", "c.txt": "C\n" });
   });
 
   it("rejects a plan from the run page: the run ends stopped with the reason", async () => {

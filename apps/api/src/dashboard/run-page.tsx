@@ -53,6 +53,14 @@ export function RunPage({ auth, id }: { auth: boolean; id: string }) {
             </span>
             <p id="rollback-result" class="muted mono" />
           </form>
+          <p class="small">
+            <button type="button" id="download-patch" disabled>
+              Download the patch
+            </button>{" "}
+            <span class="muted">
+              (the run's whole change, for <code>git apply</code>)
+            </span>
+          </p>
           <div id="approval" class="approval" hidden>
             <h2 id="approval-title">Waiting for you</h2>
             <pre id="approval-text" class="approval-text mono" />

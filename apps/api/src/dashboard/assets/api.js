@@ -31,24 +31,34 @@ export class ApiError extends Error {
   }
 }
 
-/** A JSON request; resolves with the body, throws ApiError otherwise (401 → sign in). */
-export async function api(method, path, body) {
+const parse = (text) => {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+};
+
+/** A request's answer as text; throws ApiError unless it succeeded (401 → sign in). */
+async function request(method, path, body) {
   const res = await fetch(path, {
     method,
     headers: headers(body === undefined ? {} : { "content-type": "application/json" }),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  let json = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = null;
-  }
   if (res.status === 401 && authEnabled()) toLogin();
-  if (!res.ok) throw new ApiError(res.status, json);
-  return json;
+  if (!res.ok) throw new ApiError(res.status, parse(text));
+  return text;
 }
+
+/** A JSON request; resolves with the body, throws ApiError otherwise (401 → sign in). */
+export async function api(method, path, body) {
+  return parse(await request(method, path, body));
+}
+
+/** A GET of text (a patch); throws ApiError with the API's reason otherwise. */
+export const apiText = (path) => request("GET", path);
 
 /**
  * For a page whose reads can overlap (a filter changed while the last read is on its way): each

@@ -3,7 +3,7 @@
 // second stream per page would let a few open run pages starve every other request. The run,
 // its iterations, reviews and tool calls are read again when an event says they changed, and
 // the run now and then while it is active (its progress line also changes between events).
-import { ApiError, api, follow, optional } from "./api.js";
+import { ApiError, api, apiText, follow, optional } from "./api.js";
 import { eventItem, roleOf } from "./events.js";
 import { badge, clock, elapsedNow, h, isActive } from "./format.js";
 import { iterationItem } from "./iterations.js";
@@ -72,6 +72,7 @@ function renderHead() {
   $("stop-run").disabled = !isActive(run.status) || run.status === "stopping";
   $("rollback-run").disabled = isActive(run.status) || run.iteration === 0;
   $("rollback-iteration").max = String(run.iteration);
+  $("download-patch").disabled = run.iteration === 0;
   renderApproval();
 }
 
@@ -329,6 +330,22 @@ $("reject-run").addEventListener("click", () => {
 $("reply-form").addEventListener("submit", (event) => {
   event.preventDefault();
   answer("reply", { message: $("reply-message").value }, $("reply-run"));
+});
+
+$("download-patch").addEventListener("click", async () => {
+  clearError();
+  try {
+    const url = URL.createObjectURL(
+      new Blob([await apiText(`/api/runs/${id}/patch`)], { type: "text/x-diff" }),
+    );
+    const link = h("a", { href: url, download: `looprun-${id}.patch`, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (error) {
+    actionFailed(error);
+  }
 });
 
 $("rollback-form").addEventListener("submit", async (event) => {

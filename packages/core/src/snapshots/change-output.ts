@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { GitResult } from "./git";
 
 /** A diff as git printed it, cut after `capBytes`. */
@@ -5,7 +6,15 @@ export interface CappedText {
   text: string;
   bytes: number;
   truncated: boolean;
+  /**
+   * git printed bytes that are not UTF-8 (a file named or written in another encoding): `text`
+   * has U+FFFD in their place, and `git apply` would make other files of it (see
+   * WorkspaceSnapshots.portableDiff).
+   */
+  lossy?: true;
 }
+
+const lossy = (kept: Buffer) => (isUtf8(kept) ? {} : { lossy: true as const });
 
 /** A change's file list, `--stat` and patch in one output (see parseChangeOutput). */
 export const CHANGE_DIFF_OPTIONS = [
@@ -28,12 +37,19 @@ export interface SnapshotChange {
 /** Cuts a diff at its last complete line when it was truncated. */
 export function capped(result: GitResult): CappedText {
   if (!result.truncated)
-    return { text: result.stdout, bytes: result.stdoutBytes, truncated: false };
+    return {
+      text: result.stdout,
+      bytes: result.stdoutBytes,
+      truncated: false,
+      ...lossy(result.stdoutRaw),
+    };
   const cut = result.stdout.lastIndexOf("\n");
+  const keptBytes = result.stdoutRaw.lastIndexOf(0x0a) + 1;
   return {
     text: cut < 0 ? "" : result.stdout.slice(0, cut + 1),
     bytes: result.stdoutBytes,
     truncated: true,
+    ...lossy(result.stdoutRaw.subarray(0, keptBytes)),
   };
 }
 
@@ -43,10 +59,15 @@ export function capped(result: GitResult): CappedText {
  */
 export function capDiff(head: Buffer, bytes: number, capBytes: number): CappedText {
   if (bytes <= capBytes && head.length >= bytes)
-    return { text: head.toString("utf8"), bytes, truncated: false };
+    return { text: head.toString("utf8"), bytes, truncated: false, ...lossy(head) };
   const kept = head.subarray(0, Math.min(capBytes, head.length));
   const cut = kept.lastIndexOf(0x0a);
-  return { text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1), bytes, truncated: true };
+  return {
+    text: cut < 0 ? "" : kept.toString("utf8", 0, cut + 1),
+    bytes,
+    truncated: true,
+    ...lossy(kept.subarray(0, cut + 1)),
+  };
 }
 
 /**

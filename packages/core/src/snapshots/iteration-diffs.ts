@@ -70,16 +70,21 @@ export async function iterationDiffs(
   if (own === null || whole === null) return separately();
   const ownPatch = parts.first.subarray(own.patchOffset);
   const wholeStart = parts.secondOffset + whole.patchOffset;
+  const diff = capDiff(ownPatch, ownPatch.length, diffCapBytes);
+  const patch = capDiff(
+    result.stdoutRaw.subarray(wholeStart),
+    result.stdoutBytes - wholeStart,
+    patchCapBytes,
+  );
+  // Bytes that are not UTF-8 would not survive as text (see WorkspaceSnapshots.portableDiff).
+  const portable = (text: CappedText, from: string, capBytes: number) =>
+    text.lossy ? snapshots.portableDiff(sessionId, from, head, capBytes, signal) : text;
+  const [ownPortable, patchPortable] = await Promise.all([
+    portable(diff, parent, diffCapBytes),
+    portable(patch, baseline, patchCapBytes),
+  ]);
   return {
-    diff: capDiff(ownPatch, ownPatch.length, diffCapBytes),
-    change: {
-      files: whole.files,
-      stat: whole.stat,
-      patch: capDiff(
-        result.stdoutRaw.subarray(wholeStart),
-        result.stdoutBytes - wholeStart,
-        patchCapBytes,
-      ),
-    },
+    diff: ownPortable,
+    change: { files: whole.files, stat: whole.stat, patch: patchPortable },
   };
 }

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   type CappedText,
@@ -21,6 +21,9 @@ import {
   scanWorkspace,
   type WorkspaceFiles,
 } from "./workspace-scan";
+
+/** How the patches are asked for: `git apply` takes them (binary files too). */
+const DIFF = ["diff", "--binary", "--no-color", "--no-ext-diff"];
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -192,10 +195,13 @@ export class WorkspaceSnapshots {
       return { ...summary, patch };
     }
     const patchBytes = result.stdoutBytes - parsed.patchOffset;
+    const patch = capDiff(result.stdoutRaw.subarray(parsed.patchOffset), patchBytes, patchCapBytes);
     return {
       files: parsed.files,
       stat: parsed.stat,
-      patch: capDiff(result.stdoutRaw.subarray(parsed.patchOffset), patchBytes, patchCapBytes),
+      patch: patch.lossy
+        ? await this.portableDiff(sessionId, from, to, patchCapBytes, signal)
+        : patch,
     };
   }
 
@@ -208,15 +214,41 @@ export class WorkspaceSnapshots {
     signal?: AbortSignal,
   ): Promise<CappedText> {
     const gitDir = this.gitDir(sessionId);
-    return capped(
-      await this.git(
-        gitDir,
-        null,
-        ["diff", "--binary", "--no-color", "--no-ext-diff", from, to],
-        signal,
-        capBytes,
-      ),
-    );
+    const plain = capped(await this.git(gitDir, null, [...DIFF, from, to], signal, capBytes));
+    return plain.lossy ? this.portableDiff(sessionId, from, to, capBytes, signal) : plain;
+  }
+
+  /**
+   * The patch of a change git prints with bytes that are not UTF-8 (`lossy`): patches are kept
+   * as text, and those bytes would become U+FFFD, so that `git apply` made other names and
+   * contents. Names are quoted as git quotes them (`"caf\351.txt"`, which `git apply` reads
+   * back); when contents still are not UTF-8, every file goes as a binary patch (base 85).
+   */
+  async portableDiff(
+    sessionId: string,
+    from: string,
+    to: string,
+    capBytes: number,
+    signal?: AbortSignal,
+  ): Promise<CappedText> {
+    const gitDir = this.gitDir(sessionId);
+    const quoted = ["-c", "core.quotePath=true", ...DIFF, from, to];
+    const named = capped(await this.git(gitDir, null, quoted, signal, capBytes));
+    if (!named.lossy) return named;
+    const binary = ["-c", `core.attributesFile=${this.binaryAttributes()}`, ...quoted];
+    return capped(await this.git(gitDir, null, binary, signal, capBytes));
+  }
+
+  /** An attributes file that makes every file binary to `git diff` (see portableDiff). */
+  private binaryAttributes(): string {
+    const file = join(this.root, "all-binary.attributes");
+    if (!existsSync(file)) {
+      mkdirSync(this.root, { recursive: true });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, "* -diff\n");
+      renameSync(tmp, file);
+    }
+    return file;
   }
 
   /** Paths changed between two snapshots, and git's `--stat` of it. */

@@ -2,7 +2,7 @@ import { collectSecrets, Redactor, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { describe, expect, it } from "vitest";
 import { finish } from "../../../tests/support/fake-mistral";
-import { mistralFixture } from "./mistral-fixture";
+import { mistralFixture, toolResults } from "./mistral-fixture";
 import { resources } from "./support";
 
 // What the mistral agent's transcript (the iteration's agent output) keeps of long tool calls.
@@ -45,6 +45,31 @@ describe("the mistral agent's transcript cuts", () => {
     expect(stored).not.toContain(SECRET.slice(-10));
     // The cut is visible: a line says how much of the result the transcript left out.
     expect(output).toMatch(/\[… \d+ of \d+ bytes cut …\]/);
+  });
+
+  it("sends the model a tool's result without the secrets the workers know", async () => {
+    // A command reads a secret (here its own variable; an agent might find the worker's own).
+    const env = { ...process.env, NPM_TOKEN: SECRET };
+    const redactor = new Redactor(collectSecrets(env, [], ["NPM_TOKEN"]));
+    fx.fake.replies(
+      {
+        toolCalls: [
+          { name: "workspace__run_command", arguments: { command: "echo token=$NPM_TOKEN" } },
+        ],
+      },
+      finish("x"),
+    );
+    const store = new MemoryRunStore();
+    const run = fx.run({ testCommand: "false", maxIterations: 1 });
+    store.add(run);
+    await runStep(
+      resources(store, { llm: fx.llm, redactor, commandEnv: env, envAllowlist: ["NPM_TOKEN"] }),
+      run.id,
+    );
+    const results = toolResults(fx.fake.requests[1]!);
+    expect(results).toHaveLength(1);
+    expect(results[0]).toContain("token=[REDACTED]");
+    expect(JSON.stringify(fx.fake.requests)).not.toContain(SECRET.slice(0, 10));
   });
 
   it("never cuts a character in half: no lone surrogate in the transcript", async () => {

@@ -268,11 +268,13 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         logRedacted(
           `→ ${redact(call.name)}(${clip(call.arguments, TRANSCRIPT_ARGS_BYTES)}) ${outcome.isError ? "✗" : "✓"} ${clip(outcome.result, TRANSCRIPT_RESULT_BYTES)}`,
         );
+        // Redacted as what is stored is: the model's vendor is no place for the secrets the
+        // workers know (a command may print one it found, e.g. in the worker's environment).
         messages.push({
           role: "tool",
           toolCallId: call.id,
           name: call.name,
-          content: outcome.result,
+          content: redact(outcome.result),
         });
         failuresInARow = outcome.isError ? failuresInARow + 1 : 0;
         if (failuresInARow >= MAX_CONSECUTIVE_TOOL_FAILURES) {

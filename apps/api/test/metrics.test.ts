@@ -219,6 +219,20 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
     expect(samples.some((s) => s.labels.tool?.startsWith("invented"))).toBe(false);
   });
 
+  it("still answers when the stored token counts sum below zero (a server reported negative usage, before it was checked)", async () => {
+    const run = await submit("metrics-negative-tokens");
+    const metrics = {
+      iterations: 0,
+      validationFailures: 0,
+      reviewBlockings: 0,
+      toolCalls: 0,
+      toolFailures: 0,
+      tokens: -10_000_000,
+    };
+    await store.commit(run.id, run.epoch, { run: { metrics } }, Date.now());
+    expect(sampleValue(await scrape(), "looprun_tokens_total")).toBe(0);
+  });
+
   it("needs the bearer token when API_TOKEN is set", async () => {
     const token = "metrics-token-0123456789";
     const secured = h.appWith({

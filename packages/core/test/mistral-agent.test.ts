@@ -207,6 +207,20 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     ).toBe(true);
   });
 
+  it("counts a negative token usage from the model's server as none: the budget still ends the run", async () => {
+    const list = { toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }] };
+    fake.replies({ ...list, tokens: -100_000 }, { ...list, tokens: 150 });
+    const store = new MemoryRunStore();
+    const run = mistralRun({ maxTokens: 400, maxIterations: 5 });
+    store.add(run);
+    const result = await runStep(resources(store, { llm: fx.llm }), run.id);
+    expect(result).toMatchObject({ kind: "finished", status: "failed", reason: "max_tokens" });
+    const stored = (await store.getRun(run.id))!;
+    // 150 a call after the first: the budget ends it at its 400 as if the first were free.
+    expect(stored.metrics.tokens).toBe(450);
+    expect(fake.requests).toHaveLength(4);
+  });
+
   it("gives the model the session's earlier runs and the files they touched", async () => {
     fake.replies(
       {

@@ -120,7 +120,8 @@ export class MetricsCollector {
     for (const row of read.runCountsByStatus) this.runs.set({ status: row.status }, row.count);
 
     this.tokens.reset();
-    this.tokens.inc(read.tokenTotal);
+    // A database written before usage counts were checked may hold a negative sum.
+    this.tokens.inc(Math.max(0, read.tokenTotal));
 
     const calls = [...read.newToolCalls].sort((a, b) =>
       byteOrder(`${a.server}\0${a.tool}`, `${b.server}\0${b.tool}`),

@@ -149,10 +149,18 @@ export class MistralChatModel implements ChatModel {
       toolCalls,
       finishReason: String(choice.finishReason ?? "stop"),
       usage: {
-        promptTokens: res.usage.promptTokens ?? 0,
-        completionTokens: res.usage.completionTokens ?? 0,
-        totalTokens: res.usage.totalTokens ?? 0,
+        promptTokens: tokenCount(res.usage.promptTokens),
+        completionTokens: tokenCount(res.usage.completionTokens),
+        totalTokens: tokenCount(res.usage.totalTokens),
       },
     };
   }
+}
+
+/**
+ * A count of tokens as a server reported it: a whole number, none when it is missing, negative
+ * or not finite (a negative count would give the budget back, and metrics' counters cannot go down).
+ */
+function tokenCount(n: number | null | undefined): number {
+  return typeof n === "number" && Number.isFinite(n) && n > 0 ? Math.floor(n) : 0;
 }

@@ -81,6 +81,32 @@ describe("the mistral agent on unusual answers", () => {
     expect(store.iterationsOf(run.id)[0]?.agent?.output).toContain("finish (blocked): which file?");
   });
 
+  it("answers a finish without a status, or with another one, with an error naming it", async () => {
+    const { store, run } = await iterate([
+      { toolCalls: [{ name: "finish", arguments: { summary: "all finished" } }] },
+      {
+        toolCalls: [
+          { name: "finish", arguments: { summary: "all finished", status: "completed" } },
+        ],
+      },
+      finish("all finished"),
+    ]);
+    expect(fx.fake.requests).toHaveLength(3);
+    for (const req of fx.fake.requests.slice(1)) {
+      const answer = String(req.messages.at(-1)?.content);
+      expect(answer).toMatch(/^finish: status: /);
+      expect(answer).toContain('"status": "done" | "blocked"');
+    }
+    const calls = store.toolCalls.filter((c) => c.runId === run.id);
+    expect(calls.map((c) => [c.tool, c.isError])).toEqual([
+      ["finish", true],
+      ["finish", true],
+    ]);
+    const it1 = store.iterationsOf(run.id)[0]!;
+    expect(it1.agent?.exitCode).toBe(0);
+    expect(it1.agent?.output).toContain("finish (done): all finished");
+  });
+
   it("takes the completion promise from what the model says, not from a file its tools read", async () => {
     writeFileSync(
       join(fx.workspace, "NOTES.md"),

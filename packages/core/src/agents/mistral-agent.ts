@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { Plan } from "../domain/plan";
 import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
@@ -100,6 +101,14 @@ const FINISH: ChatTool = {
     required: ["summary", "status"],
   },
 };
+
+/** What `finish` must be given; anything else is answered with an error the model can act on. */
+const FinishArgs = z.object({ summary: z.string(), status: z.enum(["done", "blocked"]) });
+
+/** Why `finish`'s arguments are refused, in a line the model reads. */
+function finishProblem(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; ");
+}
 
 const UPDATE_STEP: ChatTool = {
   name: "update_step",
@@ -224,20 +233,22 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
         return done(0);
       }
       for (const { call, args } of parsed) {
-        if (call.name === "finish" && args.ok) {
-          const status = args.value.status;
-          const summary = String(args.value.summary ?? "");
-          log(`finish (${String(status)}): ${summary}`);
+        const finishing =
+          call.name === "finish" && args.ok ? FinishArgs.safeParse(args.value) : null;
+        if (finishing?.success) {
+          const { status, summary } = finishing.data;
+          log(`finish (${status}): ${summary}`);
           said(summary);
           if (status === "blocked") blocked = summary.trim() || "(the agent gave no question)";
           return done(status === "done" ? 0 : 1);
         }
         let outcome: { isError: boolean; result: string };
-        if (!args.ok && AGENT_TOOLS.has(call.name)) {
+        if ((!args.ok && AGENT_TOOLS.has(call.name)) || finishing?.success === false) {
           // A failed call like any other (recorded, counted), answered so the model can retry.
+          const problem = args.ok ? finishProblem(finishing!.error!) : args.error;
           outcome = {
             isError: true,
-            result: `${call.name}: ${args.error} (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with a JSON object`,
+            result: `${call.name}: ${problem} (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with ${args.ok ? `{"summary": "…", "status": "done" | "blocked"}` : "a JSON object"}`,
           };
           await input.recorder.toolCall({
             server: "",

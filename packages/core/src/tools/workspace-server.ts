@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { dirname, relative } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -166,7 +167,14 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     async ({ path, edits, dryRun }) =>
       guarded(path, async () => {
         const absolute = await confinePath(root, path);
-        const before = await readFile(absolute, "utf8");
+        const bytes = await readFile(absolute);
+        // Read as UTF-8 and written back, another encoding's bytes would become U+FFFD.
+        if (!isUtf8(bytes)) {
+          throw new ToolFailure(
+            `${path} is not UTF-8 text (binary, or another encoding): edit_file changes UTF-8 text only; ${path} was not changed`,
+          );
+        }
+        const before = bytes.toString("utf8");
         const outcome = applyTextEdits(before, edits);
         if (!outcome.ok) throw new ToolFailure(`${outcome.error}; ${path} was not changed`);
         const diff = unifiedDiff(before, outcome.text, await displayPath(absolute));

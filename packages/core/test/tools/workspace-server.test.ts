@@ -123,6 +123,18 @@ describe("workspace server: tools", () => {
     );
   });
 
+  it("edit_file refuses a file that is not UTF-8 rather than turning its other bytes into U+FFFD", async () => {
+    const latin1 = Buffer.from("caf\xe9 ok\nline2\n", "latin1");
+    await writeFile(join(root, "latin1.txt"), latin1);
+    const result = await call("edit_file", {
+      path: "latin1.txt",
+      edits: [{ oldText: "line2", newText: "LINE2" }],
+    });
+    expect(result.isError).toBe(true);
+    expect(result.text).toContain("latin1.txt is not UTF-8 text");
+    expect(await readFile(join(root, "latin1.txt"))).toEqual(latin1);
+  });
+
   it("edit_file fails as data, changing nothing, when oldText is missing or ambiguous", async () => {
     const missing = await call("edit_file", {
       path: "notes.md",

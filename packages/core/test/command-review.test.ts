@@ -275,6 +275,16 @@ describe("the command reviewer", () => {
       `echo '{"blockingIssues": [], "nonBlockingIssues": [], "score": 90, "fixPlan": []}'; echo broke >&2; exit 3`,
       "the reviewer exited 3: broke",
     ],
+    [
+      "prints without end (stopped after a review's most, not at its timeout)",
+      "yes looks good",
+      "the reviewer printed more than 1048576 bytes (it was stopped there)",
+    ],
+    [
+      "prints more than a review may have, and exits 0",
+      "head -c 1048577 /dev/zero | tr '\\0' a",
+      "the reviewer printed more than 1048576 bytes",
+    ],
   ])(
     "fails the run with phase_failed when it %s, never approving",
     async (_what, command, error) => {

@@ -23,6 +23,17 @@ export interface CommandReviewInput {
 export const MAX_REVIEW_OUTPUT_BYTES = 1024 * 1024;
 
 /**
+ * The reviewer (`sh -c COMMAND`) with its stdout through `head`, which keeps one byte more than
+ * a review may have and then leaves (the reviewer's next write ends it, SIGPIPE): a reviewer
+ * that prints without end fills no disk. Its own exit status goes to a file of its own (the
+ * pipeline's is `head`'s).
+ */
+const REVIEWER_PIPELINE = [
+  '{ sh -c "$LOOPRUN_REVIEW_COMMAND"; echo $? > "$LOOPRUN_REVIEW_STATUS"; }',
+  `| head -c ${MAX_REVIEW_OUTPUT_BYTES + 1} > "$LOOPRUN_REVIEW_OUTPUT"`,
+].join(" ");
+
+/**
  * Runs the reviewer command (`sh -c COMMAND` in the workspace) with the review input as JSON
  * on stdin. Its stdout goes to a file outside the workspace, so that stderr (kept for error
  * messages) cannot corrupt the JSON; it must be `{blockingIssues, nonBlockingIssues, score,
@@ -32,12 +43,17 @@ export const MAX_REVIEW_OUTPUT_BYTES = 1024 * 1024;
 export async function runCommandReview(input: CommandReviewInput): Promise<ReviewOutcome> {
   const dir = await mkdtemp(join(tmpdir(), "looprun-review-"));
   const outFile = join(dir, "review.json");
+  const statusFile = join(dir, "status");
   try {
     const result = await runCommand({
-      // The braces keep the command's own syntax whole (`;`, `&&`, pipes, comments).
-      command: `{\n${input.spec.command}\n} > "$LOOPRUN_REVIEW_OUTPUT"`,
+      command: REVIEWER_PIPELINE,
       cwd: input.workspace,
-      env: { ...input.env, LOOPRUN_REVIEW_OUTPUT: outFile },
+      env: {
+        ...input.env,
+        LOOPRUN_REVIEW_COMMAND: input.spec.command,
+        LOOPRUN_REVIEW_OUTPUT: outFile,
+        LOOPRUN_REVIEW_STATUS: statusFile,
+      },
       stdin: JSON.stringify(input.review),
       timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
       outputCapBytes: input.outputCapBytes,
@@ -47,12 +63,6 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
     const stderr = result.output.trim().slice(-1000);
     if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
     if (result.timedOut) return { ok: false, error: `the reviewer timed out: ${stderr}` };
-    if (result.exitCode !== 0) {
-      return {
-        ok: false,
-        error: `the reviewer exited ${result.exitCode ?? "on a signal"}: ${stderr}`,
-      };
-    }
     const size = await stat(outFile).then(
       (s) => s.size,
       () => 0,
@@ -60,7 +70,18 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
     if (size > MAX_REVIEW_OUTPUT_BYTES) {
       return {
         ok: false,
-        error: `the reviewer printed ${size} bytes (more than ${MAX_REVIEW_OUTPUT_BYTES})`,
+        error: `the reviewer printed more than ${MAX_REVIEW_OUTPUT_BYTES} bytes (it was stopped there)`,
+      };
+    }
+    const status = await readFile(statusFile, "utf8").then(
+      (text) => Number.parseInt(text, 10),
+      () => null,
+    );
+    const exitCode = result.exitCode === 0 ? status : result.exitCode;
+    if (exitCode !== 0) {
+      return {
+        ok: false,
+        error: `the reviewer exited ${exitCode ?? "on a signal"}: ${stderr}`,
       };
     }
     const stdout = size === 0 ? "" : await readFile(outFile, "utf8");

@@ -97,6 +97,32 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
   });
 
+  it(`fails the run, naming it, when \${NAME} names no variable the workers allow`, async () => {
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "gh",
+          command: "/bin/sh",
+          args: ["-c", "sleep 60"],
+          env: { GITHUB_TOKEN: `\${MISTRAL_API_KEY}`, OTHER: `\${GH_PAT}` },
+        },
+      ],
+    });
+    store.add(run);
+    const res = resources(store, {
+      llm: fx.llm,
+      commandEnv: { ...process.env, GH_PAT: "allowed-value", MISTRAL_API_KEY: "not-allowed" },
+      envAllowlist: ["GH_PAT"],
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed", reason: "error" });
+    expect(store.runs.get(run.id)?.summary).toBe(
+      "phase_failed: implementation: MCP servers could not start: ${MISTRAL_API_KEY} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)",
+    );
+    // The model was never asked: the run failed before its servers started.
+    expect(fx.fake.requests).toHaveLength(0);
+  });
+
   it(`redacts what \${NAME} put into a server's secret variable wherever the server repeats it`, async () => {
     const pat = "pat-0123456789abcdefghij";
     const store = new MemoryRunStore();

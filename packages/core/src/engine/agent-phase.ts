@@ -38,32 +38,30 @@ export interface AgentPhaseResult extends AgentResult {
  * the worker: secrets are configured on the workers, never sent in (and stored with) a run.
  * What it puts into a url, a header, or a variable whose name looks secret is added to
  * `secrets`: whatever the server then says with it (its stderr in an error, a tool's result)
- * is redacted.
+ * is redacted. A name the worker does not have (unset, or not allowed) goes to `missing`.
  */
-function expand(
-  value: string,
-  env: Record<string, string>,
-  secrets: string[],
-  secret: boolean,
-): string {
+interface Expansion {
+  env: Record<string, string>;
+  secrets: string[];
+  missing: Set<string>;
+}
+
+function expand(value: string, x: Expansion, secret: boolean): string {
   return value.replace(VAR_REFERENCE, (_m, name: string) => {
-    const found = env[name] ?? "";
-    if (secret || looksSecret(name)) secrets.push(found);
-    return found;
+    const found = x.env[name];
+    if (found === undefined) x.missing.add(name);
+    if (secret || looksSecret(name)) x.secrets.push(found ?? "");
+    return found ?? "";
   });
 }
 
 function expandVars(
   values: Record<string, string>,
-  env: Record<string, string>,
-  secrets: string[],
+  x: Expansion,
   allSecret: boolean,
 ): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(values).map(([k, v]) => [
-      k,
-      expand(v, env, secrets, allSecret || looksSecret(k)),
-    ]),
+    Object.entries(values).map(([k, v]) => [k, expand(v, x, allSecret || looksSecret(k))]),
   );
 }
 
@@ -116,26 +114,32 @@ export async function runAgentPhase(
       const deadline = AbortSignal.timeout(Math.max(1, input.msLeft()));
       const signal = AbortSignal.any([input.signal, deadline]);
       const started = performance.now();
-      const secrets: string[] = [];
+      const x: Expansion = { env: input.env, secrets: [], missing: new Set() };
       const servers = spec.mcpServers.map((s) =>
         "url" in s
-          ? {
-              ...s,
-              url: expand(s.url, input.env, secrets, true),
-              headers: expandVars(s.headers, input.env, secrets, true),
-            }
+          ? { ...s, url: expand(s.url, x, true), headers: expandVars(s.headers, x, true) }
           : {
               ...s,
               // The run's mark: a worker killed with -9 leaves a server that does not exit on its
               // own running, and the run's next step kills what carries it (killOrphanedGroup).
-              env: {
-                ...expandVars(s.env, input.env, secrets, false),
-                [RUN_ID_VARIABLE]: ctx.run.id,
-              },
+              env: { ...expandVars(s.env, x, false), [RUN_ID_VARIABLE]: ctx.run.id },
               cwd: ctx.run.workspace,
             },
       );
-      ctx.keepSecrets(secrets);
+      ctx.keepSecrets(x.secrets);
+      if (x.missing.size > 0) {
+        // An empty token would fail later, and less clearly (a 401 from the server, or worse).
+        const names = [...x.missing].map((n) => `\${${n}}`).join(", ");
+        return {
+          exitCode: null,
+          output: "",
+          durationMs: 0,
+          phaseFailed: {
+            phase: "implementation",
+            error: `MCP servers could not start: ${names} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
+          },
+        };
+      }
       let hub: ToolHub;
       try {
         hub = await ToolHub.connect(

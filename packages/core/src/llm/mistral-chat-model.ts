@@ -83,7 +83,9 @@ export class MistralChatModel implements ChatModel {
               initialInterval: opts.retry?.initialIntervalMs ?? 500,
               maxInterval: opts.retry?.maxIntervalMs ?? 30_000,
               exponent: 1.5,
-              maxElapsedTime: opts.retry?.maxElapsedMs ?? 120_000,
+              // Short of the call's timeout: the SDK gives up first and reports the last
+              // answer (status and body), where the timeout would only say it timed out.
+              maxElapsedTime: opts.retry?.maxElapsedMs ?? Math.floor(this.timeoutMs * 0.75),
             },
             retryConnectionErrors: true,
           },

@@ -106,6 +106,26 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     expect(fake.requests.length).toBeGreaterThan(1);
   });
 
+  it("with the default retries, reports a lasting 500 with its status and body before its timeout ends the call", {
+    timeout: 10_000,
+  }, async () => {
+    fake.replies({ status: 500, body: { message: "internal boom" } });
+    const error = await new MistralChatModel({
+      apiKey: "test-key-123",
+      serverURL: fake.url,
+      timeoutMs: 3000,
+    })
+      .complete(
+        { model: "m", messages: [{ role: "user", content: "hi" }] },
+        new AbortController().signal,
+      )
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect((error as ChatModelError).statusCode).toBe(500);
+    expect((error as Error).message).toContain("internal boom");
+    expect(fake.requests.length).toBeGreaterThan(1);
+  });
+
   describe("while the SDK waits to try again (Retry-After: 30)", () => {
     const waiting = (timeoutMs?: number) =>
       new MistralChatModel({

@@ -72,6 +72,7 @@ export class MistralChatModel implements ChatModel {
 
   private sdk(): Promise<Mistral> {
     const opts = this.opts;
+    const maxInterval = opts.retry?.maxIntervalMs ?? 30_000;
     this.client ??= import("@mistralai/mistralai").then(
       ({ Mistral }) =>
         new Mistral({
@@ -81,11 +82,14 @@ export class MistralChatModel implements ChatModel {
             strategy: "backoff",
             backoff: {
               initialInterval: opts.retry?.initialIntervalMs ?? 500,
-              maxInterval: opts.retry?.maxIntervalMs ?? 30_000,
+              maxInterval,
               exponent: 1.5,
-              // Short of the call's timeout: the SDK gives up first and reports the last
-              // answer (status and body), where the timeout would only say it timed out.
-              maxElapsedTime: opts.retry?.maxElapsedMs ?? Math.floor(this.timeoutMs * 0.75),
+              // Short of the call's timeout by a wait and a try: the SDK gives up first and
+              // reports the last answer (status and body), where the timeout would only say it
+              // timed out.
+              maxElapsedTime:
+                opts.retry?.maxElapsedMs ??
+                Math.floor(Math.max(this.timeoutMs / 2, this.timeoutMs - maxInterval - 5000)),
             },
             retryConnectionErrors: true,
           },

@@ -106,14 +106,17 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     expect(fake.requests.length).toBeGreaterThan(1);
   });
 
-  it("with the default retries, reports a lasting 500 with its status and body before its timeout ends the call", {
+  it("with the default retry limit, reports a lasting 500 with its status and body before its timeout ends the call", {
     timeout: 10_000,
   }, async () => {
     fake.replies({ status: 500, body: { message: "internal boom" } });
     const error = await new MistralChatModel({
       apiKey: "test-key-123",
       serverURL: fake.url,
-      timeoutMs: 3000,
+      // Retries end at 2.5 s (half the timeout: the longest wait and a try fit in what is
+      // left), so the last try is over well before the 5 s.
+      timeoutMs: 5000,
+      retry: { maxIntervalMs: 1000 },
     })
       .complete(
         { model: "m", messages: [{ role: "user", content: "hi" }] },

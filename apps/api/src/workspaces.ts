@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, realpathSync as realpathSyncJs, statSync } from "node:fs";
-import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
+import { isAbsolute, join, normalize, relative, sep } from "node:path";
+import { deepestExisting, resolvedPath } from "@looprun/core";
 import { invalidRequest } from "./errors";
 
 function inside(root: string, path: string): boolean {
@@ -69,19 +70,16 @@ function realPathUnder(
     if (!existsSync(realRoot)) mkdirSync(realRoot, { recursive: true });
     return target;
   }
-  const real = realpathSync(existing);
+  let real: string;
+  try {
+    real = realpathSync(existing);
+  } catch {
+    // A symlink to nothing: the directory would be made wherever it points, maybe outside.
+    throw refuse(`${relative(realRoot, existing)} is a symlink whose target does not exist`);
+  }
   if (!inside(realRoot, real)) throw outside();
   if (!statSync(real).isDirectory()) throw refuse(`${relative(realRoot, real)} is not a directory`);
   return existing === target ? real : join(real, relative(existing, target));
-}
-
-/** The deepest part of `path` that exists, climbing no higher than `stop` (or `/`). */
-function deepestExisting(path: string, stop?: string): string {
-  let existing = path;
-  while (existing !== stop && !existsSync(existing) && dirname(existing) !== existing) {
-    existing = dirname(existing);
-  }
-  return existing;
 }
 
 /**
@@ -94,8 +92,7 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
   if (name.includes("\0")) throw refuse("must not contain NUL bytes");
   // The deepest part of the path that exists decides (a run's workspace may not exist yet).
   const path = normalize(name);
-  const existing = deepestExisting(path);
-  return join(realpathSync(existing), relative(existing, path));
+  return resolvedPath(path)?.real ?? path;
 }
 
 /**

@@ -137,6 +137,34 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(existsSync(join(outside, "sub"))).toBe(false);
   });
 
+  it("refuses a workspace that is, or lies under, a symlink to nothing (made later, the target could be anywhere)", async () => {
+    mkdirSync(h.workspacesRoot, { recursive: true });
+    const outside = join(h.workspacesRoot, "..", "not-made-yet");
+    symlinkSync(outside, join(h.workspacesRoot, "dangling"));
+    const before = await h.request("GET", "/api/runs?limit=100");
+    for (const workspace of ["dangling", "dangling/sub"]) {
+      const res = await h.request("POST", "/api/runs", { ...valid, workspace });
+      expect(res.status, workspace).toBe(400);
+      expect(res.body.error.issues[0]).toEqual({
+        path: "workspace",
+        message: "dangling is a symlink whose target does not exist",
+      });
+    }
+    // A session's workspace swapped for one is refused the same way.
+    const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "dangles" });
+    expect(first.status).toBe(202);
+    await h.request("POST", `/api/runs/${first.body.id}/stop`);
+    const workspace = join(h.workspacesRoot, "dangles");
+    rmSync(workspace, { recursive: true, force: true });
+    symlinkSync(outside, workspace);
+    const again = await h.request("POST", "/api/runs", { ...valid, sessionId: "dangles" });
+    expect(again.status).toBe(400);
+    expect(again.body.error.issues[0].path).toBe("workspace");
+    const after = await h.request("GET", "/api/runs?limit=100");
+    expect(after.body.items).toHaveLength(before.body.items.length + 1);
+    expect(existsSync(outside)).toBe(false);
+  });
+
   it("refuses WORKSPACES_ROOT itself as a workspace, however it is named", async () => {
     mkdirSync(join(h.workspacesRoot, "real"), { recursive: true });
     symlinkSync(".", join(h.workspacesRoot, "here"));

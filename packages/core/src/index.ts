@@ -202,6 +202,7 @@ export { assertNever } from "./util/assert-never";
 export { commaList } from "./util/comma-list";
 export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
+export { deepestExisting, resolvedPath } from "./util/real-path";
 export {
   collectSecrets,
   looksSecret,

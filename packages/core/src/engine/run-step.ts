@@ -1,9 +1,11 @@
 import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
 import { checkBudget, deadlineFor } from "../budget/budget";
 import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError, messageOf } from "../util/errors";
+import { resolvedPath } from "../util/real-path";
 import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
 import { runIteration } from "./iteration";
@@ -218,10 +220,21 @@ async function drive(
   }
 }
 
-/** Creates the run's workspace unless it exists; returns the error when it cannot. */
+/**
+ * Creates the run's workspace unless it exists; returns the error when it cannot. The API
+ * stored the path with its symlinks followed (inside WORKSPACES_ROOT): one put into the path
+ * since (a directory swapped for a link, a link to nothing) would take the run elsewhere, maybe
+ * out of the root, so the path must still lead to itself, at every step.
+ */
 async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
+  const path = resolve(ctx.run.workspace);
+  const now = resolvedPath(path);
+  if (now?.real !== path) {
+    const where = now === null ? "a symlink to nothing" : now.real;
+    return `the workspace ${path} leads to ${where} now (a symlink was put in its path): the run does not follow it`;
+  }
   try {
-    await mkdir(ctx.run.workspace, { recursive: true });
+    await mkdir(path, { recursive: true });
     return null;
   } catch (error) {
     return `could not create the workspace ${ctx.run.workspace}: ${messageOf(error)}`;

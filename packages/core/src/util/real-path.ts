@@ -1,0 +1,39 @@
+import { lstatSync, realpathSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+
+function present(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The deepest part of `path` that exists, climbing no higher than `stop` (or `/`). A symlink
+ * whose target does not exist counts as existing: it decides where the rest would be made.
+ */
+export function deepestExisting(path: string, stop?: string): string {
+  let existing = path;
+  while (existing !== stop && !present(existing) && dirname(existing) !== existing) {
+    existing = dirname(existing);
+  }
+  return existing;
+}
+
+/**
+ * Where `path` leads with the symlinks of its existing part followed (the libc realpath of that
+ * part, joined with the rest), or `null` when that part is a symlink to nothing: a directory
+ * made there would be made wherever the link points.
+ */
+export function resolvedPath(path: string): { existing: string; real: string } | null {
+  const existing = deepestExisting(path);
+  let real: string;
+  try {
+    real = realpathSync.native(existing);
+  } catch {
+    return null;
+  }
+  return { existing, real: existing === path ? real : join(real, relative(existing, path)) };
+}

@@ -1,3 +1,4 @@
+import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { capHeadBytes, capTailBytes } from "../util/cut-marks";
 import { ToolFailure } from "./errors";
@@ -31,9 +32,17 @@ export async function readTextFile(
   absolute: string,
   opts: { head?: number; tail?: number },
 ): Promise<string> {
-  const file = await open(absolute, "r");
+  // O_NONBLOCK: a FIFO would hold the open (and the server) until something wrote into it.
+  const file = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    const { size } = await file.stat();
+    const stats = await file.stat();
+    // A directory fails at its first read, as it did (EISDIR, said by describeFsError).
+    if (!stats.isFile() && !stats.isDirectory()) {
+      throw new ToolFailure(
+        `it is not a regular file (${stats.isFIFO() ? "a FIFO" : "a device or a socket"}): this tool reads files`,
+      );
+    }
+    const { size } = stats;
     if (opts.tail === undefined) return await readHead(file, size, opts.head);
     const fromEnd = await readTail(positionalReader(file), size, opts.tail);
     if (fromEnd !== null) return fromEnd;

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { open, realpath, writeFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -151,6 +152,14 @@ describe("readTextFile", () => {
     );
     for (const ask of [{}, { head: 1 }, { tail: 1 }]) {
       await expect(readTextFile(path, ask)).rejects.toThrow(/looks binary/);
+    }
+  });
+
+  it("refuses a FIFO at once rather than waiting for something to write into it", async () => {
+    const path = `${root}/fifo`;
+    execFileSync("mkfifo", [path]);
+    for (const ask of [{}, { head: 1 }, { tail: 1 }]) {
+      await expect(readTextFile(path, ask)).rejects.toThrow("it is not a regular file (a FIFO)");
     }
   });
 });

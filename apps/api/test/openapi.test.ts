@@ -62,7 +62,7 @@ describe("GET /api/openapi.json", () => {
     ).toEqual([]);
   });
 
-  it("lists the error statuses the API answers: the submit's, 429 on every /api route, 403 on every /api POST", () => {
+  it("lists the error statuses the API answers: the submit's, 429 on every /api route, 403 and 413 on every /api POST", () => {
     expect(Object.keys(doc.paths["/api/runs"]?.post?.responses ?? {}).sort()).toEqual([
       "202",
       "400",
@@ -74,12 +74,22 @@ describe("GET /api/openapi.json", () => {
       "429",
       "503",
     ]);
+    // The dashboard's: a run page for an unknown id, a sign-in with no token to ask for.
+    expect(Object.keys(doc.paths["/runs/{id}"]?.get?.responses ?? {}).sort()).toEqual([
+      "200",
+      "302",
+      "404",
+    ]);
+    expect(Object.keys(doc.paths["/login"]?.get?.responses ?? {}).sort()).toEqual(["200", "302"]);
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         expect(op.responses["429"] !== undefined, `${method} ${path}`).toBe(
           path.startsWith("/api/"),
         );
         expect(op.responses["403"] !== undefined, `${method} ${path}`).toBe(
+          path.startsWith("/api/") && method === "post",
+        );
+        expect(op.responses["413"] !== undefined, `${method} ${path}`).toBe(
           path.startsWith("/api/") && method === "post",
         );
       }

@@ -13,9 +13,16 @@ export function dashboardOperations(): OperationDoc[] {
       302: { description: "to /login when API_TOKEN is set and the dashboard cookie is missing" },
     },
   });
+  const runPage = page("/runs/:id", "Dashboard: one run, live");
   return [
     page("/", "Dashboard: runs, live"),
-    page("/runs/:id", "Dashboard: one run, live"),
+    {
+      ...runPage,
+      responses: {
+        ...runPage.responses,
+        404: { description: "no run has this id: a page that says so", media: "text/html" },
+      },
+    },
     page("/stats", "Dashboard: statistics across runs and what runs learned"),
     {
       method: "get",
@@ -23,7 +30,10 @@ export function dashboardOperations(): OperationDoc[] {
       summary: "Dashboard sign-in form (when API_TOKEN is set)",
       tag: "dashboard",
       auth: "none",
-      responses: { 200: { description: "the form", media: "text/html" } },
+      responses: {
+        200: { description: "the form", media: "text/html" },
+        302: { description: "without API_TOKEN there is nothing to sign in to: to `next` (or /)" },
+      },
     },
     {
       method: "post",

@@ -112,14 +112,21 @@ function operation(op: OperationDoc): JsonSchema {
         // Any /api route reads the database; an operation's own 503 (Redis down) says more.
         ...(op.path.startsWith("/api/") ? { 503: DATABASE_DOWN } : {}),
         ...op.responses,
-        // RATE_LIMIT_PER_MINUTE covers every /api route, the cross-site check every /api POST
-        // (see app.ts).
-        ...(op.path.startsWith("/api/") && op.method === "post" ? { 403: CROSS_SITE } : {}),
+        // RATE_LIMIT_PER_MINUTE covers every /api route, the cross-site check and the body's
+        // size limit every /api POST (see app.ts).
+        ...(op.path.startsWith("/api/") && op.method === "post"
+          ? { 403: CROSS_SITE, 413: TOO_LARGE }
+          : {}),
         ...(op.path.startsWith("/api/") ? { 429: RATE_LIMITED } : {}),
       }).map(([status, doc]) => [status, response(doc)]),
     ),
   };
 }
+
+const TOO_LARGE: ResponseDoc = {
+  description: "payload_too_large: the body is over the limit (1 MiB)",
+  json: "Error",
+};
 
 const CROSS_SITE: ResponseDoc = {
   description:

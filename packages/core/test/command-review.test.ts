@@ -275,6 +275,7 @@ describe("the command reviewer", () => {
       `echo '{"blockingIssues": [], "nonBlockingIssues": [], "score": 90, "fixPlan": []}'; echo broke >&2; exit 3`,
       "the reviewer exited 3: broke",
     ],
+    ["exits non-zero saying nothing", "exit 1", "the reviewer exited 1 (nothing on stderr)"],
     [
       "prints without end (stopped after a review's most, not at its timeout)",
       "yes looks good",

@@ -41,6 +41,17 @@ describe("decideIteration", () => {
     );
   });
 
+  it("says what a failed agent printed last, or that it printed nothing", () => {
+    const failed = { validationPassed: false, validationFeedback: "t failed" };
+    const printed = decideIteration(facts({ ...failed, agentExitCode: 2, agentOutput: "boom\n" }));
+    const silent = decideIteration(facts({ ...failed, agentExitCode: 1, agentOutput: " \n" }));
+    if (printed.kind !== "retry" || silent.kind !== "retry") throw new Error("expected retries");
+    expect(printed.feedback).toMatch(
+      /^The agent exited with code 2\. Its output ended with:\nboom\n\n/,
+    );
+    expect(silent.feedback).toMatch(/^The agent exited with code 1\. It printed nothing\.\n\n/);
+  });
+
   it("keeps a blocking review's feedback to its first 16 KiB, its first issues and plan", () => {
     const many = Array.from({ length: 100 }, (_, i) => `issue ${i}: ${"y".repeat(3900)}`);
     const decision = decideIteration(

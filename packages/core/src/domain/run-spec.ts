@@ -184,7 +184,7 @@ export const RunSubmission = z
       .string()
       .min(1)
       .max(SPEC_LIMITS.filePath)
-      .regex(/^[A-Za-z0-9._/-]+$/, "may hold only letters, digits, '.', '_', '-' and '/'")
+      .regex(/^[A-Za-z0-9._/-]+$/, "may hold only ASCII letters and digits, '.', '_', '-' and '/'")
       .optional(),
     testCommand: command.optional(),
     validationCommands: z.array(command).max(SPEC_LIMITS.listItems).optional(),

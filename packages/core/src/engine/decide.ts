@@ -71,8 +71,9 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
   const feedback: string[] = [];
   const blocked = facts.blockedQuestion ?? null;
   if (agentFailed && blocked === null) {
+    const output = tail(facts.agentOutput, 4000).trimEnd();
     feedback.push(
-      `The agent exited with code ${facts.agentExitCode ?? "none (killed)"}. Its output ended with:\n${tail(facts.agentOutput, 4000).trimEnd()}`,
+      `The agent exited with code ${facts.agentExitCode ?? "none (killed)"}.${output ? ` Its output ended with:\n${output}` : " It printed nothing."}`,
     );
   }
   if (!facts.validationPassed) {

@@ -62,7 +62,9 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
     });
     const stderr = result.output.trim().slice(-1000);
     if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
-    if (result.timedOut) return { ok: false, error: `the reviewer timed out: ${stderr}` };
+    // What it printed on stderr, or that it printed nothing there.
+    const said = stderr ? `: ${stderr}` : " (nothing on stderr)";
+    if (result.timedOut) return { ok: false, error: `the reviewer timed out${said}` };
     const size = await stat(outFile).then(
       (s) => s.size,
       () => 0,
@@ -81,7 +83,7 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
     if (exitCode !== 0) {
       return {
         ok: false,
-        error: `the reviewer exited ${exitCode ?? "on a signal"}: ${stderr}`,
+        error: `the reviewer exited ${exitCode ?? "on a signal"}${said}`,
       };
     }
     const stdout = size === 0 ? "" : await readFile(outFile, "utf8");

@@ -117,7 +117,7 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     });
     expect(await runStep(res, run.id)).toMatchObject({ status: "failed", reason: "error" });
     expect(store.runs.get(run.id)?.summary).toBe(
-      "phase_failed: implementation: MCP servers could not start: ${MISTRAL_API_KEY} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)",
+      `phase_failed: implementation: MCP servers could not start: \${MISTRAL_API_KEY} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
     );
     // The model was never asked: the run failed before its servers started.
     expect(fx.fake.requests).toHaveLength(0);

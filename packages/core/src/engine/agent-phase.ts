@@ -65,6 +65,14 @@ function expandVars(
   );
 }
 
+/** An agent that could not start: the implementation phase failed, and the run with it. */
+const notStarted = (error: string, durationMs = 0): AgentPhaseResult => ({
+  exitCode: null,
+  output: "",
+  durationMs,
+  phaseFailed: { phase: "implementation", error },
+});
+
 /** The longest a mistral agent's MCP servers may take to start (less when the deadline is nearer). */
 const CONNECT_TIMEOUT_MS = 60_000;
 
@@ -100,15 +108,7 @@ export async function runAgentPhase(
     }
     case "mistral": {
       if (!res.llm) {
-        return {
-          exitCode: null,
-          output: "",
-          durationMs: 0,
-          phaseFailed: {
-            phase: "implementation",
-            error: "no LLM is configured: set MISTRAL_API_KEY for the workers",
-          },
-        };
+        return notStarted("no LLM is configured: set MISTRAL_API_KEY for the workers");
       }
       // The agent's own timer: the run's deadline also ends its calls.
       const deadline = AbortSignal.timeout(Math.max(1, input.msLeft()));
@@ -130,15 +130,9 @@ export async function runAgentPhase(
       if (x.missing.size > 0) {
         // An empty token would fail later, and less clearly (a 401 from the server, or worse).
         const names = [...x.missing].map((n) => `\${${n}}`).join(", ");
-        return {
-          exitCode: null,
-          output: "",
-          durationMs: 0,
-          phaseFailed: {
-            phase: "implementation",
-            error: `MCP servers could not start: ${names} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
-          },
-        };
+        return notStarted(
+          `MCP servers could not start: ${names} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
+        );
       }
       let hub: ToolHub;
       try {
@@ -162,15 +156,10 @@ export async function runAgentPhase(
           },
         );
       } catch (error) {
-        return {
-          exitCode: null,
-          output: "",
-          durationMs: Math.round(performance.now() - started),
-          phaseFailed: {
-            phase: "implementation",
-            error: `MCP servers could not start: ${(error as Error).message}`,
-          },
-        };
+        return notStarted(
+          `MCP servers could not start: ${(error as Error).message}`,
+          Math.round(performance.now() - started),
+        );
       }
       try {
         const maxTokens = spec.maxTokens;

@@ -1,7 +1,6 @@
 export {
   buildPrompt,
   CompletionPromiseScanner,
-  hasCompletionPromise,
   removeStalePromptDirs,
   renderPlan,
 } from "./agents/index";

@@ -1,7 +1,6 @@
 import {
   buildPrompt,
   CompletionPromiseScanner,
-  hasCompletionPromise,
   normalizeSubmission,
   RunSubmission,
 } from "@looprun/core";
@@ -10,6 +9,13 @@ import { runCommandAgent } from "../src/agents/command-agent";
 import { COMMAND_ENV, removeDir, tempDir } from "./support";
 
 const spec0 = (body: object) => normalizeSubmission(RunSubmission.parse(body));
+
+/** Whether `text`, written whole, carries the completion promise. */
+function hasCompletionPromise(text: string, promise: string, prompt = ""): boolean {
+  const scanner = new CompletionPromiseScanner(promise, prompt);
+  scanner.write(text);
+  return scanner.found;
+}
 
 describe("hasCompletionPromise", () => {
   it("finds the exact promise text in a tag that ends its line", () => {

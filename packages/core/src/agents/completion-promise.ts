@@ -86,10 +86,3 @@ export class CompletionPromiseScanner {
     return cut || !this.promptLines.has(line.trim());
   }
 }
-
-/** Whether `text` (whole) carries the completion promise: see CompletionPromiseScanner. */
-export function hasCompletionPromise(text: string, promise: string, prompt = ""): boolean {
-  const scanner = new CompletionPromiseScanner(promise, prompt);
-  scanner.write(text);
-  return scanner.found;
-}

@@ -76,15 +76,10 @@ export async function iterationDiffs(
     result.stdoutBytes - wholeStart,
     patchCapBytes,
   );
-  // Bytes that are not UTF-8 would not survive as text (see WorkspaceSnapshots.portableDiff).
-  const portable = (text: CappedText, from: string, capBytes: number) =>
-    text.lossy ? snapshots.portableDiff(sessionId, from, head, capBytes, signal) : text;
-  const [ownPortable, patchPortable] = await Promise.all([
-    portable(diff, parent, diffCapBytes),
-    portable(patch, baseline, patchCapBytes),
+  // Bytes that are not UTF-8 would not survive as text (see WorkspaceSnapshots.asText).
+  const [ownText, patchText] = await Promise.all([
+    snapshots.asText(diff, sessionId, parent, head, diffCapBytes, signal),
+    snapshots.asText(patch, sessionId, baseline, head, patchCapBytes, signal),
   ]);
-  return {
-    diff: ownPortable,
-    change: { files: whole.files, stat: whole.stat, patch: patchPortable },
-  };
+  return { diff: ownText, change: { files: whole.files, stat: whole.stat, patch: patchText } };
 }

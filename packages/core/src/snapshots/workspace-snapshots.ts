@@ -199,9 +199,7 @@ export class WorkspaceSnapshots {
     return {
       files: parsed.files,
       stat: parsed.stat,
-      patch: patch.lossy
-        ? await this.portableDiff(sessionId, from, to, patchCapBytes, signal)
-        : patch,
+      patch: await this.asText(patch, sessionId, from, to, patchCapBytes, signal),
     };
   }
 
@@ -215,22 +213,25 @@ export class WorkspaceSnapshots {
   ): Promise<CappedText> {
     const gitDir = this.gitDir(sessionId);
     const plain = capped(await this.git(gitDir, null, [...DIFF, from, to], signal, capBytes));
-    return plain.lossy ? this.portableDiff(sessionId, from, to, capBytes, signal) : plain;
+    return this.asText(plain, sessionId, from, to, capBytes, signal);
   }
 
   /**
-   * The patch of a change git prints with bytes that are not UTF-8 (`lossy`): patches are kept
-   * as text, and those bytes would become U+FFFD, so that `git apply` made other names and
-   * contents. Names are quoted as git quotes them (`"caf\351.txt"`, which `git apply` reads
-   * back); when contents still are not UTF-8, every file goes as a binary patch (base 85).
+   * A diff (`from` → `to`) as text that `git apply` turns back into the same files: `diff` as
+   * git printed it, unless it holds bytes that are not UTF-8 (`lossy`: patches are kept as
+   * text, and those bytes became U+FFFD). Then git is asked again: names quoted as git quotes
+   * them (`"caf\351.txt"`, which `git apply` reads back), and, when contents still are not
+   * UTF-8, every file as a binary patch (base 85).
    */
-  async portableDiff(
+  async asText(
+    diff: CappedText,
     sessionId: string,
     from: string,
     to: string,
     capBytes: number,
     signal?: AbortSignal,
   ): Promise<CappedText> {
+    if (!diff.lossy) return diff;
     const gitDir = this.gitDir(sessionId);
     const quoted = ["-c", "core.quotePath=true", ...DIFF, from, to];
     const named = capped(await this.git(gitDir, null, quoted, signal, capBytes));
@@ -239,7 +240,7 @@ export class WorkspaceSnapshots {
     return capped(await this.git(gitDir, null, binary, signal, capBytes));
   }
 
-  /** An attributes file that makes every file binary to `git diff` (see portableDiff). */
+  /** An attributes file that makes every file binary to `git diff` (see asText). */
   private binaryAttributes(): string {
     const file = join(this.root, "all-binary.attributes");
     if (!existsSync(file)) {

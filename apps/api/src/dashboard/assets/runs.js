@@ -6,17 +6,10 @@ import { setupSubmitForm } from "./submit-form.js";
 
 const params = new URLSearchParams(location.search);
 const LIMIT = Math.min(100, Math.max(1, Number(params.get("limit")) || 20));
-/**
- * The cursors of the pages up to the one shown: the page's own is in the URL (a reload or a
- * shared link shows the same page), the ones before it in the history entry ("Newer" from a
- * link opened afresh goes to the first page).
- */
-const cursorsOf = (entry, q) =>
-  entry?.cursors ?? [undefined, ...(q.get("cursor") ? [q.get("cursor")] : [])];
 const state = {
-  status: params.get("status") ?? "",
-  sessionId: params.get("sessionId") ?? "",
-  cursors: cursorsOf(history.state, params),
+  status: "",
+  sessionId: "",
+  cursors: [undefined],
   nextCursor: null,
   runs: new Map(),
 };
@@ -25,8 +18,22 @@ const statusSelect = document.getElementById("filter-status");
 const sessionInput = document.getElementById("filter-session");
 const liveState = document.getElementById("live-state");
 const notice = document.getElementById("notice");
-statusSelect.value = state.status;
-sessionInput.value = state.sessionId;
+
+/**
+ * The filters and the page from the address and its history entry (the page opening, or the
+ * browser's Back and Forward). The cursors are those of the pages up to the one shown: the
+ * page's own is in the URL (a reload or a shared link shows the same page), the ones before it
+ * in the history entry ("Newer" from a link opened afresh goes to the first page).
+ */
+function readAddress(entry) {
+  const q = new URLSearchParams(location.search);
+  state.status = q.get("status") ?? "";
+  state.sessionId = q.get("sessionId") ?? "";
+  state.cursors = entry?.cursors ?? [undefined, ...(q.get("cursor") ? [q.get("cursor")] : [])];
+  statusSelect.value = state.status;
+  sessionInput.value = state.sessionId;
+}
+readAddress(history.state);
 
 const page = () => state.cursors.length - 1;
 const matches = (run) =>
@@ -175,12 +182,7 @@ document
   .getElementById("page-newer")
   .addEventListener("click", () => turnPage(state.cursors.slice(0, -1)));
 window.addEventListener("popstate", (event) => {
-  const q = new URLSearchParams(location.search);
-  state.status = q.get("status") ?? "";
-  state.sessionId = q.get("sessionId") ?? "";
-  statusSelect.value = state.status;
-  sessionInput.value = state.sessionId;
-  state.cursors = cursorsOf(event.state, q);
+  readAddress(event.state);
   load();
 });
 

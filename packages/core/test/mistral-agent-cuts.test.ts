@@ -13,21 +13,15 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 describe("the mistral agent's transcript cuts", () => {
   const fx = mistralFixture();
 
-  it("leaves no piece of a secret where it cuts a tool's result, and says it cut", async () => {
+  /**
+   * One iteration whose model runs `command` once, then finishes; the workers allow NPM_TOKEN
+   * (SECRET), whose value their redactor knows.
+   */
+  async function runCommandWithToken(command: string) {
     const env = { ...process.env, NPM_TOKEN: SECRET };
     const redactor = new Redactor(collectSecrets(env, [], ["NPM_TOKEN"]));
-    // 241 bytes of log, then the token: the transcript's 300-byte cut falls inside it.
     fx.fake.replies(
-      {
-        toolCalls: [
-          {
-            name: "workspace__run_command",
-            arguments: {
-              command: "printf '%0240d\\n' 0; echo $NPM_TOKEN; printf '%0400d' 0; exit 1",
-            },
-          },
-        ],
-      },
+      { toolCalls: [{ name: "workspace__run_command", arguments: { command } }] },
       finish("x"),
     );
     const store = new MemoryRunStore();
@@ -36,6 +30,14 @@ describe("the mistral agent's transcript cuts", () => {
     await runStep(
       resources(store, { llm: fx.llm, redactor, commandEnv: env, envAllowlist: ["NPM_TOKEN"] }),
       run.id,
+    );
+    return { store, run };
+  }
+
+  it("leaves no piece of a secret where it cuts a tool's result, and says it cut", async () => {
+    // 241 bytes of log, then the token: the transcript's 300-byte cut falls inside it.
+    const { store, run } = await runCommandWithToken(
+      "printf '%0240d\\n' 0; echo $NPM_TOKEN; printf '%0400d' 0; exit 1",
     );
     const it1 = store.iterationsOf(run.id)[0]!;
     const output = it1.agent?.output ?? "";
@@ -49,23 +51,7 @@ describe("the mistral agent's transcript cuts", () => {
 
   it("sends the model a tool's result without the secrets the workers know", async () => {
     // A command reads a secret (here its own variable; an agent might find the worker's own).
-    const env = { ...process.env, NPM_TOKEN: SECRET };
-    const redactor = new Redactor(collectSecrets(env, [], ["NPM_TOKEN"]));
-    fx.fake.replies(
-      {
-        toolCalls: [
-          { name: "workspace__run_command", arguments: { command: "echo token=$NPM_TOKEN" } },
-        ],
-      },
-      finish("x"),
-    );
-    const store = new MemoryRunStore();
-    const run = fx.run({ testCommand: "false", maxIterations: 1 });
-    store.add(run);
-    await runStep(
-      resources(store, { llm: fx.llm, redactor, commandEnv: env, envAllowlist: ["NPM_TOKEN"] }),
-      run.id,
-    );
+    await runCommandWithToken("echo token=$NPM_TOKEN");
     const results = toolResults(fx.fake.requests[1]!);
     expect(results).toHaveLength(1);
     expect(results[0]).toContain("token=[REDACTED]");

@@ -75,32 +75,46 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
     expect(await page.isHidden("#approval")).toBe(true);
   });
 
-  it("rolls a run's workspace back from its page, and shows the refusal while the session is busy", async () => {
-    const ws = join(stack.workspacesRoot, "dash-rollback");
+  /**
+   * Writes `files` into a new workspace of `name` (its session too), submits a run there with
+   * the agent `command` and the test `test`, and opens its page. Returns the run's id and its
+   * workspace.
+   */
+  async function openRunIn(
+    name: string,
+    files: Record<string, string>,
+    run: { task: string; command: string; test: string },
+  ): Promise<{ id: string; ws: string }> {
+    const ws = join(stack.workspacesRoot, name);
     mkdirSync(ws);
-    writeFileSync(join(ws, "a.txt"), "A0\n");
-    writeFileSync(join(ws, "b.txt"), "B0\n");
-    const before = tree(ws);
+    for (const [file, text] of Object.entries(files)) writeFileSync(join(ws, file), text);
     const created = await stack.api(
       "POST",
       "/api/runs",
       {
-        task: "Roll back from the page",
-        sessionId: "dash-rollback",
-        workspace: "dash-rollback",
-        agent: {
-          type: "command",
-          command:
-            'if [ "$LOOPRUN_ITERATION" = 1 ]; then echo A1 > a.txt; rm b.txt; else touch done; fi',
-        },
-        testCommand: "test -f done",
+        task: run.task,
+        sessionId: name,
+        workspace: name,
+        agent: { type: "command", command: run.command },
+        testCommand: run.test,
         cooldownMs: 0,
       },
       auth,
     );
     expect(created.status).toBe(202);
-    const id = created.body.id;
-    await page.goto(`${stack.url}/runs/${id}`);
+    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    return { id: created.body.id, ws };
+  }
+
+  it("rolls a run's workspace back from its page, and shows the refusal while the session is busy", async () => {
+    // The workspace as the run finds it (tree() gives the files in this shape).
+    const before = { "a.txt": "A0\n", "b.txt": "B0\n" };
+    const { id, ws } = await openRunIn("dash-rollback", before, {
+      task: "Roll back from the page",
+      command:
+        'if [ "$LOOPRUN_ITERATION" = 1 ]; then echo A1 > a.txt; rm b.txt; else touch done; fi',
+      test: "test -f done",
+    });
     await waitText("#run-status", "succeeded");
     await page.locator("#rollback-run:not([disabled])").waitFor();
     expect(tree(ws)).toEqual({ "a.txt": "A1\n", done: "" });
@@ -164,25 +178,11 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium: steering a run (API_
   });
 
   it("downloads the run's whole change from its page, a patch git applies to the files as they were", async () => {
-    const ws = join(stack.workspacesRoot, "dash-patch");
-    mkdirSync(ws);
-    writeFileSync(join(ws, "a.txt"), "A0\n");
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
-      {
-        task: "Change two files",
-        sessionId: "dash-patch",
-        workspace: "dash-patch",
-        agent: { type: "command", command: "echo A1 > a.txt; echo C > c.txt" },
-        testCommand: "true",
-        cooldownMs: 0,
-      },
-      auth,
+    const { id } = await openRunIn(
+      "dash-patch",
+      { "a.txt": "A0\n" },
+      { task: "Change two files", command: "echo A1 > a.txt; echo C > c.txt", test: "true" },
     );
-    expect(created.status).toBe(202);
-    const id = created.body.id;
-    await page.goto(`${stack.url}/runs/${id}`);
     await waitText("#run-status", "succeeded");
     await page.locator("#download-patch:not([disabled])").waitFor();
     const [download] = await Promise.all([

@@ -187,17 +187,22 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     ).toBe(false);
   });
 
-  it("ends the run with max_tokens when the token budget is spent", async () => {
-    fake.replies({
-      toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }],
-      tokens: 150,
-    });
+  /** A run with a budget of 400 tokens, run until it ends, which must be by that budget. */
+  async function runOutOfTokens() {
     const store = new MemoryRunStore();
     const run = mistralRun({ maxTokens: 400, maxIterations: 5 });
     store.add(run);
     const result = await runStep(resources(store, { llm: fx.llm }), run.id);
     expect(result).toMatchObject({ kind: "finished", status: "failed", reason: "max_tokens" });
-    const stored = (await store.getRun(run.id))!;
+    return { store, run, stored: (await store.getRun(run.id))! };
+  }
+
+  it("ends the run with max_tokens when the token budget is spent", async () => {
+    fake.replies({
+      toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }],
+      tokens: 150,
+    });
+    const { store, run, stored } = await runOutOfTokens();
     expect(stored.summary).toBe("failed_budget_exhausted");
     expect(stored.metrics.tokens).toBeGreaterThanOrEqual(400);
     expect(
@@ -210,12 +215,7 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
   it("counts a negative token usage from the model's server as none: the budget still ends the run", async () => {
     const list = { toolCalls: [{ name: "workspace__list_directory", arguments: { path: "." } }] };
     fake.replies({ ...list, tokens: -100_000 }, { ...list, tokens: 150 });
-    const store = new MemoryRunStore();
-    const run = mistralRun({ maxTokens: 400, maxIterations: 5 });
-    store.add(run);
-    const result = await runStep(resources(store, { llm: fx.llm }), run.id);
-    expect(result).toMatchObject({ kind: "finished", status: "failed", reason: "max_tokens" });
-    const stored = (await store.getRun(run.id))!;
+    const { stored } = await runOutOfTokens();
     // 150 a call after the first: the budget ends it at its 400 as if the first were free.
     expect(stored.metrics.tokens).toBe(450);
     expect(fake.requests).toHaveLength(4);

@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -6,6 +15,7 @@ import {
   expectWellFormedEvents,
   getEvents,
   getIterations,
+  getRun,
   isAlive,
   readPid,
   type Stack,
@@ -13,6 +23,7 @@ import {
   startStack,
   submit,
   waitFor,
+  waitForEvent,
   waitForStatus,
 } from "./support/stack";
 
@@ -272,5 +283,28 @@ describe("cooldown", () => {
       "cooldown_started",
       "iteration_started",
     ]);
+  });
+});
+
+describe("a workspace swapped for a symlink out of WORKSPACES_ROOT", () => {
+  it("is not followed by the worker after a cooldown: the run fails, nothing is made outside", async () => {
+    const { id } = await submit(
+      stack,
+      commandRun("pwd -P >> where.txt", { testCommand: "false", cooldownMs: 2000 }),
+    );
+    await waitForEvent(stack, id, "cooldown_started");
+    const { workspace } = await getRun(stack, id);
+    // What a command of the session, or a person, could do meanwhile.
+    const outside = join(stack.dir, "outside-swap");
+    mkdirSync(outside);
+    rmSync(workspace, { recursive: true, force: true });
+    symlinkSync(outside, workspace);
+    const run = await waitForStatus(stack, id);
+    expect(run).toMatchObject({ status: "failed", reason: "error" });
+    expect(run.summary).toBe(
+      `phase_failed: workspace: the workspace ${workspace} leads to ${outside} now (a symlink was put in its path): the run does not follow it`,
+    );
+    expect(readdirSync(outside)).toEqual([]);
+    expect(await getIterations(stack, id)).toHaveLength(1);
   });
 });

@@ -86,6 +86,8 @@ export interface MistralAgentResult {
   phaseFailed: { phase: string; error: string } | null;
   /** The question of a model that called `finish` with status "blocked" (its summary). */
   blocked: string | null;
+  /** The run's token budget ended the turn (the model had not finished). */
+  budgetSpent: boolean;
 }
 
 const FINISH: ChatTool = {
@@ -157,6 +159,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   /** What the model says, looked at for the promise (each piece its own lines). */
   const said = (text: string) => promiseScanner?.write(`${text}\n`);
 
+  let budgetSpent = false;
   const done = (
     exitCode: number,
     phaseFailed: MistralAgentResult["phaseFailed"] = null,
@@ -170,6 +173,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       plan,
       phaseFailed,
       blocked,
+      budgetSpent,
     };
   };
 
@@ -209,6 +213,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     for (;;) {
       if (input.tokensLeft() <= 0) {
         log("stopped: the token budget is spent");
+        budgetSpent = true;
         return done(1);
       }
       const res = await complete(messages, tools);

@@ -31,6 +31,8 @@ export interface AgentPhaseResult extends AgentResult {
    * the whole of it); `null` or absent when none was asked for, or no agent ran.
    */
   promiseFound?: boolean | null;
+  /** The run's token budget ended the agent's turn before it finished. */
+  budgetSpent?: boolean;
 }
 
 /**
@@ -225,6 +227,7 @@ export async function runAgentPhase(
           phaseFailed: r.phaseFailed,
           blocked: r.blocked,
           promiseFound: r.promiseFound,
+          budgetSpent: r.budgetSpent,
         };
       } finally {
         await hub.close();

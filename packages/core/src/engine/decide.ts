@@ -22,6 +22,12 @@ export interface IterationFacts {
   review?: ReviewFindings | null;
   /** The question of an agent that reported `blocked`: the run waits for a person's reply. */
   blockedQuestion?: string | null;
+  /**
+   * The run's token budget ran out before the iteration could be weighed whole: it cut the
+   * agent's turn (`"agent"`), or left nothing for an LLM review (`"review"`, which then did not
+   * run). Unless the gates passed all the same, the run ends `max_tokens`.
+   */
+  budgetSpent?: "agent" | "review" | null;
 }
 
 export type IterationDecision =
@@ -65,12 +71,17 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
   const agentFailed = facts.agentExitCode !== 0;
   const promiseOk = facts.promiseFound !== false;
   const reviewBlocking = (facts.review?.blockingIssues.length ?? 0) > 0;
-  if (facts.validationPassed && promiseOk && !reviewBlocking) {
+  const spent = facts.budgetSpent ?? null;
+  if (facts.validationPassed && promiseOk && !reviewBlocking && spent !== "review") {
     return { kind: "complete", status: "passed", outcome: "complete" };
   }
   const feedback: string[] = [];
   const blocked = facts.blockedQuestion ?? null;
-  if (agentFailed && blocked === null) {
+  if (spent === "agent") {
+    feedback.push("The token budget ran out during the agent's turn.");
+  } else if (spent === "review") {
+    feedback.push("The token budget ran out before the review.");
+  } else if (agentFailed && blocked === null) {
     const output = tail(facts.agentOutput, 4000).trimEnd();
     feedback.push(
       `The agent exited with code ${facts.agentExitCode ?? "none (killed)"}.${output ? ` Its output ended with:\n${output}` : " It printed nothing."}`,
@@ -93,6 +104,17 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     : !promiseOk
       ? "promise_missing"
       : "review_blocking";
+  // The budget's end, not the agent's failure: not counted towards `consecutive_failures`.
+  if (spent !== null) {
+    return {
+      kind: "fail",
+      status: "failed",
+      outcome: "budget_exhausted",
+      feedback: feedback.join("\n\n"),
+      reason: "max_tokens",
+      consecutiveFailures: facts.consecutiveFailures,
+    };
+  }
   // Asking a person is not a failed agent phase: it neither counts towards
   // `consecutive_failures` nor resets the count; the reply is added to this feedback. The
   // outcome is the gate that failed (the design's list has no "blocked"); the question is

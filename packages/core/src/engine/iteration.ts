@@ -236,7 +236,13 @@ export async function runIteration(
     // The review only runs when every other gate passed: a reviewer's time (and tokens) is
     // not spent on a change that goes back anyway.
     let review: { artifact: ReviewArtifact; notes: string | null } | null = null;
-    if (hasReviewer && gates.ok && promiseFound !== false) {
+    // A cut turn is the budget's end, not the agent's failure; an LLM reviewer needs tokens.
+    let budgetSpent: "agent" | "review" | null = result.budgetSpent ? "agent" : null;
+    const reviewerSpends = spec.review.type === "mistral" || spec.review.type === "triangular";
+    const tokensSpent = spec.maxTokens !== null && ctx.run.metrics.tokens >= spec.maxTokens;
+    if (hasReviewer && gates.ok && promiseFound !== false && reviewerSpends && tokensSpent) {
+      budgetSpent = "review";
+    } else if (hasReviewer && gates.ok && promiseFound !== false) {
       // The validation passed: watchers see it while the review runs, not after.
       recorded = { gates, validationRecorded: true };
       const reviewed = await runReviewPhase(res, ctx, {
@@ -277,6 +283,7 @@ export async function runIteration(
       consecutiveFailures: ctx.run.consecutiveFailures,
       review: review?.artifact ?? null,
       blockedQuestion: result.blocked ?? null,
+      budgetSpent,
     });
     return {
       kind: "decided",

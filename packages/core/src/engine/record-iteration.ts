@@ -144,11 +144,14 @@ export async function recordIteration(
       });
       return finished(ctx);
     }
-    case "fail":
+    case "fail": {
+      const byBudget = decision.reason === "max_tokens";
       await ctx.finish(
         "failed",
         decision.reason,
-        `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
+        byBudget
+          ? BUDGET_SUMMARY
+          : `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
         {
           patch: {
             metrics,
@@ -156,12 +159,15 @@ export async function recordIteration(
             activePgid: null,
             ...decided,
           },
-          events: gateEvents,
+          events: byBudget
+            ? [...gateEvents, ["budget_exhausted", { reason: "max_tokens" }, "max_tokens"]]
+            : gateEvents,
           iteration: iterationPatch,
           writes,
         },
       );
       return finished(ctx);
+    }
     case "retry": {
       const stall = stallWrites(ctx, result, decision.outcome);
       const patch: RunPatch = {

@@ -94,6 +94,33 @@ describe("looprun CLI", () => {
     expect(await getRun(stack, id)).toMatchObject({ status: "failed", reason: "max_iterations" });
   });
 
+  it("submit --json --watch keeps stdout JSON lines: the created run, then the run as it ended; progress on stderr", async () => {
+    const { code, output, stdout } = await runCli(
+      [
+        "submit",
+        "--task",
+        "json watch",
+        "--agent",
+        "true",
+        "--test",
+        "true",
+        "--cooldown",
+        "0",
+        "--json",
+        "--watch",
+      ],
+      cliEnv,
+    );
+    expect(code, output).toBe(0);
+    const lines = stdout.trim().split("\n");
+    expect(lines, stdout).toHaveLength(2);
+    const [created, ended] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(created).toMatchObject({ status: "queued" });
+    expect(ended).toMatchObject({ id: created?.id, status: "succeeded", reason: "success" });
+    // The progress went to stderr (output holds both streams).
+    expect(output).toContain("finished: succeeded (success)");
+  });
+
   it("submit reports a refused body and exits 1", async () => {
     const { code, output } = await runCli(
       ["submit", "--task", "t", "--agent", "true", "--test", "true", "--max-iterations", "0"],

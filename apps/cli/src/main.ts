@@ -70,7 +70,10 @@ program
   .option("--max-stalled <n>", "iterations in a row without progress before `stalled` (default 3)")
   .option("--rollback-on-failure", "restore the workspace as it was before the run if it fails")
   .option("--watch", "print progress until the run ends")
-  .option("--json", "print the created run as JSON")
+  .option(
+    "--json",
+    "print the created run as JSON (with --watch: then the ended run; progress on stderr)",
+  )
   .action(submitCommand);
 program.command("watch <id>").description("follow a run until it ends").action(watchCommand);
 program

@@ -106,23 +106,26 @@ export async function submitCommand(opts: SubmitOptions): Promise<void> {
   );
   if (opts.json) process.stdout.write(`${JSON.stringify(created)}\n`);
   else process.stdout.write(`submitted run ${created.id} (session ${created.sessionId})\n`);
-  if (opts.watch) await watchToTheEnd(client, created.id);
+  if (opts.watch) await watchToTheEnd(client, created.id, opts.json === true);
 }
 
 export async function watchCommand(id: string): Promise<void> {
-  await watchToTheEnd(clientFromEnv(), id);
+  await watchToTheEnd(clientFromEnv(), id, false);
 }
 
 /**
  * Watches a run until it ends: exit 0 when it succeeded, 1 otherwise. Ctrl-C ends the watch,
- * not the run (130, as a shell's Ctrl-C); a second Ctrl-C kills at once.
+ * not the run (130, as a shell's Ctrl-C); a second Ctrl-C kills at once. With `json`, stdout
+ * stays JSON lines: the progress goes to stderr, and the run as it ended to stdout.
  */
-async function watchToTheEnd(client: ApiClient, id: string): Promise<void> {
+async function watchToTheEnd(client: ApiClient, id: string, json: boolean): Promise<void> {
   const interrupt = new AbortController();
   const onInterrupt = () => interrupt.abort();
   process.once("SIGINT", onInterrupt);
   try {
-    const run = await watchRun(client, id, process.stdout, { signal: interrupt.signal });
+    const out = json ? process.stderr : process.stdout;
+    const run = await watchRun(client, id, out, { signal: interrupt.signal });
+    if (json) process.stdout.write(`${JSON.stringify(run)}\n`);
     process.exitCode = run.status === "succeeded" ? 0 : 1;
   } catch (error) {
     if (!(error instanceof WatchInterrupted)) throw error;

@@ -1,6 +1,9 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { z } from "zod";
+import { NAMED } from "../src/openapi/api-operations";
 import { openApiPath } from "../src/openapi/document";
 import * as R from "../src/openapi/response-schemas";
 import { type ApiHarness, apiHarness } from "./api-harness";
@@ -127,18 +130,38 @@ describe("GET /api/openapi.json", () => {
   });
 
   it("describes what the API really answers (real responses parse with the response schemas, and no field is left out)", async () => {
+    // The document itself, as a client generated from it reads it (JSON Schema 2020-12, formats
+    // checked): what the zod schemas accept, its schemas must accept too.
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    ajv.addSchema({ $id: "doc", components: doc.components });
+    const byDocument = (name: string, body: unknown, what: string) => {
+      const check = ajv.getSchema(`doc#/components/schemas/${name}`);
+      expect(check, `${what}: no schema ${name} in the document`).toBeDefined();
+      expect(check?.(body), `${what}: ${ajv.errorsText(check?.errors)}`).toBe(true);
+    };
     const strictParse = (schema: z.ZodType, body: unknown, what: string) => {
       const parsed = schema.safeParse(body);
       expect(parsed.success, `${what}: ${JSON.stringify(parsed.error?.issues)}`).toBe(true);
       // Parsing drops the fields a schema does not name: what is left is the whole answer.
       expect(parsed.data, `${what}: fields the document does not describe`).toEqual(body);
+      const name = Object.entries(NAMED).find(([, named]) => named === schema)?.[0];
+      expect(name, `${what}: a schema the document does not name`).toBeDefined();
+      byDocument(name as string, body, what);
     };
-    const created = await h.request("POST", "/api/runs", {
+    // An MCP server's url and headers may name variables of the workers (`${NAME}`).
+    const submission = {
       task: "doc",
       sessionId: "openapi-1",
-      agent: { type: "command", command: "true" },
+      agent: { type: "mistral" },
       testCommand: "true",
-    });
+      mcpServers: [
+        { name: "docs", url: "http://127.0.0.1:1/p/${DOCS_PATH}?q=${DOCS_KEY}", headers: {} },
+        { name: "gh", command: "gh-mcp", args: ["--token-env", "GH"], env: { GH: "${GH_PAT}" } },
+      ],
+    };
+    byDocument("RunSubmission", submission, "the submitted body");
+    const created = await h.request("POST", "/api/runs", submission);
     strictParse(R.RunAccepted, created.body, "POST /api/runs");
     const id = created.body.id as string;
     const store = h.store;

@@ -6,6 +6,13 @@ import { type ApiHarness, apiHarness, ENGINES, VALID_RUN as valid } from "./api-
 
 // Readiness with a database or Redis down, the token, the limits: runs-api-guards.test.ts.
 
+/** A valid body with a mistral agent and these MCP servers. */
+const mcp = (...mcpServers: Record<string, unknown>[]) => ({
+  ...valid,
+  agent: { type: "mistral" },
+  mcpServers,
+});
+
 describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
   let h: ApiHarness;
   beforeAll(async () => {
@@ -113,6 +120,21 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     [{ ...valid, workspace: "../outside" }, "workspace"],
     [{ ...valid, workspace: "/etc" }, "workspace"],
     [{ ...valid, validationCommands: "npm test" }, "validationCommands"],
+    [{ ...valid, testCommand: "true\u0000 && echo" }, "testCommand"],
+    [{ ...valid, agent: { type: "command", command: "true\u0000" } }, "agent.command"],
+    [{ ...valid, validationCommands: ["true", "x\u0000"] }, "validationCommands.1"],
+    [mcp({ name: "workspace", command: "x" }), "mcpServers.0.name"],
+    [
+      mcp({ name: "a", command: "x" }, { name: "a", url: "https://a.example" }),
+      "mcpServers.1.name",
+    ],
+    [mcp({ name: "a", command: "x", args: ["-v", "a\u0000"] }), "mcpServers.0.args.1"],
+    [mcp({ name: "a", command: "x", env: { "A=B": "1" } }), "mcpServers.0.env.A=B"],
+    [mcp({ name: "a", command: "x", env: { A: "1\u0000" } }), "mcpServers.0.env.A"],
+    [
+      mcp({ name: "a", url: "https://a.example", headers: { X: "1\r\nY: 2" } }),
+      "mcpServers.0.headers.X",
+    ],
     ["{not json", ""],
     [[1, 2], ""],
   ])("refuses %j with 400 naming %j, storing nothing", async (body, path) => {

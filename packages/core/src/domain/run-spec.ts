@@ -12,8 +12,42 @@ export const SPEC_LIMITS = {
   filePath: 1_000,
 } as const;
 
-const command = z.string().trim().min(1).max(SPEC_LIMITS.command);
+/** Text handed to a process (a command, an argument, a variable): a NUL byte cannot be. */
+const NO_NUL = [(text: string) => !text.includes("\0"), "must not contain a NUL byte"] as const;
+const command = z
+  .string()
+  .trim()
+  .min(1)
+  .max(SPEC_LIMITS.command)
+  .refine(...NO_NUL);
+/**
+ * A record whose keys must match `pattern`: checked as a refinement, not as the key's own
+ * schema, so that a bad key of an MCP server is named where it is (`mcpServers.0.env.A=B`)
+ * rather than failing the server's whole union.
+ */
+const keyedRecord = (pattern: RegExp, message: string, value: z.ZodType<string>) =>
+  z.record(z.string(), value).superRefine((record, ctx) => {
+    for (const key of Object.keys(record))
+      if (!pattern.test(key)) ctx.addIssue({ code: "custom", path: [key], message });
+  });
+/** A variable of a server's environment: a name a shell can set, a value without NUL. */
+const envVars = keyedRecord(
+  /^[A-Za-z_][A-Za-z0-9_]*$/,
+  "must be a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+  z.string().refine(...NO_NUL),
+);
+/** HTTP headers: names that are tokens (RFC 9110), values on one line. */
+const httpHeaders = keyedRecord(
+  /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/,
+  "must be a header name",
+  z.string().refine((value) => !/[\0\r\n]/.test(value), "must be one line, without NUL"),
+);
 const sessionId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
+function isHttpUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false;
+  const { protocol } = new URL(text);
+  return protocol === "http:" || protocol === "https:";
+}
 /** Whether a relative path stays inside its base: no ".." takes it above where it starts. */
 function staysInside(path: string): boolean {
   let depth = 0;
@@ -73,14 +107,30 @@ export const McpServerSpec = z
   .union([
     z.strictObject({
       name: serverName,
-      command: z.string().min(1).max(SPEC_LIMITS.command),
-      args: z.array(z.string().max(SPEC_LIMITS.command)).max(SPEC_LIMITS.listItems).default([]),
-      env: z.record(z.string(), z.string()).default({}),
+      command: z
+        .string()
+        .min(1)
+        .max(SPEC_LIMITS.command)
+        .refine(...NO_NUL),
+      args: z
+        .array(
+          z
+            .string()
+            .max(SPEC_LIMITS.command)
+            .refine(...NO_NUL),
+        )
+        .max(SPEC_LIMITS.listItems)
+        .default([]),
+      env: envVars.default({}),
     }),
     z.strictObject({
       name: serverName,
-      url: z.url({ protocol: /^https?$/ }),
-      headers: z.record(z.string(), z.string()).default({}),
+      // Not z.url(): its `format: uri` in the OpenAPI document refuses the `${NAME}` a url may hold.
+      url: z
+        .string()
+        .max(SPEC_LIMITS.command)
+        .refine(isHttpUrl, "must be an http:// or https:// URL"),
+      headers: httpHeaders.default({}),
     }),
   ])
   .superRefine((server, ctx) => {
@@ -210,14 +260,18 @@ export const RunSubmission = z
     mcpServers: z
       .array(McpServerSpec)
       .max(10)
-      .refine(
-        (list) => new Set(list.map((s) => s.name)).size === list.length,
-        "server names must be unique",
-      )
-      .refine(
-        (list) => list.every((s) => s.name !== "workspace"),
-        '"workspace" is the built-in server',
-      )
+      // Each refused name is named where it is (mcpServers.1.name), not the list as a whole.
+      .superRefine((list, ctx) => {
+        const seen = new Set<string>();
+        list.forEach((server, i) => {
+          const path = [i, "name"];
+          if (server.name === "workspace")
+            ctx.addIssue({ code: "custom", path, message: '"workspace" is the built-in server' });
+          else if (seen.has(server.name))
+            ctx.addIssue({ code: "custom", path, message: "server names must be unique" });
+          seen.add(server.name);
+        });
+      })
       .optional(),
     maxIterations: z.number().int().min(1).max(1000).optional(),
     maxAttempts: z.number().int().min(1).max(1000).optional(),

@@ -126,6 +126,22 @@ describe("secrets in URLs", () => {
     expect(r.text("see https://example.com/a:b@c")).toBe("see https://example.com/a:b@c");
   });
 
+  it("takes allowlisted variables whose names look secret: PAT as a word of the name, not in PATH", () => {
+    const env = {
+      GH_PAT: "gh-personal-token-1",
+      PAT: "bare-personal-token",
+      GITLAB_PAT_RW: "gitlab-token-123",
+      PATH: "/usr/local/bin:/usr/bin",
+      FILE_PATTERN: "src/**/*.ts",
+      COMPAT_MODE: "strict-mode",
+    };
+    expect(collectSecrets(env, [], Object.keys(env)).sort()).toEqual([
+      "bare-personal-token",
+      "gh-personal-token-1",
+      "gitlab-token-123",
+    ]);
+  });
+
   it("collects the passwords of DATABASE_URL and REDIS_URL, as written and decoded", () => {
     const secrets = collectSecrets({
       DATABASE_URL: "postgresql://app:p%40ss%2Fword-1@db:5432/looprun?sslmode=require",

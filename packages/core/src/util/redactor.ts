@@ -151,7 +151,8 @@ function longestPiece(
   return longest;
 }
 
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+// `PAT` (a personal access token: GH_PAT) only as a word of the name: not PATH, not PATTERN.
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(?:^|[_-])PAT(?:[_-]|$)/i;
 
 /** Whether a variable's (or a header's) name says that its value is a secret. */
 export function looksSecret(name: string): boolean {

@@ -156,8 +156,8 @@ describe("GET /api/openapi.json", () => {
       agent: { type: "mistral" },
       testCommand: "true",
       mcpServers: [
-        { name: "docs", url: "http://127.0.0.1:1/p/${DOCS_PATH}?q=${DOCS_KEY}", headers: {} },
-        { name: "gh", command: "gh-mcp", args: ["--token-env", "GH"], env: { GH: "${GH_PAT}" } },
+        { name: "docs", url: `http://127.0.0.1:1/p/\${DOCS_PATH}?q=\${DOCS_KEY}`, headers: {} },
+        { name: "gh", command: "gh-mcp", args: ["--token-env", "GH"], env: { GH: `\${GH_PAT}` } },
       ],
     };
     byDocument("RunSubmission", submission, "the submitted body");

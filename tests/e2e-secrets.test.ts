@@ -142,7 +142,8 @@ describe("secrets, hostile commands and the mistral agent through real processes
         testCommand: "SERVICE_TOKEN=${AGENT_SERVICE_API_KEY} sh -c 'test -n \"$SERVICE_TOKEN\"'",
         maxIterations: 1,
       },
-      auth,
+      // A key is the client's to choose, a token too: the DB keeps only its hash (see below).
+      { headers: { ...auth.headers, "idempotency-key": API_TOKEN } },
     );
     expect(named.status).toBe(202);
     const run = await waitForStatus(authed(), named.body.id, ["succeeded"], { timeoutMs: 30_000 });

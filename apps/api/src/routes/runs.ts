@@ -89,7 +89,9 @@ function idempotencyOf(header: string | undefined, body: unknown) {
       { path: "Idempotency-Key", message: "must be 1 to 200 visible ASCII characters" },
     ]);
   }
-  return { key: header, requestHash: createHash("sha256").update(canonical(body)).digest("hex") };
+  // Stored as its hash: a client may use anything as a key, a token included.
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+  return { key: sha256(header), requestHash: sha256(canonical(body)) };
 }
 
 export function runRoutes(deps: AppDeps): Hono {

@@ -17,6 +17,7 @@ import { openApiRoutes } from "./routes/openapi";
 import { runRoutes } from "./routes/runs";
 import { sessionRoutes } from "./routes/sessions";
 import { statsRoutes } from "./routes/stats";
+import { securityHeaders } from "./security-headers";
 
 export interface AppLogger {
   error(obj: object, msg?: string): void;
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     ),
   );
 
+  app.use("*", securityHeaders());
   // Without a token, only requests addressed to this machine by a loopback name (DNS rebinding).
   if (!deps.apiToken) app.use("*", refuseForeignHost(deps.corsOrigins ?? []));
 

@@ -38,6 +38,24 @@ describe("dashboard pages and assets", () => {
     );
   });
 
+  it("sends security headers: pages carry a content security policy and may not be framed", async () => {
+    for (const path of ["/", `/runs/${runId}`, "/stats", "/runs/NOPE"]) {
+      const res = await h.app.request(path);
+      expect(res.headers.get("content-type"), path).toContain("text/html");
+      const policy = res.headers.get("content-security-policy") ?? "";
+      expect(policy, path).toContain("default-src 'self'");
+      expect(policy, path).toContain("frame-ancestors 'none'");
+      expect(res.headers.get("x-frame-options"), path).toBe("DENY");
+      expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+    // JSON answers (an error's too) are never sniffed as something else.
+    for (const path of ["/api/runs", "/api/runs/NOPE", "/healthz", "/dashboard/assets/run.js"]) {
+      const res = await h.app.request(path);
+      expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
+      expect(res.headers.get("referrer-policy"), path).toBe("no-referrer");
+    }
+  });
+
   it("serves a run's page", async () => {
     const res = await h.app.request(`/runs/${runId}`);
     expect(res.status).toBe(200);
@@ -121,10 +139,10 @@ describe("dashboard pages and assets", () => {
       expect(form.status).toBe(200);
       expect(await form.text()).toContain('name="token"');
 
-      const login = (value: string, next = "/runs/abc") =>
+      const login = (value: string, next = "/runs/abc", headers: Record<string, string> = {}) =>
         app.request("/login", {
           method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
+          headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
           body: new URLSearchParams({ token: value, next }).toString(),
         });
       const wrong = await login("not-the-token");
@@ -140,6 +158,10 @@ describe("dashboard pages and assets", () => {
       expect(setCookie).toContain("HttpOnly");
       expect(setCookie).toContain("SameSite=Strict");
       expect(setCookie).not.toContain(token);
+      // Over plain http the cookie cannot be Secure; behind a proxy that ended TLS it is.
+      expect(setCookie).not.toContain("Secure");
+      const proxied = await login(token, "/", { "x-forwarded-proto": "https" });
+      expect(proxied.headers.get("set-cookie")).toContain("Secure");
       const cookie = setCookie.split(";")[0] as string;
       const inside = await app.request(`/runs/${runId}`, { headers: { cookie } });
       expect(inside.status).toBe(200);

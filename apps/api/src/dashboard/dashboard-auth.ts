@@ -54,12 +54,22 @@ export function requireDashboardCookie(token: string | undefined): MiddlewareHan
   };
 }
 
+/**
+ * Whether the visitor reached us over https: directly, or through a proxy that ended TLS and
+ * says so (`X-Forwarded-Proto`). Trusting the header costs nothing: a client that lies gets a
+ * cookie its browser only sends back over https.
+ */
+function overHttps(c: Context): boolean {
+  const forwarded = c.req.header("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase();
+  return new URL(c.req.url).protocol === "https:" || forwarded === "https";
+}
+
 export function signIn(c: Context, token: string): void {
   setCookie(c, DASHBOARD_COOKIE, cookieValue(token), {
     path: "/",
     httpOnly: true,
     sameSite: "Strict",
-    secure: new URL(c.req.url).protocol === "https:",
+    secure: overHttps(c),
     maxAge: 30 * 24 * 3600,
   });
 }

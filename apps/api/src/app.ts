@@ -57,6 +57,12 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
   };
   app.get("/healthz", health);
   app.get("/readyz", health);
+  // One budget per client for everything that takes the token: the API, the dashboard's
+  // sign-in and the metrics (each would otherwise let a client guess the token freely).
+  const limited = deps.rateLimitPerMinute
+    ? rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") })
+    : null;
+  if (limited) for (const path of ["/login", "/metrics"]) app.use(path, limited);
   app.route("/metrics", metricsRoutes(new MetricsCollector(deps), deps.apiToken));
 
   if (deps.corsOrigins && deps.corsOrigins.length > 0) {
@@ -69,12 +75,7 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
     );
   }
   app.use("/api/*", refuseCrossSite(deps.corsOrigins ?? []));
-  if (deps.rateLimitPerMinute) {
-    app.use(
-      "/api/*",
-      rateLimit({ limit: deps.rateLimitPerMinute, clientKey: deps.clientKey ?? (() => "local") }),
-    );
-  }
+  if (limited) app.use("/api/*", limited);
   // The token first: a client without it learns nothing of the limits (a 413), and its body
   // is not read.
   if (deps.apiToken) app.use("/api/*", bearerAuth(deps.apiToken));

@@ -137,6 +137,20 @@ describe("runs API limits", () => {
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
       expect(Number(retryAfter)).toBeGreaterThan(0);
+      // The sign-in and the metrics take the token too: the same budget, not a way round it.
+      const guesses = h.appWith({ apiToken: "the-token-0123456789", rateLimitPerMinute: 4 });
+      const signIn = () =>
+        guesses.request("/login", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "token=a-guess",
+        });
+      const metrics = () =>
+        guesses.request("/metrics", { headers: { authorization: "Bearer a-guess" } });
+      const answers = [];
+      for (const guess of [signIn, metrics, signIn, metrics, signIn, metrics])
+        answers.push((await guess()).status);
+      expect(answers).toEqual([401, 401, 401, 401, 429, 429]);
     } finally {
       await h.close();
     }

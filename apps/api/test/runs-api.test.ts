@@ -124,6 +124,7 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     [{ ...valid, agent: { type: "command", command: "true\u0000" } }, "agent.command"],
     [{ ...valid, validationCommands: ["true", "x\u0000"] }, "validationCommands.1"],
     [mcp({ name: "workspace", command: "x" }), "mcpServers.0.name"],
+    [{ ...mcp({ name: "a", command: "x" }), agent: valid.agent }, "mcpServers"],
     [
       mcp({ name: "a", command: "x" }, { name: "a", url: "https://a.example" }),
       "mcpServers.1.name",

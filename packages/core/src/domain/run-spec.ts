@@ -314,6 +314,11 @@ export const RunSubmission = z
       when: validAt("agent", "phases", "approval"),
     },
   )
+  .refine((body) => (body.mcpServers ?? []).length === 0 || body.agent.type === "mistral", {
+    path: ["mcpServers"],
+    message: "only the mistral agent takes MCP servers (a command agent starts its own tools)",
+    when: validAt("agent", "mcpServers"),
+  })
   .refine(
     (body) =>
       body.testCommand !== undefined ||

@@ -229,3 +229,43 @@ describe("Redis restarted empty mid-run", () => {
     }
   }, 150_000);
 });
+
+describe("Redis down for a while, its data kept", () => {
+  let redis: RedisHandle;
+  let redisDir: string;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redisDir = tempDir("looprun-redis-kept-");
+    redis = await startRedis({ dir: redisDir, args: ["--appendonly", "yes"] });
+    stack = await startStack({ redisUrl: redis.url, workers: 0, env: FAST_RECOVERY });
+    ensureWorkers(stack, 1, WORKER_ENV);
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await redis?.stop();
+    if (redisDir) rmSync(redisDir, { recursive: true, force: true });
+  });
+
+  it("ends a run stopped during its cooldown while Redis was down once Redis is back, not at the cooldown's end", async () => {
+    const { id } = await submit(
+      stack,
+      commandRun("true", { testCommand: "false", cooldownMs: 600_000 }),
+    );
+    await waitForEvent(stack, id, "cooldown_started", { timeoutMs: 60_000 });
+    const { port } = redis;
+    await redis.stop();
+    // The API cannot take the run's delayed job off the queue: the run is left `stopping`.
+    const res = await stack.api("POST", `/api/runs/${id}/stop`);
+    expect(res.status).toBe(202);
+    expect(res.body.status).toBe("stopping");
+    redis = await startRedis({ port, dir: redisDir, args: ["--appendonly", "yes"] });
+    // The job came back with Redis, delayed for ten minutes: the reconciler ends the run.
+    const run = await waitForStatus(stack, id, ["stopped"], RECOVERY);
+    expect(run).toMatchObject({ status: "stopped", reason: "stopped" });
+    const events = await getEvents(stack, id);
+    expectWellFormedEvents(events);
+    expect(countEvents(events, "run_finished")).toBe(1);
+  }, 150_000);
+});

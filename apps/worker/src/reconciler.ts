@@ -19,11 +19,15 @@ export interface ReconcilerOptions {
   now?: () => number;
 }
 
+/** States of a job that no worker holds: it waits for its turn or for its delay's end. */
+const IDLE_STATES = new Set(["waiting", "delayed", "prioritized", "waiting-children"]);
+
 /**
  * Makes the queue agree with the database, the source of truth: a run the DB holds as
  * queued/running with no job in Redis (Redis restarted empty, a job removed) is enqueued again
- * — job id = run id, so never twice; a stopping run with no job is ended; a run whose job
- * failed for good is failed. Every worker runs it; it is idempotent.
+ * — job id = run id, so never twice; a stopping run with no job, or whose job no worker holds
+ * (its stop could not reach Redis: it would wait out a cooldown or a free slot), is ended; a
+ * run whose job failed for good is failed. Every worker runs it; it is idempotent.
  */
 export async function reconcile(
   opts: ReconcilerOptions,
@@ -39,6 +43,14 @@ export async function reconcile(
     // completes) or been stopped. Act on the run as it is now, not re-enqueue a finished one.
     const current = await opts.repo.getRun(run.id);
     if (current === null || !["queued", "running", "stopping"].includes(current.status)) continue;
+    if (current.status === "stopping" && IDLE_STATES.has(state)) {
+      // Removed only if no worker took it meanwhile (a locked job stays): that worker stops it.
+      if ((await opts.queue.remove(run.id)) !== 1) continue;
+      killRunOrphans(current);
+      await opts.repo.finalizeStop(run.id, now());
+      result.stopped.push(run.id);
+      continue;
+    }
     if (state === "missing" || state === "unknown" || state === "completed") {
       if (current.status === "stopping") {
         if (job) await job.remove().catch(() => {});

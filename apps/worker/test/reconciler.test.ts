@@ -2,9 +2,15 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { normalizeSubmission, RUN_QUEUE, type RunJob, RunSubmission } from "@looprun/core";
+import {
+  normalizeSubmission,
+  RUN_JOB_NAME,
+  RUN_QUEUE,
+  type RunJob,
+  RunSubmission,
+} from "@looprun/core";
 import { openStorage, type Storage } from "@looprun/db";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
@@ -107,6 +113,49 @@ describe.each(["sqlite", "postgres"] as const)("the reconciler on %s", (engine) 
       await waitFor(() => !isAlive(orphan.pid!), { message: "the orphan to die" });
     },
   );
+
+  it("ends a stopping run whose job no worker holds (its stop could not reach Redis), not one a worker holds", async () => {
+    const { dir, storage, queue, submit } = await setup();
+    const now = Date.now();
+    const stopping = async (id: string, delay: number) => {
+      await submit(id, join(dir, id));
+      await storage.store.claimRun(id, {
+        now,
+        mutation: () => ({ run: { status: "running" as const, startedAt: now } }),
+      });
+      await queue.add(RUN_JOB_NAME, { runId: id }, { jobId: id, delay });
+      await storage.repo.requestStop(id, now);
+    };
+    // A worker holds run-held's job (it has the job's lock, as a running step does).
+    await stopping("run-held", 0);
+    const connection = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const worker = new Worker<RunJob>(queue.name, null, { connection, prefix: queue.opts.prefix });
+    cleanups.push(async () => {
+      await worker.close(true);
+      connection.disconnect();
+    });
+    expect((await worker.getNextJob("held-token"))?.id).toBe("run-held");
+    // Cooling down for an hour, and queued behind busy workers.
+    await stopping("run-cool", 3_600_000);
+    await stopping("run-queued", 0);
+    expect(await (await queue.getJob("run-cool"))?.getState()).toBe("delayed");
+    expect(await (await queue.getJob("run-queued"))?.getState()).toBe("waiting");
+
+    const result = await reconcile({
+      repo: storage.repo,
+      queue,
+      failRun: async () => {},
+      logger: silent,
+    });
+    expect(result.stopped.sort()).toEqual(["run-cool", "run-queued"]);
+    for (const id of ["run-cool", "run-queued"]) {
+      expect((await storage.repo.getRun(id))?.status).toBe("stopped");
+      expect(await queue.getJob(id)).toBeUndefined();
+    }
+    // The held one is its worker's to stop.
+    expect((await storage.repo.getRun("run-held"))?.status).toBe("stopping");
+    expect(await (await queue.getJob("run-held"))?.getState()).toBe("active");
+  });
 
   it("keeps to the runs of its cell when it has a workspaces root", async () => {
     const { dir, storage, queue, submit } = await setup();

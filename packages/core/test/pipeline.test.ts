@@ -144,10 +144,17 @@ describe("pipeline phases", () => {
     expect((await store.phaseArtifacts(run.id)).map((a) => a.phase)).toEqual(["planning"]);
 
     writeFileSync(join(tools, "go"), "");
+    const before = store.eventsOf(run.id).length;
     expect(await runStep(resources(store), run.id)).toMatchObject({
       kind: "finished",
       status: "succeeded",
     });
+    // Resumed as an interrupted iteration would be: said so first, then the phase again.
+    const resumed = store.eventsOf(run.id).slice(before);
+    expect(resumed.slice(0, 2).map((e) => [e.type, e.data.iteration ?? e.data.phase])).toEqual([
+      ["run_resumed", 0],
+      ["phase_started", "architecture"],
+    ]);
     expect(phasesRun()).toEqual(["planning", "architecture", "architecture", "design"]);
     expect((await store.phaseArtifacts(run.id)).map((a) => a.phase)).toEqual([
       "planning",

@@ -303,6 +303,11 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);
     patch.progress = `resuming iteration ${last.n}`;
+  } else if (last === null && ctx.run.status === "running" && !firstStep) {
+    // Started by an earlier step that ended before iteration 1 (a crash or a hand-back during
+    // a preparation phase): the phase without its artifact runs again.
+    events.push(["run_resumed", { iteration: 0 }]);
+    patch.progress = "resuming before iteration 1";
   }
   if (events.length > 0 || Object.keys(patch).length > 0)
     await ctx.commit(patch, events, iteration);

@@ -45,6 +45,44 @@ describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => 
   });
 });
 
+describe.each(ENGINES)("a submit whose enqueue answer is lost on %s", (engine) => {
+  it("keeps the run a worker took meanwhile (202), takes back one nobody took (503)", async () => {
+    const h = await apiHarness(inject("redisUrl"), engine);
+    try {
+      await h.untilReady();
+      // The job reaches Redis, its answer does not (the API's wait for it ran out); a worker
+      // claims the run first in one case, not in the other.
+      const lostAnswer = (claimed: boolean) =>
+        h.appWith({
+          queue: {
+            ...h.queue,
+            enqueue: async (runId: string) => {
+              await h.queue.enqueue(runId);
+              if (claimed) await h.store.claimRun(runId);
+              throw new Error("Command timed out");
+            },
+          },
+        });
+      const post = async (app: ReturnType<typeof lostAnswer>, sessionId: string) => {
+        const res = await app.request("/api/runs", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ ...valid, sessionId }),
+        });
+        return { status: res.status, body: (await res.json()) as { id?: string } };
+      };
+      const taken = await post(lostAnswer(true), "lost-answer-taken");
+      expect(taken.status).toBe(202);
+      expect((await h.repo.getRun(taken.body.id as string))?.sessionId).toBe("lost-answer-taken");
+      const untaken = await post(lostAnswer(false), "lost-answer-free");
+      expect(untaken.status).toBe(503);
+      expect(await h.repo.getSession("lost-answer-free")).toBeNull();
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe("runs API with API_TOKEN", () => {
   it("answers 401 unauthorized without the bearer token and serves the API with it", async () => {
     const h = await apiHarness(inject("redisUrl"));

@@ -39,7 +39,12 @@ export interface RunRepositoryPort {
    */
   isUnavailable?(error: unknown): boolean;
   createRun(input: NewRun): MaybePromise<RunRecord & { replayed?: boolean }>;
-  deleteRun(runId: string): MaybePromise<void>;
+  /**
+   * Takes back a run whose job could not be enqueued (and its session, when it has no other
+   * run) — unless a worker claimed it meanwhile (the enqueue reached Redis after all, its
+   * answer did not): that run is kept. Whether the run is gone (or never was).
+   */
+  deleteRun(runId: string): MaybePromise<boolean>;
   activeRunOf(sessionId: string): MaybePromise<string | null>;
   listUnfinishedRuns(createdBefore: number): MaybePromise<RunRecord[]>;
   getRun(runId: string): MaybePromise<RunRecord | null>;

@@ -178,11 +178,12 @@ export class RunRepository implements RunRepositoryPort {
   }
 
   /** Undoes `createRun` when the run could not be enqueued (the client got an error). */
-  deleteRun(runId: string): void {
-    this.db.transaction(
+  deleteRun(runId: string): boolean {
+    return this.db.transaction(
       (tx) => {
         const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
-        if (!row) return;
+        if (!row) return true;
+        if (row.epoch !== 0) return false;
         tx.delete(runs).where(eq(runs.id, runId)).run();
         const others = tx
           .select({ id: runs.id })
@@ -191,6 +192,7 @@ export class RunRepository implements RunRepositoryPort {
           .limit(1)
           .get();
         if (!others) tx.delete(sessions).where(eq(sessions.id, row.sessionId)).run();
+        return true;
       },
       { behavior: "immediate" },
     );

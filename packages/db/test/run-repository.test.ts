@@ -133,7 +133,7 @@ describe("RunRepository.createRun", () => {
 describe("RunRepository.deleteRun", () => {
   it("removes the run, its events, and its session when it was the session's only run", () => {
     const run = repo.createRun(newRun({}, { sessionId: "gone" }));
-    repo.deleteRun(run.id);
+    expect(repo.deleteRun(run.id)).toBe(true);
     expect(repo.getRun(run.id)).toBeNull();
     expect(repo.listEvents(run.id, 0, 100)).toEqual([]);
     expect(repo.getSession("gone")).toBeNull();
@@ -145,7 +145,15 @@ describe("RunRepository.deleteRun", () => {
     const second = repo.createRun(newRun({}, { sessionId: "kept" }));
     repo.deleteRun(second.id);
     expect(repo.getSession("kept")?.runs.map((r) => r.id)).toEqual([first.id]);
-    repo.deleteRun("no-such-run");
+    expect(repo.deleteRun("no-such-run")).toBe(true);
+  });
+
+  it("keeps a run a worker claimed meanwhile (its enqueue reached Redis, the answer did not)", async () => {
+    const run = repo.createRun(newRun({}, { sessionId: "taken" }));
+    await store.claimRun(run.id);
+    expect(repo.deleteRun(run.id)).toBe(false);
+    expect(repo.getRun(run.id)?.id).toBe(run.id);
+    expect(repo.getSession("taken")?.runs.map((r) => r.id)).toEqual([run.id]);
   });
 });
 

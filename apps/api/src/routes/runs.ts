@@ -167,8 +167,8 @@ export function runRoutes(deps: AppDeps): Hono {
     try {
       await deps.queue.enqueue(run.id);
     } catch {
-      await deps.repo.deleteRun(run.id);
-      throw unavailable("the queue (Redis)");
+      // Unless a worker took it (the job reached Redis, only the answer was lost): accepted.
+      if (await deps.repo.deleteRun(run.id)) throw unavailable("the queue (Redis)");
     }
     return c.json(accepted, 202);
   });

@@ -70,10 +70,11 @@ export class PgRunRepository implements RunRepositoryPort {
   }
 
   /** Undoes `createRun` when the run could not be enqueued (the client got an error). */
-  async deleteRun(runId: string): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  async deleteRun(runId: string): Promise<boolean> {
+    return await this.db.transaction(async (tx) => {
       const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
-      if (!row) return;
+      if (!row) return true;
+      if (row.epoch !== 0) return false;
       await tx.delete(runs).where(eq(runs.id, runId));
       const [other] = await tx
         .select({ id: runs.id })
@@ -81,6 +82,7 @@ export class PgRunRepository implements RunRepositoryPort {
         .where(eq(runs.sessionId, row.sessionId))
         .limit(1);
       if (!other) await tx.delete(sessions).where(eq(sessions.id, row.sessionId));
+      return true;
     });
   }
 

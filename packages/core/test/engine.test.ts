@@ -251,6 +251,9 @@ describe("runStep", () => {
       "budget_exhausted",
       "run_finished",
     ]);
+    // Killed, not failed: the change was not judged.
+    expect(it1?.validation[0]?.exitCode).toBeNull();
+    expect((await engine.store.getRun(run.id))?.metrics.validationFailures).toBe(0);
   });
 
   it("does not wait a cooldown that outlasts the deadline", async () => {

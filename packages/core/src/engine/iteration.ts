@@ -58,6 +58,8 @@ export type IterationResult = ValidationOutcome &
         why: Interruption;
         agent: AgentResult | null;
         validation: ValidationResult[];
+        /** The interruption killed a validation command: its results say nothing of the change. */
+        validationCut?: boolean;
       }
   );
 
@@ -203,7 +205,13 @@ export async function runIteration(
     if (afterValidation || validation.interrupted) {
       const why =
         afterValidation ?? (validation.interrupted === "deadline" ? "deadline" : "stopped");
-      return { kind: "interrupted", why, agent, validation: validation.results };
+      return {
+        kind: "interrupted",
+        why,
+        agent,
+        validation: validation.results,
+        validationCut: validation.interrupted !== null,
+      };
     }
 
     // Once the review starts, the validation's event is written (see below).

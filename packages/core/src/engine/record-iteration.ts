@@ -17,11 +17,15 @@ export async function recordIteration(
   const now = ctx.now();
   const { spec } = ctx.run;
   const { gates } = result;
+  // A validation a stop or the deadline killed did not fail: not counted (its event says the
+  // command was killed: exit code null).
+  const cut = result.kind === "interrupted" && result.validationCut === true;
   const metrics = {
     ...ctx.run.metrics,
     iterations: ctx.run.metrics.iterations + 1,
     validationFailures:
-      ctx.run.metrics.validationFailures + (validationFailed(result.validation, gates) ? 1 : 0),
+      ctx.run.metrics.validationFailures +
+      (!cut && validationFailed(result.validation, gates) ? 1 : 0),
   };
   const n = ctx.lastIteration?.n ?? 0;
   // Written when the review started already (see runIteration), when one did.

@@ -5,6 +5,7 @@ import {
   chromiumAvailable,
   type Dashboard,
   openDashboard,
+  waitInPage,
 } from "./support/dashboard-browser";
 import type { Stack } from "./support/stack";
 
@@ -73,14 +74,14 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     await page.mouse.move(row.x + 100, row.y + row.height / 2);
     for (let i = 0; i < 10; i++) await page.mouse.wheel(400, 0);
     const last = page.locator("#runs-body tr.run-row td").last();
-    await page.waitForFunction(
+    await waitInPage(
+      page,
       `(() => {
         const cells = document.querySelectorAll("#runs-body tr.run-row td");
         const box = cells[cells.length - 1]?.getBoundingClientRect();
         return box !== undefined && box.right <= ${PHONE.width + 1};
       })()`,
-      undefined,
-      { timeout: 5000 },
+      { timeoutMs: 5000, message: "the last column scrolled into view" },
     );
     expect(await last.isVisible()).toBe(true);
   });
@@ -135,8 +136,8 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     await page.click("#login-form button[type=submit]");
     await d.waitText(".login .form-error", "not the API_TOKEN");
     // The page's script runs once the page is parsed, a moment after its error shows.
-    await page.waitForFunction("localStorage.getItem('looprun.token') === null", undefined, {
-      timeout: 10_000,
+    await waitInPage(page, "localStorage.getItem('looprun.token') === null", {
+      message: "the refused token to be dropped",
     });
   });
 

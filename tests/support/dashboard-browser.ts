@@ -10,7 +10,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { type Stack, type StackOptions, startStack } from "./stack";
+import { type Stack, type StackOptions, startStack, waitFor } from "./stack";
 
 // The dashboard in Debian's Chromium, driven by playwright-core: one stack with API_TOKEN set
 // and one signed-out browser page per test file.
@@ -29,6 +29,23 @@ export const SHOTS = process.env.LOOPRUN_SHOTS_DIR ?? join(tmpdir(), "looprun-da
 export const TOKEN = "dashboard-e2e-token-0123456789";
 /** The API's credentials, for requests the tests make beside the page. */
 export const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
+
+/**
+ * Waits until `expression` is truthy in the page. Not `page.waitForFunction`: it evaluates its
+ * predicate with `new Function` inside the page, which the dashboard's content security policy
+ * (no 'unsafe-eval') refuses; `page.evaluate` goes through the debugger, which it does not.
+ */
+export async function waitInPage(
+  page: Page,
+  expression: string,
+  opts: { timeoutMs?: number; message: string },
+): Promise<void> {
+  await waitFor(async () => Boolean(await page.evaluate(expression)), {
+    timeoutMs: opts.timeoutMs ?? 10_000,
+    intervalMs: 50,
+    message: opts.message,
+  });
+}
 
 export interface Dashboard {
   stack: Stack;

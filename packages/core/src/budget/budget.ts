@@ -45,6 +45,13 @@ export function deadlineFor(startedAt: number, maxMinutes: number): number {
   return startedAt + Math.round(maxMinutes * 60_000);
 }
 
+/** Tokens the run may still spend (Infinity without a token budget; 0 or less: spent). */
+export function tokensLeft(run: RunRecord): number {
+  return run.spec.maxTokens === null
+    ? Number.POSITIVE_INFINITY
+    : run.spec.maxTokens - run.metrics.tokens;
+}
+
 /**
  * Whether another iteration may start at `at` (pass `now + cooldown` to ask before
  * waiting a cooldown: a budget that will be gone by then ends the run at once).
@@ -56,7 +63,7 @@ export function checkBudget(run: RunRecord, at: number): BudgetCheck {
   if (run.deadlineAt !== null && at >= run.deadlineAt) {
     return { kind: "exhausted", reason: "max_minutes" };
   }
-  if (run.spec.maxTokens !== null && run.metrics.tokens >= run.spec.maxTokens) {
+  if (tokensLeft(run) <= 0) {
     return { kind: "exhausted", reason: "max_tokens" };
   }
   return { kind: "ok" };

@@ -1,5 +1,6 @@
 import { runCommandAgent } from "../agents/command-agent";
 import { runMistralAgent } from "../agents/mistral-agent";
+import { tokensLeft } from "../budget/budget";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
 import { RUN_ID_VARIABLE } from "../process/orphans";
@@ -164,7 +165,6 @@ export async function runAgentPhase(
         );
       }
       try {
-        const maxTokens = spec.maxTokens;
         const r = await runMistralAgent({
           llm: res.llm,
           model: agent.model ?? res.defaultModel ?? "mistral-large-latest",
@@ -175,8 +175,7 @@ export async function runAgentPhase(
           toolSet: hub,
           prompt: input.prompt,
           signal,
-          tokensLeft: () =>
-            maxTokens === null ? Number.POSITIVE_INFINITY : maxTokens - ctx.run.metrics.tokens,
+          tokensLeft: () => tokensLeft(ctx.run),
           outputCapBytes: input.outputCapBytes,
           redact: (text) => ctx.redact(text),
           completionPromise: spec.completionPromise,

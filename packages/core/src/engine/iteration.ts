@@ -1,4 +1,5 @@
 import { buildPrompt } from "../agents/prompt";
+import { tokensLeft } from "../budget/budget";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
@@ -246,11 +247,11 @@ export async function runIteration(
     let review: { artifact: ReviewArtifact; notes: string | null } | null = null;
     // A cut turn is the budget's end, not the agent's failure; an LLM reviewer needs tokens.
     let budgetSpent: "agent" | "review" | null = result.budgetSpent ? "agent" : null;
+    const reviewDue = hasReviewer && gates.ok && promiseFound !== false;
     const reviewerSpends = spec.review.type === "mistral" || spec.review.type === "triangular";
-    const tokensSpent = spec.maxTokens !== null && ctx.run.metrics.tokens >= spec.maxTokens;
-    if (hasReviewer && gates.ok && promiseFound !== false && reviewerSpends && tokensSpent) {
+    if (reviewDue && reviewerSpends && tokensLeft(ctx.run) <= 0) {
       budgetSpent = "review";
-    } else if (hasReviewer && gates.ok && promiseFound !== false) {
+    } else if (reviewDue) {
       // The validation passed: watchers see it while the review runs, not after.
       recorded = { gates, validationRecorded: true };
       const reviewed = await runReviewPhase(res, ctx, {

@@ -43,23 +43,20 @@ export async function reconcile(
     // completes) or been stopped. Act on the run as it is now, not re-enqueue a finished one.
     const current = await opts.repo.getRun(run.id);
     if (current === null || !["queued", "running", "stopping"].includes(current.status)) continue;
-    if (current.status === "stopping" && IDLE_STATES.has(state)) {
-      // Removed only if no worker took it meanwhile (a locked job stays): that worker stops it.
-      if ((await opts.queue.remove(run.id)) !== 1) continue;
-      killRunOrphans(current);
-      await opts.repo.finalizeStop(run.id, now());
-      result.stopped.push(run.id);
-      continue;
-    }
-    if (state === "missing" || state === "unknown" || state === "completed") {
-      if (current.status === "stopping") {
-        if (job) await job.remove().catch(() => {});
+    const jobless = state === "missing" || state === "unknown" || state === "completed";
+    if (current.status === "stopping" && (jobless || IDLE_STATES.has(state))) {
+      // No worker holds its job. A waiting one is taken off the queue first, and only if no
+      // worker took it meanwhile (a locked job stays: that worker stops the run).
+      const removed = (await opts.queue.remove(run.id).catch(() => 0)) === 1;
+      if (jobless || removed) {
         // `stopped` means the run's processes are dead: a crashed worker's too (same host).
         killRunOrphans(current);
         await opts.repo.finalizeStop(run.id, now());
         result.stopped.push(run.id);
-        continue;
       }
+      continue;
+    }
+    if (jobless) {
       // A completed job of an unfinished run was completed by a worker that lost it.
       if (job) await job.remove().catch(() => {});
       await opts.queue.add(RUN_JOB_NAME, { runId: run.id }, runJobOptions(run.id));

@@ -1,5 +1,6 @@
-// Fault injection through real processes (issue #5): Redis restarted empty mid-run — jobs lost,
-// locks gone — and the guarantees that must survive it (the workers' faults: e2e-durability).
+// Fault injection through real processes (issue #5): Redis restarted mid-run — empty (jobs lost,
+// locks gone) or on its data after an outage — and the guarantees that must survive it (the
+// workers' faults: e2e-durability).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -35,14 +36,20 @@ import {
   waitForStatus,
 } from "./support/stack";
 
-describe("Redis restarted empty mid-run", () => {
+/**
+ * Redis keeps what it was told in its append-only file, written before it answers (`always`:
+ * a kill -9 right after a write loses nothing), so a restart on its directory finds it.
+ */
+const APPEND_ONLY = ["--appendonly", "yes", "--appendfsync", "always"];
+
+describe("Redis restarted mid-run (empty, or with its data)", () => {
   let redis: RedisHandle;
   let redisDir: string;
   let stack: Stack;
 
   beforeAll(async () => {
     redisDir = tempDir("looprun-redis-restart-");
-    redis = await startRedis({ dir: redisDir });
+    redis = await startRedis({ dir: redisDir, args: APPEND_ONLY });
     stack = await startStack({ redisUrl: redis.url, workers: 0, env: FAST_RECOVERY });
     ensureWorkers(stack, 1, WORKER_ENV);
   });
@@ -59,7 +66,7 @@ describe("Redis restarted empty mid-run", () => {
     await redis.stop();
     rmSync(redisDir, { recursive: true, force: true });
     redisDir = tempDir("looprun-redis-restart-");
-    redis = await startRedis({ port, dir: redisDir });
+    redis = await startRedis({ port, dir: redisDir, args: APPEND_ONLY });
   }
 
   it("finishes a run whose delayed job (a cooldown) was lost: the reconciler enqueues it again", async () => {
@@ -133,7 +140,7 @@ describe("Redis restarted empty mid-run", () => {
 
       rmSync(redisDir, { recursive: true, force: true });
       redisDir = tempDir("looprun-redis-restart-");
-      redis = await startRedis({ port, dir: redisDir });
+      redis = await startRedis({ port, dir: redisDir, args: APPEND_ONLY });
       ensureWorkers(stack, 1, WORKER_ENV);
       const run = await waitForStatus(stack, id, undefined, RECOVERY);
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
@@ -228,27 +235,10 @@ describe("Redis restarted empty mid-run", () => {
       killGroup(agent2Pid);
     }
   }, 150_000);
-});
-
-describe("Redis down for a while, its data kept", () => {
-  let redis: RedisHandle;
-  let redisDir: string;
-  let stack: Stack;
-
-  beforeAll(async () => {
-    redisDir = tempDir("looprun-redis-kept-");
-    redis = await startRedis({ dir: redisDir, args: ["--appendonly", "yes"] });
-    stack = await startStack({ redisUrl: redis.url, workers: 0, env: FAST_RECOVERY });
-    ensureWorkers(stack, 1, WORKER_ENV);
-  });
-
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-    if (redisDir) rmSync(redisDir, { recursive: true, force: true });
-  });
 
   it("ends a run stopped during its cooldown while Redis was down once Redis is back, not at the cooldown's end", async () => {
+    for (const w of liveWorkers(stack)) await w.stop();
+    stack.startWorker(WORKER_ENV);
     const { id } = await submit(
       stack,
       commandRun("true", { testCommand: "false", cooldownMs: 600_000 }),
@@ -260,7 +250,7 @@ describe("Redis down for a while, its data kept", () => {
     const res = await stack.api("POST", `/api/runs/${id}/stop`);
     expect(res.status).toBe(202);
     expect(res.body.status).toBe("stopping");
-    redis = await startRedis({ port, dir: redisDir, args: ["--appendonly", "yes"] });
+    redis = await startRedis({ port, dir: redisDir, args: APPEND_ONLY });
     // The job came back with Redis, delayed for ten minutes: the reconciler ends the run.
     const run = await waitForStatus(stack, id, ["stopped"], RECOVERY);
     expect(run).toMatchObject({ status: "stopped", reason: "stopped" });

@@ -25,7 +25,7 @@ export interface IterationFacts {
   /**
    * The run's token budget ran out before the iteration could be weighed whole: it cut the
    * agent's turn (`"agent"`), or left nothing for an LLM review (`"review"`, which then did not
-   * run). Unless the gates passed all the same, the run ends `max_tokens`.
+   * run). Unless the gates passed all the same, the run ends by its budget (`max_tokens`).
    */
   budgetSpent?: "agent" | "review" | null;
 }
@@ -104,14 +104,14 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     : !promiseOk
       ? "promise_missing"
       : "review_blocking";
-  // The budget's end, not the agent's failure: not counted towards `consecutive_failures`.
+  // The budget's end, not the agent's failure: not counted towards `consecutive_failures`. A
+  // retry that the budget check after every iteration ends (`max_tokens`: the tokens are spent).
   if (spent !== null) {
     return {
-      kind: "fail",
+      kind: "retry",
       status: "failed",
       outcome: "budget_exhausted",
       feedback: feedback.join("\n\n"),
-      reason: "max_tokens",
       consecutiveFailures: facts.consecutiveFailures,
     };
   }

@@ -148,14 +148,11 @@ export async function recordIteration(
       });
       return finished(ctx);
     }
-    case "fail": {
-      const byBudget = decision.reason === "max_tokens";
+    case "fail":
       await ctx.finish(
         "failed",
         decision.reason,
-        byBudget
-          ? BUDGET_SUMMARY
-          : `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
+        `${decision.consecutiveFailures} consecutive iterations whose agent failed`,
         {
           patch: {
             metrics,
@@ -163,15 +160,12 @@ export async function recordIteration(
             activePgid: null,
             ...decided,
           },
-          events: byBudget
-            ? [...gateEvents, ["budget_exhausted", { reason: "max_tokens" }, "max_tokens"]]
-            : gateEvents,
+          events: gateEvents,
           iteration: iterationPatch,
           writes,
         },
       );
       return finished(ctx);
-    }
     case "retry": {
       const stall = stallWrites(ctx, result, decision.outcome);
       const patch: RunPatch = {

@@ -187,6 +187,26 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
     ).toBe(2);
   });
 
+  it("counts an attempt abandoned by a stop as abandoned, not by its run's end", async () => {
+    const t = Date.now();
+    const run = await submit("metrics-stopped");
+    await store.commit(
+      run.id,
+      run.epoch,
+      { run: { status: "running", startedAt: t }, insertIteration: iteration(run.id, 1, t) },
+      t,
+    );
+    const before = await scrape();
+    // Its worker gone, the run is stopped with nobody holding it (the API's or a resumer's stop).
+    await h.repo.requestStop(run.id, t + 1000);
+    expect(await h.repo.finalizeStop(run.id, t + 2000)).toMatchObject({ status: "stopped" });
+    const after = await scrape();
+    const count = (samples: typeof after, outcome: string) =>
+      sampleValue(samples, "looprun_iterations_total", { outcome }) ?? 0;
+    expect(count(after, "abandoned") - count(before, "abandoned")).toBe(1);
+    expect(count(after, "stopped")).toBe(count(before, "stopped"));
+  });
+
   it("counts calls of tools no server has (names the model made up) under one label", async () => {
     const t = Date.now();
     const run = await submit("metrics-unknown");

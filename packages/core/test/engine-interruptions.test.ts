@@ -172,9 +172,9 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       status: "stopped",
       reason: "stopped",
     });
-    expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
-      [1, 1, "abandoned"],
-    ]);
+    expect(
+      engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status, i.outcome]),
+    ).toEqual([[1, 1, "abandoned", "stopped"]]);
     expect(engine.store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
     expect(types(engine.store.eventsOf(run.id))).toEqual(["run_finished"]);
   });

@@ -45,6 +45,10 @@ export const stoppedEvents = (run: RunRecord, now: number): NewEvent[] => [
   },
 ];
 
+/** The attempt in flight of a run stopped with no worker holding it (its worker is gone). */
+export const abandonedByStop = (now: number) =>
+  ({ status: "abandoned", outcome: "stopped", finishedAt: now }) as const;
+
 export type StopRequest =
   | { kind: "not_found" }
   | { kind: "finished"; run: RunRecord }
@@ -78,7 +82,7 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
       const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
       if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
       tx.update(iterations)
-        .set({ status: "abandoned", finishedAt: now })
+        .set(abandonedByStop(now))
         .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
         .run();
       const run = toRunRecord(

@@ -1,7 +1,6 @@
-import { LeaseLostError, RunAlreadyActiveError } from "@looprun/core";
+import { RunAlreadyActiveError } from "@looprun/core";
 import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { iteration } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir } from "./support";
 
 let dir: string;
@@ -283,48 +282,6 @@ describe("RunRepository.requestStop", () => {
 });
 
 describe("RunRepository.finalizeStop", () => {
-  it("ends a stopping run nobody holds, fencing any earlier holder", async () => {
-    const run = repo.createRun(newRun({}, { sessionId: "s" }));
-    const claimed = (await store.claimRun(run.id))!;
-    await store.commit(
-      run.id,
-      claimed.run.epoch,
-      {
-        run: { status: "running", startedAt: 1000, iteration: 1 },
-        insertIteration: iteration(run.id, 1, 1, { prompt: "p" }),
-      },
-      1000,
-    );
-    repo.requestStop(run.id, 2000);
-    const stopped = repo.finalizeStop(run.id, 3000);
-    expect(stopped).toMatchObject({
-      status: "stopped",
-      reason: "stopped",
-      summary: "stopped by request",
-      finishedAt: 3000,
-      epoch: claimed.run.epoch + 1,
-    });
-    expect(repo.listIterations(run.id)).toEqual([
-      expect.objectContaining({ n: 1, attempt: 1, status: "abandoned", finishedAt: 3000 }),
-    ]);
-    const last = repo.listEvents(run.id, 0, 100).at(-1);
-    expect(last).toMatchObject({
-      type: "run_finished",
-      data: {
-        status: "stopped",
-        reason: "stopped",
-        budget: { elapsedMs: 2000, reason: "stopped" },
-      },
-    });
-    // The earlier holder can write nothing more.
-    await expect(
-      store.commit(run.id, claimed.run.epoch, { run: { progress: "late" } }, 4000),
-    ).rejects.toBeInstanceOf(LeaseLostError);
-    // The session is free again.
-    expect(repo.activeRunOf("s")).toBeNull();
-    expect(repo.createRun(newRun({}, { sessionId: "s" })).status).toBe("queued");
-  });
-
   it("leaves runs that are not stopping alone", async () => {
     const run = repo.createRun(newRun({}));
     expect(repo.finalizeStop(run.id, 1)).toMatchObject({ status: "queued" });

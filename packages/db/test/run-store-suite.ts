@@ -209,6 +209,53 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
       expect(ended.status).toBe("stopped");
     });
 
+    it("ends a stopping run nobody holds (finalizeStop), fencing any earlier holder", async () => {
+      const run = await h.createRun(newRun({}, { sessionId: "s" }));
+      const claimed = (await h.store.claimRun(run.id))!;
+      await h.store.commit(
+        run.id,
+        claimed.run.epoch,
+        {
+          run: { status: "running", startedAt: 1000, iteration: 1 },
+          insertIteration: iteration(run.id, 1, 1, { prompt: "p" }),
+        },
+        1000,
+      );
+      await h.requestStop(run.id, 2000);
+      expect(await h.finalizeStop(run.id, 3000)).toMatchObject({
+        status: "stopped",
+        reason: "stopped",
+        summary: "stopped by request",
+        finishedAt: 3000,
+        epoch: claimed.run.epoch + 1,
+      });
+      // The attempt in flight was a gone worker's: abandoned, with the run's end as its outcome.
+      expect(await h.listIterations(run.id)).toEqual([
+        expect.objectContaining({
+          n: 1,
+          attempt: 1,
+          status: "abandoned",
+          outcome: "stopped",
+          finishedAt: 3000,
+        }),
+      ]);
+      expect((await h.listEvents(run.id, 0, 100)).at(-1)).toMatchObject({
+        type: "run_finished",
+        data: {
+          status: "stopped",
+          reason: "stopped",
+          budget: { elapsedMs: 2000, reason: "stopped" },
+        },
+      });
+      // The earlier holder can write nothing more.
+      await expect(
+        h.store.commit(run.id, claimed.run.epoch, { run: { progress: "late" } }, 4000),
+      ).rejects.toBeInstanceOf(LeaseLostError);
+      // The session is free again.
+      expect(await h.activeRunOf("s")).toBeNull();
+      expect((await h.createRun(newRun({}, { sessionId: "s" }))).status).toBe("queued");
+    });
+
     it("records an iteration (run, n, attempt) once; a duplicate rolls the whole write back", async () => {
       const run = await h.createRun(newRun({}));
       const { epoch } = (await h.store.claimRun(run.id))!.run;

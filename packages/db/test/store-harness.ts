@@ -31,6 +31,7 @@ export interface StoreHarness {
   getRun(runId: string): Promise<RunRecord | null>;
   activeRunOf(sessionId: string): Promise<string | null>;
   requestStop(runId: string, now: number): Promise<StopRequest>;
+  finalizeStop(runId: string, now: number): Promise<RunRecord | null>;
   listIterations(runId: string): Promise<IterationRecord[]>;
   listEvents(runId: string, after: number, limit: number): Promise<EventRecord[]>;
   listToolCalls(runId: string): Promise<ToolCallRow[]>;
@@ -54,6 +55,7 @@ export async function sqliteHarness(): Promise<StoreHarness> {
     getRun: async (id) => repo.getRun(id),
     activeRunOf: async (id) => repo.activeRunOf(id),
     requestStop: async (id, now) => repo.requestStop(id, now),
+    finalizeStop: async (id, now) => repo.finalizeStop(id, now),
     listIterations: async (id) => repo.listIterations(id),
     listEvents: async (id, after, limit) => repo.listEvents(id, after, limit),
     listToolCalls: async (id) => repo.listToolCalls(id),
@@ -86,6 +88,7 @@ export function pgHarness(database: PgDatabase): StoreHarness {
     getRun: (id) => repo.getRun(id),
     activeRunOf: (id) => repo.activeRunOf(id),
     requestStop: (id, now) => repo.requestStop(id, now),
+    finalizeStop: (id, now) => repo.finalizeStop(id, now),
     listIterations: (id) => repo.listIterations(id),
     listEvents: (id, after, limit) => repo.listEvents(id, after, limit),
     listToolCalls: (id) => repo.listToolCalls(id),

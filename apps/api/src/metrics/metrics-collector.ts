@@ -135,7 +135,9 @@ export class MetricsCollector {
   }
 
   private observe(it: FinishedIteration): void {
-    this.iterations.inc({ outcome: it.outcome ?? it.status });
+    // An abandoned attempt is `abandoned`, whatever ended its run (a stop gives it `stopped`).
+    const outcome = it.status === "abandoned" ? it.status : (it.outcome ?? it.status);
+    this.iterations.inc({ outcome });
     this.iterationSeconds.observe(Math.max(0, it.finishedAt - it.startedAt) / 1000);
     if (it.agentMs !== null) this.phaseSeconds.observe({ phase: "agent" }, it.agentMs / 1000);
     if (it.validationMs !== null) {

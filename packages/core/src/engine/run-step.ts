@@ -129,8 +129,9 @@ async function drive(
   firstStep: boolean,
 ): Promise<StepResult> {
   if (ctx.run.status === "stopping") {
+    // The attempt in flight was its worker's, which is gone: abandoned, and the run stopped.
     await ctx.finish("stopped", "stopped", "stopped by request", {
-      iteration: { status: "abandoned" },
+      iteration: { status: "abandoned", outcome: "stopped" },
     });
     return finished(ctx);
   }

@@ -2,6 +2,7 @@ import { isTerminal, type RunRecord } from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import { toRunRecord } from "../records";
 import {
+  abandonedByStop,
   type StopRequest,
   stoppedChange,
   stoppedEvents,
@@ -44,7 +45,7 @@ export async function finalizeStop(
     if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
     await tx
       .update(iterations)
-      .set({ status: "abandoned", finishedAt: now })
+      .set(abandonedByStop(now))
       .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")));
     const [updated] = await tx
       .update(runs)

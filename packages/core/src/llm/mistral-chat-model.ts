@@ -16,6 +16,34 @@ export interface MistralChatModelOptions {
 }
 
 type SdkMessage = Parameters<Mistral["chat"]["complete"]>[0]["messages"][number];
+type SdkResponse = Awaited<ReturnType<Mistral["chat"]["complete"]>>;
+
+/**
+ * The answer of a Mistral-compatible server that the SDK refused for lack of the vendor's
+ * bookkeeping alone (`usage`, `id`, `object`, `created`, `model`: some servers leave out
+ * `usage`, or send it `null`), read again by the SDK's own schema with those filled in (no
+ * usage: no tokens counted). Any other error is thrown again as it is.
+ */
+async function withoutBookkeeping(error: unknown, model: string): Promise<SdkResponse> {
+  const raw = (error as { name?: unknown; rawValue?: unknown } | null)?.rawValue;
+  if ((error as Error | null)?.name !== "ResponseValidationError" || !isObject(raw)) throw error;
+  const { ChatCompletionResponse$inboundSchema: schema } = await import(
+    "@mistralai/mistralai/models/components"
+  );
+  const filled = schema.safeParse({
+    id: "",
+    object: "chat.completion",
+    created: 0,
+    model,
+    ...raw,
+    usage: isObject(raw.usage) ? raw.usage : {},
+  });
+  if (!filled.success) throw error;
+  return filled.data;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 function toSdkMessage(m: ChatRequest["messages"][number]): SdkMessage {
   switch (m.role) {
@@ -101,7 +129,7 @@ export class MistralChatModel implements ChatModel {
   async complete(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     // The SDK lets a signal take precedence over its own timeout: combine both in one.
     const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
-    let res: Awaited<ReturnType<Mistral["chat"]["complete"]>>;
+    let res: SdkResponse;
     try {
       const client = await this.sdk();
       const call = client.chat.complete(
@@ -125,7 +153,9 @@ export class MistralChatModel implements ChatModel {
       // The SDK's wait between two tries (Retry-After: 30, say) does not heed the signal: a
       // stop or the timeout ends the call at once, and the next try, aborted, ends the SDK's.
       call.catch(() => {});
-      res = await unlessAborted(call, callSignal);
+      res = await unlessAborted(call, callSignal).catch((error: unknown) =>
+        withoutBookkeeping(error, request.model),
+      );
     } catch (error) {
       if (signal.aborted) throw new ChatModelError("the call was aborted", null, { cause: error });
       const status =

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { completion, FakeMistral } from "../../../../tests/support/fake-mistral";
+
+const completionBody = (choices: unknown[]) =>
+  (completion(choices) as { body: Record<string, unknown> }).body;
 import { ChatModelError } from "../../src/llm/chat-model";
 import { MistralChatModel } from "../../src/llm/mistral-chat-model";
 import { Redactor } from "../../src/util/redactor";
@@ -71,6 +74,44 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     const error = await ask().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChatModelError);
     expect((error as Error).message).toContain("no choices");
+  });
+
+  it("takes an answer from a compatible server that leaves out usage and the envelope's fields", async () => {
+    const choice = {
+      index: 0,
+      finish_reason: "tool_calls",
+      message: {
+        role: "assistant",
+        content: "reading",
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "read", arguments: '{"path":"a"}' } },
+        ],
+      },
+    };
+    // No usage, id, object, created or model: all but the choices are the vendor's bookkeeping.
+    fake.replies({ status: 200, body: { choices: [choice] } });
+    const res = await ask();
+    expect(res).toEqual({
+      content: "reading",
+      toolCalls: [{ id: "c1", name: "read", arguments: '{"path":"a"}' }],
+      finishReason: "tool_calls",
+      usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+    });
+    // usage: null, and a partial one, count what is there.
+    fake.reset();
+    fake.replies(
+      { status: 200, body: { ...completionBody([choice]), usage: null } },
+      { status: 200, body: { ...completionBody([choice]), usage: { total_tokens: 42 } } },
+    );
+    expect((await ask()).usage.totalTokens).toBe(0);
+    expect((await ask()).usage).toEqual({ promptTokens: 0, completionTokens: 0, totalTokens: 42 });
+  });
+
+  it("still refuses an answer whose choices are not choices", async () => {
+    fake.replies({ status: 200, body: { choices: [{ message: { role: 7 } }] } });
+    const error = await ask().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect((error as Error).message).toContain("chat completion failed");
   });
 
   it("retries a 503 and then succeeds", async () => {

@@ -2,12 +2,18 @@ import type { NewEvent } from "@looprun/core";
 import type { Db } from "./connection";
 import { preparedOnce, sqliteClient } from "./prepared";
 
-/** The next gap-free seq of the run, computed in the insert itself. */
+/**
+ * The next gap-free seq of the run, computed in the insert itself; its time is never before the
+ * previous event's (two writers' clocks read before they queued for the lock), so that `at`
+ * follows `seq`.
+ */
 const statements = (db: Db) => ({
   append: sqliteClient(db).prepare<[{ runId: string; type: string; at: number; data: string }]>(
     `insert into events (run_id, seq, type, at, data)
      values (:runId, (select coalesce(max(seq), 0) + 1 from events where run_id = :runId),
-       :type, :at, :data)`,
+       :type,
+       max(:at, coalesce((select at from events where run_id = :runId order by seq desc limit 1), 0)),
+       :data)`,
   ),
 });
 

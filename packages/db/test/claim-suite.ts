@@ -70,8 +70,10 @@ export function claimSuite(engine: string, harness: () => StoreHarness): void {
     it("starts a queued run in its claim, and only a run never started", async () => {
       const run = await h.createRun(newRun({}));
       const asked: number[] = [];
+      // A time after run_queued's: an event is never dated before the one it follows.
+      const now = run.createdAt + 5000;
       const start: ClaimStart = {
-        now: 5000,
+        now,
         mutation: (claimed) => {
           asked.push(claimed.epoch);
           return {
@@ -89,7 +91,7 @@ export function claimSuite(engine: string, harness: () => StoreHarness): void {
       // (The API's harness may have written run_queued before.)
       const started = async () =>
         (await h.listEvents(run.id, 0, 10)).filter((e) => e.type !== "run_queued");
-      expect((await started()).map((e) => [e.type, e.at])).toEqual([["run_started", 5000]]);
+      expect((await started()).map((e) => [e.type, e.at])).toEqual([["run_started", now]]);
       // Claimed again (a resumed step): started already, so nothing more is written.
       const again = (await h.store.claimRun(run.id, start))!;
       expect(again.run).toMatchObject({ epoch: 2, startedAt: 5000 });

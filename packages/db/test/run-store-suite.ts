@@ -57,7 +57,8 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
           insertIteration: iteration(run.id, 1, 1),
           events: [event("run_started"), event("iteration_started")],
         },
-        10,
+        // After run_queued: an event is never dated before the one it follows.
+        run.createdAt + 10,
       );
       expect(after).toMatchObject({
         status: "running",
@@ -95,8 +96,8 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
       ]);
       expect((await h.listEvents(run.id, 0, 100)).map((e) => [e.seq, e.type, e.at])).toEqual([
         [1, "run_queued", run.createdAt],
-        [2, "run_started", 10],
-        [3, "iteration_started", 10],
+        [2, "run_started", run.createdAt + 10],
+        [3, "iteration_started", run.createdAt + 10],
       ]);
       expect(await h.getRun(run.id)).toEqual(after);
     });
@@ -207,6 +208,29 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         Date.now(),
       );
       expect(ended.status).toBe("stopped");
+    });
+
+    it("never dates an event before the one that precedes it (writers queue for the lock)", async () => {
+      const run = await h.createRun(newRun({}));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      const queuedAt = (await h.listEvents(run.id, 0, 10))[0]!.at;
+      await h.store.commit(
+        run.id,
+        epoch,
+        { events: [event("run_started"), event("iteration_started")] },
+        queuedAt + 5000,
+      );
+      // A stop whose clock was read before the worker's write went in.
+      await h.requestStop(run.id, queuedAt + 4000);
+      await h.store.commit(run.id, epoch, { events: [event("agent_started")] }, queuedAt + 6000);
+      const list = await h.listEvents(run.id, 0, 10);
+      expect(list.map((e) => [e.seq, e.type, e.at - queuedAt])).toEqual([
+        [1, "run_queued", 0],
+        [2, "run_started", 5000],
+        [3, "iteration_started", 5000],
+        [4, "stop_requested", 5000],
+        [5, "agent_started", 6000],
+      ]);
     });
 
     it("ends a stopping run nobody holds (finalizeStop), fencing any earlier holder", async () => {

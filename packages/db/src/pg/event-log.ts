@@ -1,5 +1,5 @@
 import type { NewEvent } from "@looprun/core";
-import { eq, sql } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
 import type { PgDb } from "./connection";
 import { events } from "./schema";
 
@@ -18,11 +18,15 @@ export async function appendEvents(
 ): Promise<void> {
   if (list.length === 0) return;
   const [last] = await tx
-    .select({ seq: sql<number>`coalesce(max(${events.seq}), 0)::int` })
+    .select({ seq: events.seq, at: events.at })
     .from(events)
-    .where(eq(events.runId, runId));
+    .where(eq(events.runId, runId))
+    .orderBy(desc(events.seq))
+    .limit(1);
   let seq = last?.seq ?? 0;
+  // Never before the previous event (../event-log.ts): `at` follows `seq`.
+  const time = Math.max(at, last?.at ?? 0);
   await tx
     .insert(events)
-    .values(list.map((e) => ({ runId, seq: ++seq, type: e.type, at, data: e.data })));
+    .values(list.map((e) => ({ runId, seq: ++seq, type: e.type, at: time, data: e.data })));
 }

@@ -47,9 +47,29 @@ export function invalidRequest(issues: Issue[]): ApiError {
   return new ApiError(400, "invalid_request", message, { issues });
 }
 
+type ZodIssue = ZodError["issues"][number];
+
+/**
+ * Whether `other` says the same as `issue` about the same field, with a bound as tight or
+ * tighter: a number past both the field's own maximum and a safe integer's breaks two checks,
+ * of which the client needs the one it can meet.
+ */
+function overruled(issue: ZodIssue, other: ZodIssue): boolean {
+  if (other === issue || other.code !== issue.code) return false;
+  if (other.path.join("\0") !== issue.path.join("\0")) return false;
+  if (issue.code === "too_big" && other.code === "too_big") {
+    return Number(other.maximum) < Number(issue.maximum);
+  }
+  if (issue.code === "too_small" && other.code === "too_small") {
+    return Number(other.minimum) > Number(issue.minimum);
+  }
+  return false;
+}
+
 export function fromZodError(error: ZodError, prefix?: string): ApiError {
+  const issues = error.issues.filter((i) => !error.issues.some((other) => overruled(i, other)));
   return invalidRequest(
-    error.issues.flatMap((issue) => {
+    issues.flatMap((issue) => {
       const path = issue.path.map(String);
       // An unknown key is reported at the key itself, so the message names the field.
       if (issue.code === "unrecognized_keys") {

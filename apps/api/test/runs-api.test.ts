@@ -61,6 +61,21 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     });
   });
 
+  it("names a number past every bound once, with the bound a client can meet", async () => {
+    const res = await h.request("POST", "/api/runs", {
+      ...valid,
+      maxIterations: 2 ** 60,
+      cooldownMs: -(2 ** 60),
+      agent: { type: "command", command: "true", timeoutMs: 1e20 },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues).toEqual([
+      { path: "agent.timeoutMs", message: "Too big: expected number to be <=86400000" },
+      { path: "maxIterations", message: "Too big: expected number to be <=1000" },
+      { path: "cooldownMs", message: "Too small: expected number to be >=0" },
+    ]);
+  });
+
   it("takes maxAttempts as a legacy alias, maxIterations winning over it", async () => {
     const a = await h.request("POST", "/api/runs", { ...valid, maxAttempts: 3 });
     const b = await h.request("POST", "/api/runs", { ...valid, maxAttempts: 3, maxIterations: 4 });
@@ -331,7 +346,8 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     // Each says what is wrong with the number.
     for (const [q, message] of [
       ["limit=-1", "limit: Too small: expected number to be >=1"],
-      ["limit=99999999999999999999", "limit: Too big: expected int to be <=9007199254740991"],
+      // Past the safe integers too: the bound a client can meet.
+      ["limit=99999999999999999999", "limit: Too big: expected number to be <=100"],
       ["limit=101", "limit: Too big: expected number to be <=100"],
       ["limit=1.5", "limit: must be a whole number (decimal digits)"],
       ["limit=1e1", "limit: must be a whole number (decimal digits)"],

@@ -1,18 +1,16 @@
 import { isTerminal } from "../domain/run";
-import { killRunOrphans } from "../process/orphans";
 import type { EngineResources } from "./resources";
 import { RunContext } from "./run-context";
 
 /**
  * Ends a run as `failed` / `error` from outside its step (its job kept failing): claims it,
- * so that any earlier holder is fenced off, kills what a crashed holder left running (its job
- * fails for good when it stalled too often: workers killed mid-command), then finishes it.
+ * so that any earlier holder is fenced off, then finishes it, which kills what a crashed holder
+ * left running (its job fails for good when it stalled too often: workers killed mid-command).
  */
 export async function failRun(res: EngineResources, runId: string, message: string): Promise<void> {
   const claimed = await res.store.claimRun(runId);
   if (claimed === null || isTerminal(claimed.run.status)) return;
   const { run } = claimed;
-  killRunOrphans(run);
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
   await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
     iteration: { status: "failed", outcome: "error" },

@@ -260,18 +260,26 @@ export class RunContext {
       writes?: MutationExtras;
     } = {},
   ): Promise<void> {
+    // Once: the run's processes are searched for in every process's environment.
+    let orphansEnded = false;
+    const endOrphans = () => {
+      if (!orphansEnded) killRunOrphans(this.run);
+      orphansEnded = true;
+    };
     if (status === "stopped" && this.run.startedAt !== null) {
       // `stopped` means the run's processes are dead: a crashed worker's orphans, and those that
       // left its commands' process groups (setsid), found by the run id they carry. Not before
       // a fenced write has shown that this worker still holds the run (another would be
       // running its commands).
       await this.commit({ progress: "stopping: ending the run's processes" });
-      killRunOrphans(this.run);
+      endOrphans();
     }
     if (status === "failed" && restoresOnFailure(this.run)) {
       // The restore rewrites the workspace: not before a fenced write has shown that this
-      // worker still holds the run (another one may have taken it and be working there).
+      // worker still holds the run (another one may have taken it and be working there), nor
+      // while a process the run left behind may still write there.
       await this.commit({ progress: "restoring the workspace as it was before the run" });
+      endOrphans();
     }
     const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
@@ -292,5 +300,9 @@ export class RunContext {
       [...(extra.events ?? []), ...rollback, ["run_finished", { status, reason, summary }, reason]],
       { ...extra.writes, ...iteration },
     );
+    // Whatever ended it, nothing of a finished run runs on: what its commands left outside their
+    // process groups (setsid; a group is killed when its command ends) dies with the run. After
+    // the run's last fenced write, so surely this worker's run, which no one can take again.
+    endOrphans();
   }
 }

@@ -136,30 +136,33 @@ describe("runStep", () => {
   it.each([
     ["succeeds", "true", "succeeded"],
     ["ends by its budget", "false", "failed"],
-  ])("kills what the agent left outside its process group (setsid) once the run %s", async (_, test, status) => {
-    const run = seed({
-      // Each iteration leaves a process in a session of its own, out of reach of its group's kill.
-      agent: {
-        type: "command",
-        command: [
-          `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
-          `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
-        ].join("\n"),
-      },
-      // The one of iteration 1 still runs when iteration 2 starts: it outlives its command.
-      validationCommands: [`kill -0 $(head -n1 escaped.pids)`, test],
-      maxIterations: 2,
-      cooldownMs: 0,
-    });
-    const result = await runStep(resources(engine.store), run.id);
-    expect(result).toMatchObject({ kind: "finished", status });
-    const pids = readPids(join(engine.ws, "escaped.pids"));
-    expect(pids).toHaveLength(status === "succeeded" ? 1 : 2);
-    // It outlived its command: iteration 1's first validation found it alive.
-    expect(engine.store.iterationsOf(run.id)[0]?.validation[0]?.exitCode).toBe(0);
-    // It did not outlive its run.
-    for (const pid of pids) expect(isAlive(pid), String(pid)).toBe(false);
-  });
+  ])(
+    "kills what the agent left outside its process group (setsid) once the run %s",
+    async (_, test, status) => {
+      const run = seed({
+        // Each iteration leaves a process in a session of its own, out of reach of its group's kill.
+        agent: {
+          type: "command",
+          command: [
+            `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
+            `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
+          ].join("\n"),
+        },
+        // The one of iteration 1 still runs when iteration 2 starts: it outlives its command.
+        validationCommands: [`kill -0 $(head -n1 escaped.pids)`, test],
+        maxIterations: 2,
+        cooldownMs: 0,
+      });
+      const result = await runStep(resources(engine.store), run.id);
+      expect(result).toMatchObject({ kind: "finished", status });
+      const pids = readPids(join(engine.ws, "escaped.pids"));
+      expect(pids).toHaveLength(status === "succeeded" ? 1 : 2);
+      // It outlived its command: iteration 1's first validation found it alive.
+      expect(engine.store.iterationsOf(run.id)[0]?.validation[0]?.exitCode).toBe(0);
+      // It did not outlive its run.
+      for (const pid of pids) expect(isAlive(pid), String(pid)).toBe(false);
+    },
+  );
 
   it("returns a cooldown until finishedAt + cooldownMs", async () => {
     const run = seed({ testCommand: "false", cooldownMs: 60_000 });

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { completion, FakeMistral } from "../../../../tests/support/fake-mistral";
 
-const completionBody = (choices: unknown[]) =>
-  (completion(choices) as { body: Record<string, unknown> }).body;
 import { ChatModelError } from "../../src/llm/chat-model";
 import { MistralChatModel } from "../../src/llm/mistral-chat-model";
 import { Redactor } from "../../src/util/redactor";
+
+const completionBody = (choices: unknown[]) =>
+  (completion(choices) as { body: Record<string, unknown> }).body;
 
 describe("MistralChatModel (real SDK, fake Mistral server)", () => {
   const fake = new FakeMistral();

@@ -78,7 +78,34 @@ describe("the token budget", () => {
     expect(iterations.map((i) => [i.outcome, i.validation[0]?.exitCode])).toEqual([
       ["budget_exhausted", 0],
     ]);
-    expect(iterations[0]?.feedback).toBe("The token budget ran out before the review.");
+    expect(iterations[0]?.feedback).toBe("The token budget ran out before the review was done.");
+  });
+
+  it("makes no further call of a review once the budget is spent between its calls (the triangular review's passes)", async () => {
+    fake.replies(
+      {
+        toolCalls: [
+          { name: "workspace__write_file", arguments: { path: "bug.txt", content: "fixed\n" } },
+        ],
+        tokens: 150,
+      },
+      { ...finish("bug.txt says fixed"), tokens: 100 },
+      // The blind pass: 250 + 300 of 500 tokens.
+      { content: "It writes 'fixed' to bug.txt.", tokens: 300 },
+      { content: "{}", tokens: 100 },
+    );
+    const { iterations, stored } = await runOutOfTokens({
+      maxTokens: 500,
+      review: { type: "triangular" },
+    });
+    // The agent's two calls and the blind pass; no second pass.
+    expect(fake.requests).toHaveLength(3);
+    expect(stored.metrics.tokens).toBe(550);
+    expect(stored.latestReviewId).toBeNull();
+    expect(iterations.map((i) => [i.outcome, i.validation[0]?.exitCode])).toEqual([
+      ["budget_exhausted", 0],
+    ]);
+    expect(iterations[0]?.feedback).toBe("The token budget ran out before the review was done.");
   });
 
   it("counts a negative token usage from the model's server as none: the budget still ends the run", async () => {

@@ -80,7 +80,7 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
   if (spent === "agent") {
     feedback.push("The token budget ran out during the agent's turn.");
   } else if (spent === "review") {
-    feedback.push("The token budget ran out before the review.");
+    feedback.push("The token budget ran out before the review was done.");
   } else if (agentFailed && blocked === null) {
     const output = tail(facts.agentOutput, 4000).trimEnd();
     feedback.push(

@@ -267,7 +267,10 @@ export async function runIteration(
       });
       const afterReview = watch.interruption(left());
       if (afterReview) return interrupted(afterReview);
-      if (!reviewed.ok) {
+      if (!reviewed.ok && reviewed.budgetSpent) {
+        // Spent between two of its calls (the triangular review's passes, a second ask).
+        budgetSpent = "review";
+      } else if (!reviewed.ok) {
         return {
           kind: "phase_failed",
           phase: "review",
@@ -278,8 +281,9 @@ export async function runIteration(
           validation: validation.results,
           ...recorded,
         };
+      } else {
+        review = { artifact: reviewed.artifact, notes: reviewed.notes };
       }
-      review = { artifact: reviewed.artifact, notes: reviewed.notes };
     }
 
     const decision = decideIteration({

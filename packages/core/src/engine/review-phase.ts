@@ -1,7 +1,9 @@
 import { ulid } from "ulid";
+import { tokensLeft } from "../budget/budget";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { ValidationResult } from "../domain/run";
 import { runCommandReview } from "../review/command-reviewer";
+import { TokenBudgetSpent } from "../review/llm-ask";
 import { runMistralReview } from "../review/mistral-reviewer";
 import type { ReviewOutcome } from "../review/review-findings";
 import type { ReviewInput } from "../review/review-input";
@@ -27,7 +29,8 @@ export interface ReviewPhaseInput {
 
 export type ReviewPhaseResult =
   | { ok: true; artifact: ReviewArtifact; notes: string | null }
-  | { ok: false; error: string };
+  /** `budgetSpent`: the run's tokens ran out between two of an LLM review's calls. */
+  | { ok: false; error: string; budgetSpent?: true };
 
 /** Runs the run's reviewer on the iteration and makes its ReviewArtifact (not yet stored). */
 export async function runReviewPhase(
@@ -81,11 +84,19 @@ export async function runReviewPhase(
             metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
           });
         },
+        tokensLeft: () => tokensLeft(ctx.run),
       };
-      outcome =
-        review.type === "mistral"
-          ? await runMistralReview(reviewInput, opts)
-          : await runTriangularReview(reviewInput, opts);
+      try {
+        outcome =
+          review.type === "mistral"
+            ? await runMistralReview(reviewInput, opts)
+            : await runTriangularReview(reviewInput, opts);
+      } catch (error) {
+        if (error instanceof TokenBudgetSpent) {
+          return { ok: false, error: error.message, budgetSpent: true };
+        }
+        throw error;
+      }
       break;
     }
     default:

@@ -8,9 +8,20 @@ export interface LlmCallOptions {
   signal: AbortSignal;
   /** Told the tokens of every call (they count towards the run's budget). */
   onTokens: (count: number) => Promise<void>;
+  /** The run's tokens left: none left, no further call is made (TokenBudgetSpent). */
+  tokensLeft?: () => number;
+}
+
+/** The run's token budget ran out between two calls: what was asked is not answered. */
+export class TokenBudgetSpent extends Error {
+  override readonly name = "TokenBudgetSpent";
+  constructor() {
+    super("the token budget ran out before the answer");
+  }
 }
 
 async function call(opts: LlmCallOptions, messages: ChatMessage[], json: boolean) {
+  if (opts.tokensLeft && opts.tokensLeft() <= 0) throw new TokenBudgetSpent();
   const res = await opts.llm.complete(
     { model: opts.model, messages, ...(json ? { json: true } : {}) },
     opts.signal,

@@ -1,8 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { capTail } from "../src/util/cut-marks";
 import {
   FEEDBACK_OUTPUT_BYTES,
+  feedbackShares,
   runValidation,
   type ValidationInput,
   validationFeedback,
@@ -66,6 +68,36 @@ describe("runValidation", () => {
     // However many fail, each keeps its output's last lines.
     const many = validationFeedback(Array.from({ length: 20 }, (_, i) => failed(i)));
     for (let i = 0; i < 20; i++) expect(many).toContain(`the end of check-${i}`);
+  });
+
+  it("leaves the room short outputs do not need to the long ones, and counts every byte a cut omitted", () => {
+    const stored = capTail(`${"y".repeat(200_000)}\nthe end of the log`, 65_536, "earlier output");
+    const feedback = validationFeedback([
+      { command: "lint", exitCode: 3, durationMs: 1, output: "lint-fail" },
+      { command: "big", exitCode: 2, durationMs: 1, output: stored },
+      { command: "types", exitCode: 4, durationMs: 1, output: "types-fail" },
+    ]);
+    expect(feedback).toContain("lint-fail");
+    expect(feedback).toContain("types-fail");
+    const big = feedback.slice(feedback.indexOf("$ big"), feedback.indexOf("$ types"));
+    // Nearly all of the 32 KiB (the two others need a few bytes).
+    expect(Buffer.byteLength(big)).toBeGreaterThan(FEEDBACK_OUTPUT_BYTES - 100);
+    expect(Buffer.byteLength(feedback)).toBeLessThan(FEEDBACK_OUTPUT_BYTES + 300);
+    // What the stored output omitted and what the feedback omitted of it: all but its tail.
+    const total = Buffer.byteLength(`${"y".repeat(200_000)}\nthe end of the log`);
+    const omitted = Number(/\[… (\d+) bytes of earlier output omitted …\]/.exec(big)?.[1]);
+    const kept = Buffer.byteLength(big.slice(big.indexOf("omitted …]\n") + 11).trimEnd());
+    expect(omitted + kept).toBe(total);
+    expect(big.trimEnd()).toMatch(/the end of the log$/);
+  });
+
+  it("shares the feedback's room shortest first, at least 4 KiB each", () => {
+    // The short ones are offered a fair part (more than they need); the long one the rest.
+    expect(feedbackShares([10, 100_000, 20], 32_768, 4096)).toEqual([10_922, 32_738, 16_379]);
+    expect(feedbackShares([10, 100_000, 100_000], 32_768, 4096)).toEqual([10_922, 16_379, 16_379]);
+    expect(feedbackShares(Array(10).fill(100_000), 32_768, 4096)).toEqual(Array(10).fill(4096));
+    expect(feedbackShares([50_000, 50_000], 32_768, 4096)).toEqual([16_384, 16_384]);
+    expect(feedbackShares([], 32_768, 4096)).toEqual([]);
   });
 
   it("counts a command's own timeout as a failure, not an interruption", async () => {

@@ -70,23 +70,39 @@ export function capHeadBytes(bytes: Buffer, capBytes: number, total = bytes.leng
  */
 export function capTail(text: string, capBytes: number, what: string): string {
   if (text.length <= capBytes / 3 || Buffer.byteLength(text, "utf8") <= capBytes) return text;
-  const bytes = Buffer.from(text, "utf8");
+  // A kept tail cut again (a stored output in the feedback) says what both cuts omitted.
+  const earlier = tailCut(text);
+  const omittedBefore = earlier === undefined ? 0 : Number(OMITTED.exec(text)?.[1] ?? 0);
+  const bytes = Buffer.from(earlier === undefined ? text : text.slice(earlier), "utf8");
+  // Over the cap only by its line (which comes on top of a cap): kept as it is.
+  if (bytes.length <= capBytes) return text;
   return capTailBytes(
     bytes.subarray(bytes.length - Math.max(0, capBytes)),
     capBytes,
     bytes.length,
     what,
+    omittedBefore,
   );
 }
+
+/** The count of bytes a kept tail's line says were omitted. */
+const OMITTED = /^\[… (\d+) bytes of /;
 
 /**
  * capTail of UTF-8 bytes (a file's end as read): `bytes` is the end of something `total`
  * bytes long, at least its last `capBytes` bytes where it is longer than that.
  */
-export function capTailBytes(bytes: Buffer, capBytes: number, total: number, what: string): string {
+export function capTailBytes(
+  bytes: Buffer,
+  capBytes: number,
+  total: number,
+  what: string,
+  /** Bytes omitted before `total` already (an earlier cut's). */
+  omittedBefore = 0,
+): string {
   if (total <= capBytes) return bytes.toString("utf8");
   let start = Math.max(0, bytes.length - Math.max(0, capBytes));
   for (let k = 0; k < 3 && start < bytes.length && continues(bytes, start); k++) start++;
-  const omitted = total - bytes.length + start;
+  const omitted = omittedBefore + total - bytes.length + start;
   return keptTail(`${omitted} bytes of ${what}`, bytes.subarray(start).toString("utf8"));
 }

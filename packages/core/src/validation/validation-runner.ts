@@ -63,17 +63,36 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
   return { results, passed: results.every((r) => r.exitCode === 0), interrupted: null };
 }
 
+/**
+ * Each output's share of `total` bytes: the shortest take what they need and leave the rest to
+ * the others (a long log beside two one-liners keeps nearly all of it); none gets less than
+ * `min`.
+ */
+export function feedbackShares(sizes: readonly number[], total: number, min: number): number[] {
+  const shares = sizes.map(() => 0);
+  let left = total;
+  const shortestFirst = sizes.map((_, i) => i).sort((a, b) => (sizes[a] ?? 0) - (sizes[b] ?? 0));
+  for (const [k, i] of shortestFirst.entries()) {
+    const share = Math.max(min, Math.floor(left / (shortestFirst.length - k)));
+    shares[i] = share;
+    left = Math.max(0, left - Math.min(sizes[i] ?? 0, share));
+  }
+  return shares;
+}
+
 /** Feedback for the next iteration: each failed command with its exit code and output tail. */
 export function validationFeedback(results: readonly ValidationResult[]): string {
   const failed = results.filter((r) => r.exitCode !== 0);
-  const each = Math.max(
+  const outputs = failed.map((r) => r.output.trimEnd());
+  const shares = feedbackShares(
+    outputs.map((o) => Buffer.byteLength(o, "utf8")),
+    FEEDBACK_OUTPUT_BYTES,
     FEEDBACK_OUTPUT_MIN_BYTES,
-    Math.floor(FEEDBACK_OUTPUT_BYTES / failed.length),
   );
   return failed
     .map(
-      (r) =>
-        `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${capTail(r.output.trimEnd(), each, "earlier output")}`,
+      (r, i) =>
+        `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${capTail(outputs[i] ?? "", shares[i] ?? 0, "earlier output")}`,
     )
     .join("\n\n");
 }

@@ -1,4 +1,4 @@
-import { commaList, MIN_SECRET_LENGTH } from "@looprun/core";
+import { commaList, envInt, MIN_SECRET_LENGTH } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 import { isLoopbackAddress } from "./loopback";
@@ -11,7 +11,7 @@ export const SHORT_TOKEN = 16;
 export const ApiEnv = z
   .object({
     HOST: z.string().min(1).default("127.0.0.1"),
-    PORT: z.coerce.number().int().min(0).max(65535).default(8787),
+    PORT: envInt(0, 65535).default(8787),
     ...StorageSettings,
     WORKSPACES_ROOT: z.string().min(1).default(".looprun/workspaces"),
     /** The workers' snapshot git dirs (rollbacks restore from them): as the worker's setting. */
@@ -50,11 +50,11 @@ export const ApiEnv = z
      * not a loopback address, no limit on loopback (local clients are trusted there, as they
      * need no token).
      */
-    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).optional(),
+    RATE_LIMIT_PER_MINUTE: envInt(0).optional(),
     /** How often a live stream (SSE) reads the database for new events and run changes. */
-    LOOPRUN_SSE_POLL_MS: z.coerce.number().int().min(10).default(250),
+    LOOPRUN_SSE_POLL_MS: envInt(10).default(250),
     /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */
-    LOOPRUN_SSE_HEARTBEAT_MS: z.coerce.number().int().min(10).default(15_000),
+    LOOPRUN_SSE_HEARTBEAT_MS: envInt(10).default(15_000),
     LOG_LEVEL: z
       .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
       .default("info"),

@@ -16,6 +16,7 @@ import { type ApiEnv, SHORT_TOKEN } from "./env";
 import { BODY_LIMIT_BYTES, refuseLargeBodiesEarly } from "./request-body";
 import { createRunQueue } from "./run-queue";
 import { waitUntil } from "./wait-until";
+import { prepareWorkspacesRoot } from "./workspaces";
 import { WriteBatcher } from "./write-batcher";
 
 /**
@@ -50,6 +51,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       `API_TOKEN is shorter than ${SHORT_TOKEN} characters: a token that short is easy to guess`,
     );
   }
+  prepareWorkspacesRoot(resolve(env.WORKSPACES_ROOT));
   const storage = await openStorage({
     ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
     path: env.DATABASE_PATH,

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, realpathSync as realpathSyncJs, statSync } from "node:fs";
 import { isAbsolute, join, normalize, relative, sep } from "node:path";
-import { deepestExisting, resolvedPath } from "@looprun/core";
+import { deepestExisting, makeDirs, messageOf, resolvedPath } from "@looprun/core";
 import { invalidRequest } from "./errors";
 
 function inside(root: string, path: string): boolean {
@@ -17,11 +17,25 @@ const realRoots = new Map<string, string>();
 function realRootOf(root: string): string {
   let real = realRoots.get(root);
   if (real === undefined) {
-    mkdirSync(root, { recursive: true });
+    makeDirs(root);
     real = realpathSync(root);
     realRoots.set(root, real);
   }
   return real;
+}
+
+/**
+ * The root made ready at start-up, so that a root that cannot be one (a file, a place that
+ * cannot be written) stops the API with its setting's name, not every submit with a 500.
+ */
+export function prepareWorkspacesRoot(root: string): void {
+  try {
+    realRootOf(root);
+  } catch (error) {
+    throw new Error(`WORKSPACES_ROOT: cannot use ${root} as a directory: ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 /** `x/` is the workspace `x`: stored, and matched, as one. */

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunSubmission } from "@looprun/core";
@@ -173,6 +173,51 @@ describe("hostile input", () => {
         .RATE_LIMIT_PER_MINUTE,
     ).toBe(0);
     expect(() => parseApiEnv({ RATE_LIMIT_PER_MINUTE: "-1" })).toThrow(/RATE_LIMIT_PER_MINUTE/);
+  });
+
+  it("takes whole numbers as decimal digits only: an empty PORT is no port 0, nor 0x4A00 port 18944", () => {
+    expect(parseApiEnv({ PORT: "18904" }).PORT).toBe(18904);
+    expect(parseApiEnv({}).PORT).toBe(8787);
+    for (const value of ["", " ", "0x4A00", "18904.0", "1e4", "-1", "65536", "80 "]) {
+      expect(() => parseApiEnv({ PORT: value }), JSON.stringify(value)).toThrow(/PORT/);
+    }
+    expect(() => parseApiEnv({ LOOPRUN_SSE_POLL_MS: "" })).toThrow(
+      /LOOPRUN_SSE_POLL_MS: must be a whole number \(decimal digits\)/,
+    );
+    expect(() => parseApiEnv({ DATABASE_POOL_SIZE: "1e1" })).toThrow(/DATABASE_POOL_SIZE/);
+  });
+
+  it.each([
+    ["WORKSPACES_ROOT", (file: string) => ({ WORKSPACES_ROOT: file })],
+    ["WORKSPACES_ROOT", () => ({ WORKSPACES_ROOT: "/proc/looprun-nope/workspaces" })],
+    ["DATABASE_PATH", () => ({ DATABASE_PATH: "/proc/looprun-nope/looprun.db" })],
+  ])("stops at start-up, naming %s, on a directory it cannot make", (name, settings) => {
+    const dir = mkdtempSync(join(tmpdir(), "looprun-bad-dir-"));
+    try {
+      const file = join(dir, "a-file");
+      writeFileSync(file, "");
+      const bin = join(__dirname, "../../cli/bin/looprun.js");
+      const res = spawnSync(process.execPath, [bin, "api"], {
+        env: {
+          PATH: process.env.PATH,
+          PORT: "0",
+          DATABASE_PATH: join(dir, "looprun.db"),
+          WORKSPACES_ROOT: join(dir, "workspaces"),
+          REDIS_URL: "redis://127.0.0.1:1",
+          ...settings(file),
+        },
+        encoding: "utf8",
+        // A process stuck in a loop cannot run its SIGTERM handler.
+        timeout: 30_000,
+        killSignal: "SIGKILL",
+      });
+      // It ended by itself (a path under /proc made Node's recursive mkdir loop for ever).
+      expect(res.signal).toBeNull();
+      expect(res.status).not.toBe(0);
+      expect(res.stderr).toContain(`${name}: cannot use`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses a non-loopback HOST without API_TOKEN, naming API_TOKEN", () => {

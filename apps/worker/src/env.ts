@@ -1,5 +1,5 @@
 import { dirname, join, resolve } from "node:path";
-import { commaList } from "@looprun/core";
+import { commaList, envInt } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
@@ -24,21 +24,21 @@ export const WorkerEnv = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]+$/)
     .default("looprun"),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2),
+  WORKER_CONCURRENCY: envInt(1, 256).default(2),
   /** Job lock (lease) duration; renewed every half of it while a run's iteration is in flight. */
-  LOOPRUN_LOCK_MS: z.coerce.number().int().min(1000).default(60_000),
+  LOOPRUN_LOCK_MS: envInt(1000).default(60_000),
   /** How often stalled jobs (a dead worker's) are looked for and handed to another worker. */
-  LOOPRUN_STALLED_INTERVAL_MS: z.coerce.number().int().min(500).default(30_000),
+  LOOPRUN_STALLED_INTERVAL_MS: envInt(500).default(30_000),
   /** How often runs the DB holds as unfinished are checked against the queue (re-enqueued when lost). */
-  LOOPRUN_RECONCILE_MS: z.coerce.number().int().min(100).default(30_000),
+  LOOPRUN_RECONCILE_MS: envInt(100).default(30_000),
   /** How often a running iteration checks the DB for a stop request. */
-  LOOPRUN_STOP_POLL_MS: z.coerce.number().int().min(10).default(500),
+  LOOPRUN_STOP_POLL_MS: envInt(10).default(500),
   /** Extra environment variable names that agent and validation commands may see. */
   AGENT_ENV_ALLOWLIST: list,
   /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
   LOOPRUN_SECRET_ENV: list,
   /** Bytes of each command's output kept (the tail). */
-  LOOPRUN_OUTPUT_CAP_BYTES: z.coerce.number().int().min(1024).default(65_536),
+  LOOPRUN_OUTPUT_CAP_BYTES: envInt(1024).default(65_536),
   /** Enables the `mistral` agent. Never passed to commands, stored or logged. */
   MISTRAL_API_KEY: z.string().min(1).optional(),
   /** Any Mistral-compatible endpoint (e.g. a self-hosted model). */
@@ -46,9 +46,9 @@ export const WorkerEnv = z.object({
   /** The model of runs that name none. */
   LOOPRUN_MISTRAL_MODEL: z.string().min(1).default("mistral-large-latest"),
   /** Time for one LLM call, retries included. */
-  LOOPRUN_LLM_TIMEOUT_MS: z.coerce.number().int().min(1000).default(120_000),
+  LOOPRUN_LLM_TIMEOUT_MS: envInt(1000).default(120_000),
   /** Longest wait between LLM retries (a Retry-After is honoured up to it). */
-  LOOPRUN_LLM_RETRY_MAX_MS: z.coerce.number().int().min(10).default(30_000),
+  LOOPRUN_LLM_RETRY_MAX_MS: envInt(10).default(30_000),
   /**
    * Where workspace snapshots live: one bare git dir per session (needs git on PATH).
    * Unset: `snapshots` next to the database, i.e. `.looprun/snapshots` by default.

@@ -199,8 +199,10 @@ export {
 } from "./tools/index";
 export { assertNever } from "./util/assert-never";
 export { commaList } from "./util/comma-list";
+export { envInt } from "./util/env-int";
 export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
+export { makeDirs } from "./util/make-dirs";
 export { deepestExisting, resolvedPath } from "./util/real-path";
 export {
   collectSecrets,

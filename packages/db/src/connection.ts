@@ -1,6 +1,6 @@
-import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeDirs } from "@looprun/core";
 import BetterSqlite3 from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
@@ -39,7 +39,7 @@ export interface OpenDatabaseOptions {
  * as asked) and foreign keys on, and applies the migrations.
  */
 export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Database {
-  if (path !== ":memory:") mkdirSync(dirname(resolve(path)), { recursive: true });
+  if (path !== ":memory:") makeDirs(dirname(resolve(path)));
   const sqlite = new BetterSqlite3(path);
   sqlite.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   retriedAtOpen(() => sqlite.pragma("journal_mode = WAL"));

@@ -1,3 +1,4 @@
+import { envInt } from "@looprun/core";
 import { z } from "zod";
 
 /** `DATABASE_URL`: empty counts as unset; the message never repeats the value (a password). */
@@ -24,5 +25,5 @@ export const StorageSettings = {
    */
   DATABASE_URL: databaseUrl,
   /** PostgreSQL: connections in this process's pool. */
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  DATABASE_POOL_SIZE: envInt(1, 1000).default(10),
 };

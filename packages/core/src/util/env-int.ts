@@ -1,0 +1,13 @@
+import { z } from "zod";
+
+/**
+ * A whole number setting, as the apps' env.ts parse it: decimal digits only, within `min` and
+ * `max`. An empty value is no number (`PORT=` was port 0: any free port), nor are `0x4A00`,
+ * `1e3` or `18904.0`, which a coercion to a number took.
+ */
+export const envInt = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^\d+$/, "must be a whole number (decimal digits)")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));

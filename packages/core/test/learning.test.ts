@@ -120,6 +120,30 @@ describe("renderLearnedPatterns", () => {
     );
   });
 
+  it("tells the run's own checks apart: a goal to meet, not an approach to drop", () => {
+    const patterns = [
+      pattern({ scope: "command", subject: "npm test", shape: "", failures: 4 }),
+      pattern({ scope: "command", subject: "npm run lint", shape: "", failures: 5 }),
+      // The agent running the gate itself, before its fix: no advice against testing.
+      pattern({ shape: "$ npm test", failures: 4, lastErrors: ["exit 1"] }),
+      pattern({ shape: "$ yarn test", failures: 3 }),
+    ];
+    expect(renderLearnedPatterns(patterns, ["npm test"])).toBe(
+      [
+        "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
+        "- command `npm run lint`: failed 5 of 5 times",
+        "- tool `workspace__run_command` with command `yarn test`: failed 3 of 3 times",
+        "Checks of this task that kept failing in this workspace (they must pass: what was tried did not make them, so change how you meet them):",
+        "- command `npm test`: failed 4 of 4 times",
+      ].join("\n"),
+    );
+    // The prompt passes the run's validation commands.
+    const { spec } = makeRun({ task: "t", testCommand: "npm test" }, "/ws");
+    const prompt = buildPrompt({ spec, iteration: 1, feedback: null, learned: patterns });
+    expect(prompt).toContain("Checks of this task that kept failing");
+    expect(prompt).not.toContain("with command `npm test`");
+  });
+
   it("has nothing to say without patterns", () => {
     expect(renderLearnedPatterns([])).toBeNull();
   });

@@ -64,7 +64,7 @@ export function buildPrompt({
       `# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`,
     );
   }
-  const lessons = renderLearnedPatterns(learned);
+  const lessons = renderLearnedPatterns(learned, spec.validationCommands);
   if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
   return `${parts.join("\n\n")}\n`;
 }

@@ -162,19 +162,44 @@ function meanMs(p: FailurePattern): number {
   return Math.round(p.totalDurationMs / Math.max(1, p.successes + p.failures));
 }
 
-/** The prompt section "Learned from earlier runs", or null when there is nothing to tell. */
-export function renderLearnedPatterns(patterns: readonly FailurePattern[]): string | null {
-  const { failed, worked } = relevant(patterns);
-  if (failed.length === 0 && worked.length === 0) return null;
+/** Whether a pattern is one of the run's own checks: a gate command, or the agent running one. */
+function isGate(w: Weighed, gates: ReadonlySet<string>): boolean {
+  if (w.kind.kind === "validation") return gates.has(w.pattern.subject);
+  return w.kind.kind === "command" && gates.has(w.kind.command.trim());
+}
+
+function failedLine(w: Weighed): string {
+  const last = w.pattern.lastErrors[0];
+  const error = last ? `; last error: ${last.replace(/\s+/g, " ")}` : "";
+  return `- ${label(w)}: failed ${w.pattern.failures} of ${w.calls} times${error}`;
+}
+
+/**
+ * The prompt section "Learned from earlier runs", or null when there is nothing to tell.
+ * `gates` are the run's own validation commands: they are the goal, not an approach to drop,
+ * so one that kept failing is told apart ("change how you meet it"), and the agent running
+ * one itself (a test run before the fix fails) is no advice at all.
+ */
+export function renderLearnedPatterns(
+  patterns: readonly FailurePattern[],
+  gates: readonly string[] = [],
+): string | null {
+  const gateSet = new Set(gates.map((g) => g.trim()));
+  const { failed: anyFailed, worked } = relevant(patterns);
+  const failed = anyFailed.filter((w) => !isGate(w, gateSet));
+  const failedGates = anyFailed.filter((w) => w.kind.kind === "validation" && isGate(w, gateSet));
+  if (failed.length === 0 && failedGates.length === 0 && worked.length === 0) return null;
   const parts: string[] = [];
   if (failed.length > 0) {
     parts.push(
       "These approaches failed before in this workspace (do not repeat them as they were; change the approach):",
-      ...failed.map((w) => {
-        const last = w.pattern.lastErrors[0];
-        const error = last ? `; last error: ${last.replace(/\s+/g, " ")}` : "";
-        return `- ${label(w)}: failed ${w.pattern.failures} of ${w.calls} times${error}`;
-      }),
+      ...failed.map(failedLine),
+    );
+  }
+  if (failedGates.length > 0) {
+    parts.push(
+      "Checks of this task that kept failing in this workspace (they must pass: what was tried did not make them, so change how you meet them):",
+      ...failedGates.map(failedLine),
     );
   }
   if (worked.length > 0) {

@@ -40,7 +40,7 @@ export function buildPhasePrompt(
     parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
   }
   if (earlier.length > 0) parts.push(`# Earlier phases\n\n${renderPhaseArtifacts(earlier)}`);
-  const lessons = renderLearnedPatterns(learned);
+  const lessons = renderLearnedPatterns(learned, spec.validationCommands);
   if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
   parts.push(
     `# Phase: ${phase}\n\nThis is the ${phase} phase, before any implementation: do not change any file. ${PHASE_INSTRUCTIONS[phase]} Answer in text (Markdown); your answer is handed to every implementation iteration.`,

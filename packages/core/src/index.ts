@@ -201,6 +201,7 @@ export { assertNever } from "./util/assert-never";
 export { commaList } from "./util/comma-list";
 export { envInt } from "./util/env-int";
 export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
+export { forPrompt } from "./util/for-prompt";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export { makeDirs } from "./util/make-dirs";
 export { deepestExisting, resolvedPath } from "./util/real-path";

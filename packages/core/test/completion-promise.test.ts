@@ -35,6 +35,14 @@ describe("hasCompletionPromise", () => {
     expect(hasCompletionPromise("<promise>\nDONE\n</promise>", "DONE")).toBe(false);
   });
 
+  it("reads a coloured line as a terminal shows it", () => {
+    expect(hasCompletionPromise("\x1b[32m<promise>DONE</promise>\x1b[0m\n", "DONE")).toBe(true);
+    expect(hasCompletionPromise("ok <promise>\x1b[1mDONE\x1b[22m</promise>\x1b[K", "DONE")).toBe(
+      true,
+    );
+    expect(hasCompletionPromise("\x1b[31m<promise>NOPE</promise>\x1b[0m\n", "DONE")).toBe(false);
+  });
+
   it("takes a tag inside a sentence for a mention, not a promise", () => {
     expect(
       hasCompletionPromise("I will print <promise>DONE</promise> once the tests pass.\n", "DONE"),

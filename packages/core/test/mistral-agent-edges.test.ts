@@ -66,6 +66,27 @@ describe("the mistral agent on unusual answers", () => {
     expect(second.messages.find((m) => m.role === "tool")?.content).toContain("not valid JSON");
   });
 
+  it("sends a command's coloured output to the model as text, stored as printed", async () => {
+    const { store, run } = await iterate([
+      {
+        toolCalls: [
+          {
+            name: "workspace__run_command",
+            arguments: JSON.stringify({
+              command: "printf '\\033[31mFAIL\\033[0m cart\\n10%%\\r100%%\\n'",
+            }),
+          },
+        ],
+      },
+      finish("x"),
+    ]);
+    const sent = String(fx.fake.requests[1]?.messages.find((m) => m.role === "tool")?.content);
+    expect(sent).toContain("\nFAIL cart\n100%\n");
+    expect(sent).not.toContain("\x1b");
+    const stored = store.toolCalls.find((c) => c.runId === run.id)?.result;
+    expect(stored).toContain("\x1b[31mFAIL\x1b[0m cart\n10%\r100%");
+  });
+
   it("answers a finish with unparseable arguments with an error, so the model can call it again", async () => {
     const { store, run } = await iterate([
       {

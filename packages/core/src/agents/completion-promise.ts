@@ -1,4 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
+import { stripVTControlCharacters } from "node:util";
 
 const OPEN = "<promise>";
 /** What follows the line's last `<promise>`, when it ends the line: `TEXT</promise>` and blanks. */
@@ -19,6 +20,7 @@ const LINE_KEPT_CHARS = 256 * 1024;
  * A tag inside a sentence is a mention, not a promise: the prompt's own "print
  * <promise>DONE</promise> on its own line", an agent saying what it will print. A line that is
  * a line of the prompt, copied (an agent that echoes its prompt, `tee`), does not count either.
+ * Terminal colours and cursor moves are no text: they are left out before the line is read.
  */
 export class CompletionPromiseScanner {
   private readonly decoder = new StringDecoder("utf8");
@@ -78,7 +80,10 @@ export class CompletionPromiseScanner {
     }
   }
 
-  private isPromise(line: string, cut: boolean): boolean {
+  private isPromise(raw: string, cut: boolean): boolean {
+    if (!raw.includes("promise>")) return false;
+    // Coloured (`\x1b[32m<promise>DONE</promise>\x1b[0m`) is as printed to a terminal.
+    const line = raw.includes("\x1b") ? stripVTControlCharacters(raw) : raw;
     const open = line.lastIndexOf(OPEN);
     if (open === -1) return false;
     const match = TAG_REST.exec(line.slice(open + OPEN.length));

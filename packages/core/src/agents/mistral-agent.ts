@@ -4,6 +4,7 @@ import type { ChatMessage, ChatModel, ChatTool } from "../llm/chat-model";
 import { ChatModelError } from "../llm/chat-model";
 import { parseToolArguments } from "../tools/tool-arguments";
 import { capHead, capTail } from "../util/cut-marks";
+import { forPrompt } from "../util/for-prompt";
 import { CompletionPromiseScanner } from "./completion-promise";
 import { completer, makePlan, type PlanRecorder, SYSTEM, updateStep } from "./mistral-agent-plan";
 import { renderPlan } from "./plan";
@@ -290,7 +291,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           role: "tool",
           toolCallId: call.id,
           name: call.name,
-          content: redact(outcome.result),
+          content: forPrompt(redact(outcome.result)),
         });
         failuresInARow = outcome.isError ? failuresInARow + 1 : 0;
         if (failuresInARow >= MAX_CONSECUTIVE_TOOL_FAILURES) {

@@ -3,6 +3,7 @@ import type { RunSpec } from "../domain/run-spec";
 import { renderLearnedPatterns } from "../learning/pattern-advice";
 import type { FailurePattern } from "../learning/patterns";
 import { renderPhaseArtifacts } from "../pipeline/phase-prompt";
+import { forPrompt } from "../util/for-prompt";
 import {
   renderSessionHistory,
   renderToolFailures,
@@ -41,7 +42,7 @@ export function buildPrompt({
     parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
   }
   const preparation = renderPhaseArtifacts(phaseArtifacts);
-  if (preparation) parts.push(`# Preparation\n\n${preparation}`);
+  if (preparation) parts.push(`# Preparation\n\n${forPrompt(preparation)}`);
   const gates: string[] = spec.validationCommands.map((c) => `- \`${c}\` must exit 0`);
   if (spec.completionPromise !== null) {
     gates.push(
@@ -57,14 +58,14 @@ export function buildPrompt({
   }
   parts.push(`# Iteration\n\nThis is iteration ${iteration} of at most ${spec.maxIterations}.`);
   if (feedback) {
-    parts.push(`# Feedback from the previous iteration\n\n${feedback}`);
+    parts.push(`# Feedback from the previous iteration\n\n${forPrompt(feedback)}`);
   }
   if (toolFailures.length > 0) {
     parts.push(
-      `# Tool calls that failed so far (do not repeat them)\n\n${renderToolFailures(toolFailures)}`,
+      `# Tool calls that failed so far (do not repeat them)\n\n${forPrompt(renderToolFailures(toolFailures))}`,
     );
   }
   const lessons = renderLearnedPatterns(learned, spec.validationCommands);
-  if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
+  if (lessons) parts.push(`# Learned from earlier runs\n\n${forPrompt(lessons)}`);
   return `${parts.join("\n\n")}\n`;
 }

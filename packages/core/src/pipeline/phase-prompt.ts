@@ -2,6 +2,7 @@ import type { PhaseArtifact, PreparationPhase } from "../domain/artifacts";
 import type { RunSpec } from "../domain/run-spec";
 import { renderLearnedPatterns } from "../learning/pattern-advice";
 import type { FailurePattern } from "../learning/patterns";
+import { forPrompt } from "../util/for-prompt";
 
 /** What each preparation phase is asked to produce. */
 export const PHASE_INSTRUCTIONS: Record<PreparationPhase, string> = {
@@ -39,9 +40,10 @@ export function buildPhasePrompt(
   if (spec.filePaths.length > 0) {
     parts.push(`# Focus files\n\n${spec.filePaths.map((p) => `- ${p}`).join("\n")}`);
   }
-  if (earlier.length > 0) parts.push(`# Earlier phases\n\n${renderPhaseArtifacts(earlier)}`);
+  if (earlier.length > 0)
+    parts.push(`# Earlier phases\n\n${forPrompt(renderPhaseArtifacts(earlier))}`);
   const lessons = renderLearnedPatterns(learned, spec.validationCommands);
-  if (lessons) parts.push(`# Learned from earlier runs\n\n${lessons}`);
+  if (lessons) parts.push(`# Learned from earlier runs\n\n${forPrompt(lessons)}`);
   parts.push(
     `# Phase: ${phase}\n\nThis is the ${phase} phase, before any implementation: do not change any file. ${PHASE_INSTRUCTIONS[phase]} Answer in text (Markdown); your answer is handed to every implementation iteration.`,
   );

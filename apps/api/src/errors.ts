@@ -66,8 +66,58 @@ function overruled(issue: ZodIssue, other: ZodIssue): boolean {
   return false;
 }
 
+/** How far a union's form is from what was sent: a wrong kind or a field it lacks, a lot. */
+function distance(branch: readonly ZodIssue[]): number {
+  return branch.reduce(
+    (sum, i) =>
+      sum +
+      (i.path.length === 0 && i.code === "invalid_type"
+        ? 100
+        : i.code === "unrecognized_keys"
+          ? 10 * i.keys.length
+          : 1),
+    0,
+  );
+}
+
+const at = (base: readonly PropertyKey[], issue: ZodIssue): ZodIssue => ({
+  ...issue,
+  path: [...base, ...issue.path],
+});
+
+/**
+ * A union's "Invalid input" as what the client can fix: the issues of the form the input comes
+ * closest to (`{name, command: 5}` is a stdio server whose `command` must be text, not an
+ * HTTP one lacking `url`); when two forms are as close, one issue saying what each lacks.
+ */
+function unionIssues(issue: ZodIssue): ZodIssue[] {
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) return [issue];
+  const ranked = issue.errors
+    .map((branch) => ({ branch, d: distance(branch) }))
+    .sort((a, b) => a.d - b.d);
+  const [best, next] = ranked;
+  if (best === undefined) return [issue];
+  const described = (branch: readonly ZodIssue[]) =>
+    branch.flatMap((i) => unionIssues(at(issue.path, i)));
+  if (next === undefined || best.d < next.d) return described(best.branch);
+  const ties = ranked.filter((r) => r.d === best.d).map((r) => described(r.branch));
+  const says = (branch: readonly ZodIssue[]) =>
+    branch
+      .map((i) => {
+        const path = i.path.slice(issue.path.length).map(String).join(".");
+        const message =
+          i.code === "unrecognized_keys" ? `unknown field ${i.keys.join(", ")}` : i.message;
+        return path === "" ? message : `${path}: ${message}`;
+      })
+      .join(", ");
+  const forms = [...new Set(ties.map(says))];
+  if (forms.length === 1) return ties[0] ?? [issue];
+  return [{ ...issue, message: `matches none of its forms: ${forms.join("; or ")}` }];
+}
+
 export function fromZodError(error: ZodError, prefix?: string): ApiError {
-  const issues = error.issues.filter((i) => !error.issues.some((other) => overruled(i, other)));
+  const all = error.issues.flatMap(unionIssues);
+  const issues = all.filter((i) => !all.some((other) => overruled(i, other)));
   return invalidRequest(
     issues.flatMap((issue) => {
       const path = issue.path.map(String);

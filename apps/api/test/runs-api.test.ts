@@ -7,7 +7,7 @@ import { type ApiHarness, apiHarness, ENGINES, VALID_RUN as valid } from "./api-
 // Readiness with a database or Redis down, the token, the limits: runs-api-guards.test.ts.
 
 /** A valid body with a mistral agent and these MCP servers. */
-const mcp = (...mcpServers: Record<string, unknown>[]) => ({
+const mcp = (...mcpServers: unknown[]) => ({
   ...valid,
   agent: { type: "mistral" },
   mcpServers,
@@ -162,6 +162,26 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(res.body.error.message).toBeTruthy();
     const after = await h.request("GET", "/api/runs?limit=100");
     expect(after.body.items).toHaveLength(before.body.items.length);
+  });
+
+  it.each([
+    // A stdio server with a bad command, not an HTTP server lacking its url.
+    [mcp({ name: "a", command: 5 }), "mcpServers.0.command", "expected string"],
+    [mcp({ name: "a", url: "https://a.example", headers: 1 }), "mcpServers.0.headers", "record"],
+    // As close to both forms: one issue saying what each lacks.
+    [mcp({ name: "a" }), "mcpServers.0", "command: Invalid input: expected string"],
+    [
+      mcp({ name: "a", command: "x", url: "https://a.example" }),
+      "mcpServers.0",
+      "unknown field url",
+    ],
+    [mcp("a"), "mcpServers.0", "expected object, received string"],
+  ])("names what is wrong in a server of either form: %j → %s", async (body, path, says) => {
+    const res = await h.request("POST", "/api/runs", body);
+    expect(res.status).toBe(400);
+    const issues = res.body.error.issues as { path: string; message: string }[];
+    expect(issues).toContainEqual({ path, message: expect.stringContaining(says) });
+    expect(issues.map((i) => i.message)).not.toContain("Invalid input");
   });
 
   it("refuses a workspace that leaves the root through a symlink, creating nothing outside", async () => {

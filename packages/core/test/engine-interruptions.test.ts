@@ -33,6 +33,9 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     expect(it1?.finishedAt).not.toBeNull();
     const events = engine.store.eventsOf(run.id);
     expect(events.at(-1)).toMatchObject({ type: "run_finished", data: { status: "stopped" } });
+    // The killed agent ended too: no agent_started without its agent_finished.
+    expect(types(events).slice(-2)).toEqual(["agent_finished", "run_finished"]);
+    expect(events.at(-2)?.data).toMatchObject({ iteration: 1, exitCode: null });
     expectEventInvariants(events);
   });
 

@@ -253,14 +253,20 @@ describe("runStep", () => {
     expect(it1).toMatchObject({ status: "failed", outcome: "budget_exhausted" });
     expect(it1?.agent?.exitCode).toBeNull();
     expect(it1?.agent?.output).not.toContain("AFTER-SLEEP");
+    // The budget killed it, not a timeout of the agent's own of some odd number of ms.
+    expect(it1?.agent?.output).toMatch(
+      /\[looprun\] killed: the run's time budget \(maxMinutes\) ran out \(after \d+ ms\)$/,
+    );
     const events = engine.store.eventsOf(run.id);
     expect(types(events)).toEqual([
       "run_started",
       "iteration_started",
       "agent_started",
+      "agent_finished",
       "budget_exhausted",
       "run_finished",
     ]);
+    expect(events[3]?.data).toMatchObject({ iteration: 1, exitCode: null });
     expect(events.at(-1)?.data.budget.reason).toBe("max_minutes");
     expectEventInvariants(events);
   });
@@ -284,6 +290,9 @@ describe("runStep", () => {
     ]);
     // Killed, not failed: the change was not judged.
     expect(it1?.validation[0]?.exitCode).toBeNull();
+    expect(it1?.validation[0]?.output).toContain(
+      "killed: the run's time budget (maxMinutes) ran out",
+    );
     expect((await engine.store.getRun(run.id))?.metrics.validationFailures).toBe(0);
   });
 

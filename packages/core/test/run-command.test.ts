@@ -289,6 +289,19 @@ describe("command agent", () => {
       signal: new AbortController().signal,
     });
     expect(result.timedOut).toBe(true);
-    expect(result.output).toContain("timeout of 200 ms");
+    expect(result.output).toContain(
+      "killed: the run's time budget (maxMinutes) ran out (after 200 ms)",
+    );
+    // Its own timeout, when the smaller, is told as its own.
+    const own = await runCommandAgent({
+      spec: { type: "command", command: "sleep 30", timeoutMs: 200 },
+      prompt: "p",
+      workspace: dir,
+      env: COMMAND_ENV,
+      timeoutMs: 600_000,
+      outputCapBytes: 65_536,
+      signal: new AbortController().signal,
+    });
+    expect(own.output).toContain("[looprun] killed after the timeout of 200 ms");
   });
 });

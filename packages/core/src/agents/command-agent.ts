@@ -3,7 +3,7 @@ import { readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
-import { type CommandResult, runCommand } from "../process/run-command";
+import { type CommandResult, RUN_BUDGET, runCommand } from "../process/run-command";
 import { rewriteInPlace } from "../util/rewrite-in-place";
 import { CompletionPromiseScanner } from "./completion-promise";
 
@@ -123,6 +123,7 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       // The prompt file itself, opened read-only: the prompt crosses no channel or pipe.
       stdinFile: promptFile,
       timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
+      ...(input.timeoutMs < input.spec.timeoutMs ? { timeoutOf: RUN_BUDGET } : {}),
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),

@@ -61,6 +61,8 @@ export type IterationResult = ValidationOutcome &
         validation: ValidationResult[];
         /** The interruption killed a validation command: its results say nothing of the change. */
         validationCut?: boolean;
+        /** The interruption came as the agent ended: its `agent_finished` is not written yet. */
+        agentUnrecorded?: boolean;
       }
   );
 
@@ -154,7 +156,9 @@ export async function runIteration(
       durationMs: result.durationMs,
     };
     const afterAgent = watch.interruption(left());
-    if (afterAgent) return { kind: "interrupted", why: afterAgent, agent, validation: [] };
+    if (afterAgent) {
+      return { kind: "interrupted", why: afterAgent, agent, validation: [], agentUnrecorded: true };
+    }
     if (result.phaseFailed) {
       return {
         kind: "phase_failed",

@@ -35,6 +35,20 @@ export async function recordIteration(
 
   if (result.kind === "interrupted") {
     const { why } = result;
+    // A killed agent ended too: its event says so (exit code null), as a killed command's does.
+    const agentEvents: EventSpec[] =
+      result.agentUnrecorded && result.agent
+        ? [
+            [
+              "agent_finished",
+              {
+                iteration: n,
+                exitCode: result.agent.exitCode,
+                durationMs: result.agent.durationMs,
+              },
+            ],
+          ]
+        : [];
     switch (why) {
       case "lease_lost":
         return { kind: "lease_lost" };
@@ -48,7 +62,7 @@ export async function recordIteration(
       case "stopped":
         await ctx.finish("stopped", "stopped", describeInterruption(why), {
           patch: { metrics },
-          events: validationEvents,
+          events: [...agentEvents, ...validationEvents],
           iteration: {
             status: "failed",
             outcome: "stopped",
@@ -61,6 +75,7 @@ export async function recordIteration(
         await ctx.finish("failed", "max_minutes", BUDGET_SUMMARY, {
           patch: { metrics },
           events: [
+            ...agentEvents,
             ...validationEvents,
             ["budget_exhausted", { reason: "max_minutes" }, "max_minutes"],
           ],

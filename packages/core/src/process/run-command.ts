@@ -4,6 +4,9 @@ import { readProcStat, runs } from "./proc-stat";
 import { spawnErrorMessage } from "./spawn-error";
 import { TailBuffer } from "./tail-buffer";
 
+/** What a command cut short by the run's deadline was timed by (see `timeoutOf`). */
+export const RUN_BUDGET = "the run's time budget (maxMinutes)";
+
 export interface RunCommandOptions {
   command: string;
   cwd: string;
@@ -12,6 +15,12 @@ export interface RunCommandOptions {
   /** The command's stdin is this file instead of `stdin` (see LaunchOptions.stdinFile). */
   stdinFile?: string;
   timeoutMs: number;
+  /**
+   * Whose time `timeoutMs` is, when not the command's own: `"the run's time budget
+   * (maxMinutes)"` — its output then says the budget ran out, not that the command's timeout
+   * was a number it never was.
+   */
+  timeoutOf?: string;
   /** @defaultValue 65536 — bytes of output (stdout and stderr together) kept, from the end */
   outputCapBytes?: number;
   /** Aborting kills the command's whole process group. */
@@ -156,7 +165,12 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       if (spawnError) {
         text += `\n[looprun] could not start the command: ${spawnErrorMessage(spawnError, opts.cwd)}`;
       }
-      if (timedOut) text += `\n[looprun] killed after the timeout of ${opts.timeoutMs} ms`;
+      if (timedOut) {
+        text +=
+          opts.timeoutOf === undefined
+            ? `\n[looprun] killed after the timeout of ${opts.timeoutMs} ms`
+            : `\n[looprun] killed: ${opts.timeoutOf} ran out (after ${opts.timeoutMs} ms)`;
+      }
       resolve({
         exitCode,
         signal,

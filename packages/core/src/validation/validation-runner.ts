@@ -1,5 +1,5 @@
 import type { ValidationResult } from "../domain/run";
-import { runCommand } from "../process/run-command";
+import { RUN_BUDGET, runCommand } from "../process/run-command";
 import { capTail } from "../util/cut-marks";
 
 /**
@@ -45,6 +45,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
       cwd: input.workspace,
       env: input.env,
       timeoutMs: Math.min(input.timeoutMs, left),
+      ...(left < input.timeoutMs ? { timeoutOf: RUN_BUDGET } : {}),
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),

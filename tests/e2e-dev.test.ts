@@ -183,7 +183,8 @@ describe("looprun dev", () => {
     expect(redisDir).toBe(join(cwd, "data", "redis"));
     expect(processesIn(redisDir), proc.output()).toHaveLength(1);
     expect(proc.stdout()).toContain(`data in ${redisDir}`);
-    expect(existsSync(join(cwd, ".looprun"))).toBe(false);
+    // Only the workspaces' root (made at start-up) is in the default place: no data.
+    expect(readdirSync(join(cwd, ".looprun"))).toEqual(["workspaces"]);
 
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { failRun, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
@@ -86,7 +87,12 @@ describe.skipIf(process.platform !== "linux")("a run's step and what earlier wor
   it("kills the run's processes when it resumes the run, not when it starts it", async () => {
     dir = await tempDir("looprun-orphans-");
     const store = new MemoryRunStore();
-    const fresh = makeRun({ testCommand: "true" }, join(dir, "fresh"));
+    const strayPidFile = join(dir, "stray.pid");
+    // Its validation passes only while the process carrying its id still runs.
+    const fresh = makeRun(
+      { testCommand: `kill -0 "$(cat '${strayPidFile}')"` },
+      join(dir, "fresh"),
+    );
     const resumed = {
       ...makeRun({ testCommand: "true" }, join(dir, "resumed")),
       status: "running" as const,
@@ -98,9 +104,12 @@ describe.skipIf(process.platform !== "linux")("a run's step and what earlier wor
     const strayOfFresh = await started(start(fresh.id, "exec sleep 300", true), fresh.id);
     const leftByResumed = await started(start(resumed.id, "exec sleep 300", true), resumed.id);
 
-    // Nothing ran the fresh run before this step: it reads no process table and kills nothing.
+    writeFileSync(strayPidFile, String(strayOfFresh));
+
+    // Nothing ran the fresh run before this step: it kills nothing as it starts (its
+    // validation saw the process alive); what carries its id dies as it ends.
     expect(await runStep(resources(store), fresh.id)).toMatchObject({ status: "succeeded" });
-    expect(isAlive(strayOfFresh)).toBe(true);
+    await until(() => !isAlive(strayOfFresh), "the fresh run's process to die at its end");
 
     expect(await runStep(resources(store), resumed.id)).toMatchObject({ status: "succeeded" });
     await until(() => !isAlive(leftByResumed), "the resumed run's orphan to die");

@@ -160,6 +160,7 @@ export function engineOnStoreSuite(engine: string, harness: () => StoreHarness):
         "iteration_started",
         "agent_started",
         "stop_requested",
+        "agent_finished",
         "run_finished",
       ]);
     });

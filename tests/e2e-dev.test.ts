@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { readdirSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";

@@ -250,16 +250,19 @@ export function runRoutes(deps: AppDeps): Hono {
         // No worker holds the job (queued, cooling down, or lost): end the run here.
         // A run that waited for a person has no job a worker holds: it ends at once.
         let free = request.waiting === true;
+        let redisAnswered = deps.queue.isReady();
         try {
-          free ||= deps.queue.isReady() && (await deps.queue.remove(id));
+          free ||= redisAnswered && (await deps.queue.remove(id));
         } catch {
-          // Redis is down: the worker or the reconciler ends the run.
+          // Redis is down, or does not answer: the worker (its poll of the run's status) or
+          // the reconciler ends the run. No publish either: it would wait as long again.
+          redisAnswered = false;
         }
         // A job no worker holds may be a crashed worker's: its processes die before `stopped`
         // (the API shares the host with the workers, as SQLite requires).
         if (free) killRunOrphans(request.run);
         const run = free ? ((await deps.repo.finalizeStop(id, now())) ?? request.run) : request.run;
-        if (run.status === "stopping") await deps.queue.publishStop(id);
+        if (run.status === "stopping" && redisAnswered) await deps.queue.publishStop(id);
         return c.json({ id, status: run.status }, 202);
       }
     }

@@ -92,6 +92,9 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
       [1, 1, "abandoned"],
     ]);
+    // The killed agent's end is told, and its record kept on the abandoned attempt.
+    expect(engine.store.iterationsOf(run.id)[0]?.agent).toMatchObject({ exitCode: null });
+    expect(types(engine.store.eventsOf(run.id)).at(-1)).toBe("agent_finished");
     const eventsBefore = engine.store.eventsOf(run.id).length;
 
     const resumed = await runStep(resources(engine.store), run.id);

@@ -55,8 +55,13 @@ export async function recordIteration(
       case "shutdown":
         await ctx.commit(
           { progress: describeInterruption(why), activePgid: null },
-          [],
-          ctx.updateIteration({ status: "abandoned", finishedAt: now }),
+          agentEvents,
+          ctx.updateIteration({
+            status: "abandoned",
+            finishedAt: now,
+            // What the agent did before the hand-back killed it: the attempt's record keeps it.
+            ...(result.agent ? { agent: result.agent } : {}),
+          }),
         );
         return { kind: "handed_back" };
       case "stopped":

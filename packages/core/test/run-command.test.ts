@@ -279,29 +279,23 @@ describe("command agent", () => {
   });
 
   it("is cut short by the smaller of its own timeout and the budget's", async () => {
-    const result = await runCommandAgent({
-      spec: { type: "command", command: "sleep 30", timeoutMs: 600_000 },
-      prompt: "p",
-      workspace: dir,
-      env: COMMAND_ENV,
-      timeoutMs: 200,
-      outputCapBytes: 65_536,
-      signal: new AbortController().signal,
-    });
-    expect(result.timedOut).toBe(true);
-    expect(result.output).toContain(
+    const sleeper = (ownMs: number, budgetMs: number) =>
+      runCommandAgent({
+        spec: { type: "command", command: "sleep 30", timeoutMs: ownMs },
+        prompt: "p",
+        workspace: dir,
+        env: COMMAND_ENV,
+        timeoutMs: budgetMs,
+        outputCapBytes: 65_536,
+        signal: new AbortController().signal,
+      });
+    const cut = await sleeper(600_000, 200);
+    expect(cut.timedOut).toBe(true);
+    expect(cut.output).toContain(
       "killed: the run's time budget (maxMinutes) ran out (after 200 ms)",
     );
     // Its own timeout, when the smaller, is told as its own.
-    const own = await runCommandAgent({
-      spec: { type: "command", command: "sleep 30", timeoutMs: 200 },
-      prompt: "p",
-      workspace: dir,
-      env: COMMAND_ENV,
-      timeoutMs: 600_000,
-      outputCapBytes: 65_536,
-      signal: new AbortController().signal,
-    });
+    const own = await sleeper(200, 600_000);
     expect(own.output).toContain("[looprun] killed after the timeout of 200 ms");
   });
 });

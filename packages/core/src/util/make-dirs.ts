@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 /**
@@ -10,7 +10,7 @@ import { dirname, resolve } from "node:path";
 export function makeDirs(path: string): void {
   const missing: string[] = [];
   let dir = resolve(path);
-  while (!exists(dir)) {
+  while (!existsSync(dir)) {
     missing.push(dir);
     const parent = dirname(dir);
     if (parent === dir) break;
@@ -26,14 +26,5 @@ export function makeDirs(path: string): void {
   }
   if (!statSync(path).isDirectory()) {
     throw Object.assign(new Error(`ENOTDIR: not a directory, '${path}'`), { code: "ENOTDIR" });
-  }
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
   }
 }

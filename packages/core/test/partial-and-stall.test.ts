@@ -59,6 +59,25 @@ describe("successThreshold", () => {
     expect(passed?.data).toMatchObject({ partial: true, failed: ["echo lint-broken; exit 3"] });
   });
 
+  it("tells the agent how many gates must pass, and the feedback how many did", async () => {
+    const run = seed({
+      testCommand: "true",
+      validationCommands: ["exit 1", "exit 2", "true"],
+      successThreshold: 0.6,
+      maxIterations: 2,
+    });
+    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "failed" });
+    const [first, second] = store.iterationsOf(run.id);
+    expect(first?.prompt).toContain(
+      "- at least 3 of these 4 commands must exit 0:\n  - `true`\n  - `exit 1`\n  - `exit 2`\n  - `true`",
+    );
+    expect(first?.prompt).not.toContain("must exit 0\n");
+    expect(first?.feedback).toContain(
+      "Validation failed:\n\n2 of 4 gates passed (failed: exit 1, exit 2); at least 3 must pass.\n\n$ exit 1",
+    );
+    expect(second?.prompt).toContain("at least 3 must pass.");
+  });
+
   it("keeps requiring every gate by default", async () => {
     const run = seed({
       testCommand: "true",

@@ -4,6 +4,7 @@ import { renderLearnedPatterns } from "../learning/pattern-advice";
 import type { FailurePattern } from "../learning/patterns";
 import { renderPhaseArtifacts } from "../pipeline/phase-prompt";
 import { forPrompt } from "../util/for-prompt";
+import { gatesNeeded } from "../validation/gates";
 import {
   renderSessionHistory,
   renderToolFailures,
@@ -43,7 +44,15 @@ export function buildPrompt({
   }
   const preparation = renderPhaseArtifacts(phaseArtifacts);
   if (preparation) parts.push(`# Preparation\n\n${forPrompt(preparation)}`);
-  const gates: string[] = spec.validationCommands.map((c) => `- \`${c}\` must exit 0`);
+  const total = spec.validationCommands.length;
+  const needed = gatesNeeded(total, spec.successThreshold);
+  const gates: string[] =
+    needed < total
+      ? [
+          `- at least ${needed} of these ${total} commands must exit 0:`,
+          ...spec.validationCommands.map((c) => `  - \`${c}\``),
+        ]
+      : spec.validationCommands.map((c) => `- \`${c}\` must exit 0`);
   if (spec.completionPromise !== null) {
     gates.push(
       `- when the task is complete, print <promise>${spec.completionPromise}</promise> on its own line`,

@@ -4,7 +4,7 @@ import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { assertNever } from "../util/assert-never";
-import { type GateReport, gateReport } from "../validation/gates";
+import { describeShortfall, type GateReport, gateReport } from "../validation/gates";
 import { runValidation, validationFeedback } from "../validation/validation-runner";
 import { runAgentPhase } from "./agent-phase";
 import { decideIteration, type IterationDecision } from "./decide";
@@ -294,7 +294,12 @@ export async function runIteration(
       agentExitCode: agent.exitCode,
       agentOutput: agent.output,
       validationPassed: gates.ok,
-      validationFeedback: validationFeedback(validation.results),
+      validationFeedback: [
+        describeShortfall(gates, spec.successThreshold),
+        validationFeedback(validation.results),
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
       promiseFound,
       completionPromise: spec.completionPromise,
       consecutiveFailures: ctx.run.consecutiveFailures,

@@ -50,6 +50,12 @@ describe("decideIteration", () => {
       /^The agent exited with code 2\. Its output ended with:\nboom\n\n/,
     );
     expect(silent.feedback).toMatch(/^The agent exited with code 1\. It printed nothing\.\n\n/);
+    // Killed (its timeout): no exit code to tell, and no "code none".
+    const killed = decideIteration(facts({ ...failed, agentExitCode: null, agentOutput: "" }));
+    if (killed.kind !== "retry") throw new Error("expected a retry");
+    expect(killed.feedback).toMatch(
+      /^The agent was killed \(it did not exit by itself\)\. It printed/,
+    );
   });
 
   it("keeps a blocking review's feedback to its first 16 KiB, its first issues and plan", () => {

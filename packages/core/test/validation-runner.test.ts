@@ -52,6 +52,9 @@ describe("runValidation", () => {
     expect(validationFeedback(outcome.results)).toBe(
       "$ echo lint broke; exit 2\n(exit code 2)\nlint broke\n\n$ echo tests broke >&2; exit 1\n(exit code 1)\ntests broke",
     );
+    // A command that printed nothing ends at its exit code: no empty line.
+    const silent = await runValidation(input(["exit 3"]));
+    expect(validationFeedback(silent.results)).toBe("$ exit 3\n(exit code 3)");
   });
 
   it("keeps the end of each failed command's output in the feedback, 32 KiB for them all", () => {

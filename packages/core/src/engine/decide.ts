@@ -83,8 +83,12 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     feedback.push("The token budget ran out before the review was done.");
   } else if (agentFailed && blocked === null) {
     const output = tail(facts.agentOutput, 4000).trimEnd();
+    const ended =
+      facts.agentExitCode === null
+        ? "The agent was killed (it did not exit by itself)."
+        : `The agent exited with code ${facts.agentExitCode}.`;
     feedback.push(
-      `The agent exited with code ${facts.agentExitCode ?? "none (killed)"}.${output ? ` Its output ended with:\n${output}` : " It printed nothing."}`,
+      `${ended}${output ? ` Its output ended with:\n${output}` : " It printed nothing."}`,
     );
   }
   if (!facts.validationPassed) {

@@ -91,9 +91,11 @@ export function validationFeedback(results: readonly ValidationResult[]): string
     FEEDBACK_OUTPUT_MIN_BYTES,
   );
   return failed
-    .map(
-      (r, i) =>
-        `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})\n${capTail(outputs[i] ?? "", shares[i] ?? 0, "earlier output")}`,
-    )
+    .map((r, i) => {
+      const head = `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})`;
+      const output = outputs[i] ?? "";
+      // A command that printed nothing ends at its exit code, not with an empty line.
+      return output === "" ? head : `${head}\n${capTail(output, shares[i] ?? 0, "earlier output")}`;
+    })
     .join("\n\n");
 }

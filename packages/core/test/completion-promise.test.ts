@@ -35,6 +35,18 @@ describe("hasCompletionPromise", () => {
     expect(hasCompletionPromise("<promise>\nDONE\n</promise>", "DONE")).toBe(false);
   });
 
+  it("keeps the last other tag that ended a line, for the feedback", () => {
+    const scanner = new CompletionPromiseScanner("DONE", "print <promise>DONE</promise>\n");
+    scanner.write("I will print <promise>LATER</promise> when done\n<promise>COMPLETE</promise>\n");
+    expect(scanner.found).toBe(false);
+    expect(scanner.other).toBe("COMPLETE");
+    scanner.write("print <promise>DONE</promise>\n");
+    expect(scanner.other).toBe("COMPLETE");
+    scanner.write("<promise>DONE</promise>\n");
+    expect(scanner.found).toBe(true);
+    expect(scanner.other).toBeNull();
+  });
+
   it("reads a coloured line as a terminal shows it", () => {
     expect(hasCompletionPromise("\x1b[32m<promise>DONE</promise>\x1b[0m\n", "DONE")).toBe(true);
     expect(hasCompletionPromise("ok <promise>\x1b[1mDONE\x1b[22m</promise>\x1b[K", "DONE")).toBe(

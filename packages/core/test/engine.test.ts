@@ -412,6 +412,10 @@ describe("runStep", () => {
     const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => i.outcome)).toEqual(["promise_missing", "complete"]);
     expect(its[0]?.feedback).toContain("The completion promise was not given");
+    // What it printed instead is named: the agent can see the text was wrong, not missing.
+    expect(its[0]?.feedback).toContain(
+      "You printed <promise>NOT YET</promise>: the text must be exactly DONE.",
+    );
     expect(its[1]?.prompt).toContain("The completion promise was not given");
     // An event says why iteration 1 went round again, though its command passed.
     const events = engine.store.eventsOf(run.id);
@@ -440,6 +444,8 @@ describe("runStep", () => {
     // Its output did carry the tag: the prompt's, and the feedback's in iteration 2.
     expect(its[1]?.agent?.output).toContain("print <promise>DONE</promise> on its own line");
     expect(its[1]?.agent?.output).toContain("print <promise>DONE</promise> only when");
+    // Lines of the prompt are no promise, nor a wrong one.
+    expect(its[1]?.feedback).not.toContain("You printed");
   });
 
   it("succeeds on a promise that more output than the stored tail follows", async () => {

@@ -27,6 +27,8 @@ export interface CommandAgentInput {
 export interface CommandAgentResult extends CommandResult {
   /** Whether the output carried the completion promise; `null` when none was asked for. */
   promiseFound: boolean | null;
+  /** A tag that was not the run's promise (see CompletionPromiseScanner.other). */
+  promiseOther: string | null;
 }
 
 const PROMPT_DIR_PREFIX = "looprun-prompt-";
@@ -129,7 +131,11 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       ...(scanner ? { onOutput: (chunk: Buffer) => scanner.write(chunk) } : {}),
     });
-    return { ...result, promiseFound: scanner ? scanner.found : null };
+    return {
+      ...result,
+      promiseFound: scanner ? scanner.found : null,
+      promiseOther: scanner ? scanner.other : null,
+    };
   } finally {
     if (own) await removePromptFile(promptFile);
   }

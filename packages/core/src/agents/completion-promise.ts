@@ -29,6 +29,7 @@ export class CompletionPromiseScanner {
   private line = "";
   private lineCut = false;
   private seen = false;
+  private otherText: string | null = null;
 
   constructor(
     private readonly promise: string,
@@ -45,6 +46,14 @@ export class CompletionPromiseScanner {
   /** Whether the promise came in what was written so far (complete lines, and the last one). */
   get found(): boolean {
     return this.seen || this.isPromise(this.line, this.lineCut);
+  }
+
+  /**
+   * The text of the last tag that ended a line as a promise would, but was not the run's
+   * (`<promise>COMPLETE</promise>` for DONE): the feedback names it. At most 200 characters.
+   */
+  get other(): string | null {
+    return this.found ? null : this.otherText;
   }
 
   write(chunk: Buffer | string): void {
@@ -87,7 +96,13 @@ export class CompletionPromiseScanner {
     const open = line.lastIndexOf(OPEN);
     if (open === -1) return false;
     const match = TAG_REST.exec(line.slice(open + OPEN.length));
-    if (!match || match[1]?.trim() !== this.promise) return false;
-    return cut || !this.promptLines.has(line.trim());
+    if (!match) return false;
+    const given = match[1]?.trim() ?? "";
+    const ownLine = cut || !this.promptLines.has(line.trim());
+    if (given !== this.promise) {
+      if (ownLine && given !== "") this.otherText = given.slice(0, 200);
+      return false;
+    }
+    return ownLine;
   }
 }

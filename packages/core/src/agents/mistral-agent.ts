@@ -82,6 +82,8 @@ export interface MistralAgentResult {
   durationMs: number;
   /** Whether the model gave the completion promise; `null` when none was asked for. */
   promiseFound: boolean | null;
+  /** A tag that was not the run's promise (see CompletionPromiseScanner.other). */
+  promiseOther: string | null;
   plan: Plan | null;
   /** Set when a phase could not produce valid output (an invalid plan twice): the run fails. */
   phaseFailed: { phase: string; error: string } | null;
@@ -171,6 +173,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
       output: capTail(transcript.join("\n"), cap, "earlier transcript"),
       durationMs: Math.round(performance.now() - started),
       promiseFound: promiseScanner ? promiseScanner.found : null,
+      promiseOther: promiseScanner ? promiseScanner.other : null,
       plan,
       phaseFailed,
       blocked,

@@ -32,6 +32,8 @@ export interface AgentPhaseResult extends AgentResult {
    * the whole of it); `null` or absent when none was asked for, or no agent ran.
    */
   promiseFound?: boolean | null;
+  /** A tag the agent printed that was not the run's promise (the feedback names it). */
+  promiseOther?: string | null;
   /** The run's token budget ended the agent's turn before it finished. */
   budgetSpent?: boolean;
 }
@@ -107,6 +109,7 @@ export async function runAgentPhase(
         durationMs: r.durationMs,
         phaseFailed: null,
         promiseFound: r.promiseFound,
+        promiseOther: r.promiseOther,
       };
     }
     case "mistral": {
@@ -226,6 +229,7 @@ export async function runAgentPhase(
           phaseFailed: r.phaseFailed,
           blocked: r.blocked,
           promiseFound: r.promiseFound,
+          promiseOther: r.promiseOther,
           budgetSpent: r.budgetSpent,
         };
       } finally {

@@ -16,6 +16,8 @@ export interface IterationFacts {
   validationFeedback: string;
   /** `null` when the run asked for no completion promise. */
   promiseFound: boolean | null;
+  /** What the agent printed in a promise's place, when not the run's promise. */
+  promiseOther?: string | null;
   completionPromise: string | null;
   consecutiveFailures: number;
   /** The review of this iteration; `null` when none ran (none configured, or the gates failed). */
@@ -95,8 +97,11 @@ export function decideIteration(facts: IterationFacts): IterationDecision {
     feedback.push(`Validation failed:\n\n${facts.validationFeedback}`);
   }
   if (!promiseOk) {
+    const other = facts.promiseOther
+      ? ` You printed <promise>${facts.promiseOther}</promise>: the text must be exactly ${facts.completionPromise}.`
+      : "";
     feedback.push(
-      `The completion promise was not given: print <promise>${facts.completionPromise}</promise> only when the task is complete.`,
+      `The completion promise was not given: print <promise>${facts.completionPromise}</promise> only when the task is complete.${other}`,
     );
   }
   if (reviewBlocking && facts.review) {

@@ -301,6 +301,7 @@ export async function runIteration(
         .filter(Boolean)
         .join("\n\n"),
       promiseFound,
+      promiseOther: result.promiseOther ?? null,
       completionPromise: spec.completionPromise,
       consecutiveFailures: ctx.run.consecutiveFailures,
       review: review?.artifact ?? null,

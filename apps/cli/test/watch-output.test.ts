@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EventView } from "../src/commands/watch-events";
+import { type EventView, shorten } from "../src/commands/watch-events";
 import { Progress } from "../src/commands/watch-progress";
 
 // What `looprun watch` prints of events whose text an agent (or a tool, or a person) produced:
@@ -79,5 +79,15 @@ describe("watch says why an iteration whose commands passed goes round again", (
     expect(written.join("")).toContain(
       "completion promise missing: no <promise>DONE</promise> at a line's end",
     );
+  });
+});
+
+describe("shorten", () => {
+  it("cuts at a character as a person counts it, never in half", () => {
+    expect(shorten("😀".repeat(100), 50)).toBe(`${"😀".repeat(49)}…`);
+    expect(shorten("👨‍👩‍👧 family", 2)).toBe("👨‍👩‍👧…");
+    expect(shorten("e\u0301te\u0301", 3)).toBe("e\u0301te\u0301");
+    expect(shorten("short", 50)).toBe("short");
+    expect(shorten("x".repeat(51), 50)).toBe(`${"x".repeat(49)}…`);
   });
 });

@@ -1,7 +1,7 @@
 import { type ApiClient, clientFromEnv, type FlagNames, runPath } from "../api-client";
 import { fail } from "../lifecycle";
 import { WatchInterrupted, watchRun } from "./watch";
-import { printable } from "./watch-events";
+import { printable, shorten } from "./watch-events";
 
 export interface SubmitOptions {
   task: string;
@@ -177,7 +177,7 @@ export async function lsCommand(opts: {
   for (const r of page.items) {
     // One line a run: a task's line breaks and tabs as spaces, its control characters dropped.
     const oneLine = printable(r.task).replace(/\s+/g, " ");
-    const task = oneLine.length > 50 ? `${oneLine.slice(0, 49)}…` : oneLine;
+    const task = shorten(oneLine, 50);
     process.stdout.write(
       `${r.id}  ${r.status.padEnd(10)} ${`${r.iteration}/${r.budget.maxIterations}`.padEnd(6)} ${r.sessionId.padEnd(26)} ${task}\n`,
     );

@@ -18,6 +18,17 @@ export function printable(text: string): string {
   return text.replace(CONTROL, "");
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * `text` cut to `max` characters as a person counts them (graphemes: an emoji, a letter with
+ * its accents), ending `…` when cut — never half a character (a UTF-16 cut printed "�").
+ */
+export function shorten(text: string, max: number): string {
+  const parts = Array.from(graphemes.segment(text), (s) => s.segment);
+  return parts.length > max ? `${parts.slice(0, max - 1).join("")}…` : text;
+}
+
 /** What a person can do about a run waiting for them (printed with `approval_requested`). */
 function howToAnswer(runId: string, d: Record<string, unknown>): string {
   if (d.kind === "question") {

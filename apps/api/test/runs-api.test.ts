@@ -134,6 +134,7 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     [{ ...valid, sessionId: "bad id!" }, "sessionId"],
     [{ ...valid, workspace: "../outside" }, "workspace"],
     [{ ...valid, workspace: "/etc" }, "workspace"],
+    [{ ...valid, workspace: `ok/${"a".repeat(256)}` }, "workspace"],
     [{ ...valid, validationCommands: "npm test" }, "validationCommands"],
     [{ ...valid, testCommand: "true\u0000 && echo" }, "testCommand"],
     [{ ...valid, agent: { type: "command", command: "true\u0000" } }, "agent.command"],

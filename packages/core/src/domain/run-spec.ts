@@ -235,6 +235,11 @@ export const RunSubmission = z
       .min(1)
       .max(SPEC_LIMITS.filePath)
       .regex(/^[A-Za-z0-9._/-]+$/, "may hold only ASCII letters and digits, '.', '_', '-' and '/'")
+      // A longer name can never be made (NAME_MAX): refused now, not as the run's failure.
+      .refine(
+        (path) => path.split("/").every((part) => part.length <= 255),
+        "each name in the path must be at most 255 characters",
+      )
       .optional(),
     testCommand: command.optional(),
     validationCommands: z.array(command).max(SPEC_LIMITS.listItems).optional(),

@@ -180,14 +180,17 @@ export class MistralChatModel implements ChatModel {
           ? c.function.arguments
           : JSON.stringify(c.function.arguments),
     }));
+    const promptTokens = tokenCount(res.usage.promptTokens);
+    const completionTokens = tokenCount(res.usage.completionTokens);
     return {
       content: textOf(choice.message?.content),
       toolCalls,
       finishReason: String(choice.finishReason ?? "stop"),
       usage: {
-        promptTokens: tokenCount(res.usage.promptTokens),
-        completionTokens: tokenCount(res.usage.completionTokens),
-        totalTokens: tokenCount(res.usage.totalTokens),
+        promptTokens,
+        completionTokens,
+        // Some compatible servers give the two parts without their sum: the budget counts them.
+        totalTokens: tokenCount(res.usage.totalTokens) || promptTokens + completionTokens,
       },
     };
   }

@@ -106,6 +106,17 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     );
     expect((await ask()).usage.totalTokens).toBe(0);
     expect((await ask()).usage).toEqual({ promptTokens: 0, completionTokens: 0, totalTokens: 42 });
+    // The two parts without their sum: the budget counts them (it counted none).
+    fake.reset();
+    fake.replies({
+      status: 200,
+      body: { ...completionBody([choice]), usage: { prompt_tokens: 200, completion_tokens: 100 } },
+    });
+    expect((await ask()).usage).toEqual({
+      promptTokens: 200,
+      completionTokens: 100,
+      totalTokens: 300,
+    });
   });
 
   it("still refuses an answer whose choices are not choices", async () => {

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { MistralChatModel, runStep } from "@looprun/core";
+import { MistralChatModel, Redactor, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeMistral, finish, type ReceivedRequest } from "../../../tests/support/fake-mistral";
@@ -198,6 +198,40 @@ describe("LLM reviewers (real SDK → fake Mistral)", () => {
       "complete",
     ]);
   });
+
+  it.each(["mistral", "triangular"])(
+    "%s: the review's model is sent the change with the workers' secrets redacted",
+    async (type) => {
+      const secret = "worker-secret-value-0123456789";
+      fake.respond(() => ({
+        content: JSON.stringify({
+          blockingIssues: [],
+          nonBlockingIssues: [],
+          score: 90,
+          fixPlan: [],
+          // The triangular review's passes: a reading of the change, then a comparison.
+          description: "adds a key file",
+          missedRequirements: [],
+          extraBehaviour: [],
+        }),
+      }));
+      const run = makeRun(
+        {
+          task: TASK,
+          agent: { type: "command", command: `echo 'key=${secret}' > key.txt; echo ${secret}` },
+          testCommand: "cat key.txt",
+          review: { type, model: "mistral-small-latest" },
+        },
+        ws,
+      );
+      store.add(run);
+      await runStep(resources(store, { llm, redactor: new Redactor([secret]) }), run.id);
+      expect(fake.requests.length).toBeGreaterThan(0);
+      for (const req of fake.requests) expect(text(req)).not.toContain(secret);
+      // The blind pass (triangular) or the review (mistral) did see the change, redacted.
+      expect(text(fake.requests[0]!)).toContain("+key=[REDACTED]");
+    },
+  );
 
   it("a mistral agent's preparation phase is one LLM call, and its answer is in the implementation prompt", async () => {
     writeFileSync(join(ws, "notes.txt"), "x\n");

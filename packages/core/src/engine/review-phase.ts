@@ -86,11 +86,14 @@ export async function runReviewPhase(
         },
         tokensLeft: () => tokensLeft(ctx.run),
       };
+      // Redacted as what the agent's model is sent: a secret the change wrote into a file
+      // (a key the workers know, one that looks like a key) is no text for the vendor.
+      const sent = ctx.redact(reviewInput);
       try {
         outcome =
           review.type === "mistral"
-            ? await runMistralReview(reviewInput, opts)
-            : await runTriangularReview(reviewInput, opts);
+            ? await runMistralReview(sent, opts)
+            : await runTriangularReview(sent, opts);
       } catch (error) {
         if (error instanceof TokenBudgetSpent) {
           return { ok: false, error: error.message, budgetSpent: true };

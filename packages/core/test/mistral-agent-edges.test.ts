@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
@@ -64,6 +64,40 @@ describe("the mistral agent on unusual answers", () => {
     }[];
     expect(sentBack[0]?.function.arguments).toBe("{}");
     expect(second.messages.find((m) => m.role === "tool")?.content).toContain("not valid JSON");
+  });
+
+  it("refuses a call whose arguments are too large to send, keeping the server for the next calls", async () => {
+    const big = "A".repeat(5 * 1024 * 1024);
+    const { store, run } = await iterate([
+      {
+        toolCalls: [
+          {
+            name: "workspace__write_file",
+            arguments: JSON.stringify({ path: "big.txt", content: big }),
+          },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            name: "workspace__write_file",
+            arguments: JSON.stringify({ path: "ok.txt", content: "ok" }),
+          },
+        ],
+      },
+      finish("x"),
+    ]);
+    const calls = store.toolCalls.filter((c) => c.runId === run.id);
+    expect(calls.map((c) => [c.tool, c.isError])).toEqual([
+      ["write_file", true],
+      ["write_file", false],
+    ]);
+    expect(calls[0]?.result).toContain("more than the 4194304 a tool call may carry");
+    // Stored as its size, not its megabytes.
+    expect(JSON.stringify(calls[0]?.args)).toContain("bytes of arguments, not stored");
+    expect(JSON.stringify(calls[0]?.args).length).toBeLessThan(200);
+    expect(existsSync(join(fx.workspace, "big.txt"))).toBe(false);
+    expect(readFileSync(join(fx.workspace, "ok.txt"), "utf8")).toBe("ok");
   });
 
   it("sends a command's coloured output to the model as text, stored as printed", async () => {

@@ -4,6 +4,7 @@ import { tokensLeft } from "../budget/budget";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
 import { RUN_ID_VARIABLE } from "../process/orphans";
+import { storedToolArguments } from "../tools/tool-arguments";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceCallTimeoutMs, workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
@@ -184,7 +185,11 @@ export async function runAgentPhase(
           completionPromise: spec.completionPromise,
           recorder: {
             toolCall: async (call) => {
-              const record: NewToolCall = { iteration: input.n, ...call };
+              const record: NewToolCall = {
+                iteration: input.n,
+                ...call,
+                args: storedToolArguments(call.args),
+              };
               await ctx.commit(
                 {
                   metrics: {

@@ -10,7 +10,7 @@ import { ArgumentValidator } from "./argument-validator";
 import { callResultText } from "./call-result-text";
 import { McpConnectError } from "./errors";
 import { type JsonSchema, toMistralParameters } from "./mistral-parameters";
-import { parseToolArguments } from "./tool-arguments";
+import { argumentsTooLarge, parseToolArguments } from "./tool-arguments";
 import { ToolNameAllocator } from "./tool-names";
 
 /** An MCP server started as a child process and spoken to over its stdin/stdout. */
@@ -291,6 +291,8 @@ export class ToolHub {
     }
     const parsed = parseToolArguments(args);
     if (!parsed.ok) return outcome(true, `${parsed.error}; ${name} was not called`);
+    const tooLarge = argumentsTooLarge(parsed.value);
+    if (tooLarge) return outcome(true, `${tooLarge}; ${name} was not called`);
     const problems = entry.validate(parsed.value);
     if (problems.length > 0) {
       return outcome(

@@ -102,6 +102,10 @@ describe("secrets, hostile commands and the mistral agent through real processes
     expect(output).toContain("omitted");
     expect(output).toContain("token: [REDACTED] key: [REDACTED] allowed: [REDACTED]\n");
     expect(output).toContain("OPENAI_API_KEY=[REDACTED]\n");
+    // The run's LOOPRUN_* variables, not the worker's own settings (where every session's
+    // snapshots live, which names are secret).
+    expect(output).toContain(`LOOPRUN_RUN_ID=${run.body.id}\n`);
+    expect(output).not.toMatch(/^LOOPRUN_(OUTPUT_CAP_BYTES|SNAPSHOTS_DIR|LOCK_MS)=/m);
     const pid = readPid(pidFile);
     expect(pid).toBeDefined();
     await waitFor(() => !isAlive(pid as number), { message: "the background sleep is killed" });

@@ -73,3 +73,23 @@ export function snapshotsDirOf(
 ): string {
   return resolve(env.LOOPRUN_SNAPSHOTS_DIR ?? join(dirname(env.DATABASE_PATH), "snapshots"));
 }
+
+/**
+ * The worker's environment as commands may see it: without its own `LOOPRUN_*` settings (where
+ * every session's snapshots live, which names are secrets, its timers) — an agent has no use
+ * for them, and the snapshots dir would let it rewrite other sessions' history. The run's own
+ * `LOOPRUN_*` variables are added per command; another `LOOPRUN_*` name, or a setting listed
+ * in AGENT_ENV_ALLOWLIST, still passes.
+ */
+export function withoutWorkerSettings(
+  source: Record<string, string | undefined>,
+  allowlist: readonly string[],
+): Record<string, string | undefined> {
+  const allowed = new Set(allowlist);
+  const hidden = Object.keys(WorkerEnv.shape).filter(
+    (name) => name.startsWith("LOOPRUN_") && !allowed.has(name),
+  );
+  const env = { ...source };
+  for (const name of hidden) delete env[name];
+  return env;
+}

@@ -19,7 +19,7 @@ import { openStorage } from "@looprun/db";
 import { DelayedError, type Job, Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { snapshotsDirOf, type WorkerEnv } from "./env";
+import { snapshotsDirOf, type WorkerEnv, withoutWorkerSettings } from "./env";
 import { reconcile } from "./reconciler";
 
 export interface RunWorker {
@@ -72,7 +72,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   const resources: EngineResources = {
     store,
     logger,
-    commandEnv,
+    commandEnv: withoutWorkerSettings(commandEnv, env.AGENT_ENV_ALLOWLIST),
     envAllowlist: env.AGENT_ENV_ALLOWLIST,
     redactor,
     outputCapBytes: env.LOOPRUN_OUTPUT_CAP_BYTES,

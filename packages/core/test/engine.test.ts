@@ -164,6 +164,36 @@ describe("runStep", () => {
     },
   );
 
+  it("keeps what an iteration left outside its group through a cooldown's next step, until the run ends", async () => {
+    const run = seed({
+      agent: {
+        type: "command",
+        command: [
+          `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
+          `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
+        ].join("\n"),
+      },
+      // Iteration 2 (the next step, after the cooldown) passes only with iteration 1's alive
+      // (running: a killed one may stay a zombie nobody reaps, which `kill -0` finds).
+      validationCommands: [
+        `s=$(cut -d' ' -f3 /proc/$(head -n1 escaped.pids)/stat) && [ "$s" != Z ]`,
+        `test "$LOOPRUN_ITERATION" = 2`,
+      ],
+      maxIterations: 2,
+      cooldownMs: 20,
+    });
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({ kind: "cooldown" });
+    await new Promise((r) => setTimeout(r, 50));
+    // A step after an ordinary one: no crashed worker's leftovers to kill.
+    expect(await runStep(resources(engine.store), run.id)).toMatchObject({
+      kind: "finished",
+      status: "succeeded",
+    });
+    for (const pid of readPids(join(engine.ws, "escaped.pids"))) {
+      expect(isAlive(pid), String(pid)).toBe(false);
+    }
+  });
+
   it("returns a cooldown until finishedAt + cooldownMs", async () => {
     const run = seed({ testCommand: "false", cooldownMs: 60_000 });
     const result = await runStep(resources(engine.store), run.id);

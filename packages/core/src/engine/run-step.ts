@@ -287,7 +287,12 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   // A worker that died mid-command may have left its process group running (same host),
   // recorded or not (it may have died before it recorded the group). Not when this step
   // started the run: nothing ran before it, and the search reads every process's environment.
-  if (ctx.run.status !== "queued" && !firstStep) {
+  // Nor after a step that ended as steps do (its iteration recorded, no command in flight: a
+  // cooldown's end): what its commands left outside their groups (`setsid`, a server for the
+  // tests) lives until the run ends, which kills it.
+  const last = ctx.lastIteration;
+  const cutShort = ctx.run.activePgid !== null || last === null || last.status === "running";
+  if (ctx.run.status !== "queued" && !firstStep && cutShort) {
     if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
       res.logger.warn(
         { runId: ctx.run.id, pgid: ctx.run.activePgid },
@@ -297,7 +302,6 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
     if (ctx.run.activePgid !== null) patch.activePgid = null;
   }
   let iteration = {};
-  const last = ctx.lastIteration;
   if (last?.status === "running") {
     iteration = ctx.updateIteration({ status: "abandoned", finishedAt: now });
   }

@@ -59,6 +59,11 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
       expect(stop).not.toBeNull();
       expect(stop!.x).toBeGreaterThanOrEqual(0);
       expect(stop!.x + stop!.width).toBeLessThanOrEqual(PHONE.width);
+      // Stopped, its agent is told as killed (no exit code), and no budget is "left".
+      await stack.api("POST", `/api/runs/${id}/stop`, {}, auth);
+      await d.waitText("#run-status", "stopped");
+      await d.waitText("#events", "agent killed after");
+      await d.waitText("#budget-iterations-text", "1 used of 6");
     } finally {
       await stack.api("POST", `/api/runs/${id}/stop`, {}, auth);
     }
@@ -104,7 +109,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
     expect(output).toContain("red and bold");
     expect(output).not.toContain("\u001b");
     // 1 of 1 iterations used by a run that succeeded: no warning colour.
-    await d.waitText("#budget-iterations-text", "1 used · 0 left of 1");
+    await d.waitText("#budget-iterations-text", "1 used of 1");
     expect(await page.getAttribute("#budget-iterations-bar", "class")).toBe("fill");
   });
 

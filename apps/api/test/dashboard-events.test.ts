@@ -18,4 +18,28 @@ describe("the run page's event lines", () => {
     expect(events.roleOf("promise_missing")).toBe("validation");
     expect(events.roleOf("validation_failed")).toBe("validation");
   });
+
+  it("tell a killed agent as killed, not as exited null", () => {
+    const killed = {
+      type: "agent_finished",
+      data: { iteration: 1, exitCode: null, durationMs: 1500 },
+    };
+    expect(events.describe(killed)).toMatch(/^agent killed after /);
+    const exited = {
+      type: "agent_finished",
+      data: { iteration: 1, exitCode: 2, durationMs: 1500 },
+    };
+    expect(events.describe(exited)).toMatch(/^agent exited 2 after /);
+  });
+});
+
+describe("the dashboard's truncate", () => {
+  it("cuts at a character as a person counts it, never in half", async () => {
+    const format = (await import(
+      new URL("../src/dashboard/assets/format.js", import.meta.url).href
+    )) as { truncate: (text: string, n: number) => string };
+    expect(format.truncate("😀".repeat(100), 50)).toBe(`${"😀".repeat(49)}…`);
+    expect(format.truncate("short", 50)).toBe("short");
+    expect(format.truncate("x".repeat(51), 50)).toBe(`${"x".repeat(49)}…`);
+  });
 });

@@ -33,7 +33,9 @@ export function describe(e) {
     case "agent_started":
       return `agent started: ${d.agent ?? d.type ?? ""}`;
     case "agent_finished":
-      return `agent exited ${d.exitCode} after ${duration(d.durationMs)}`;
+      return d.exitCode === null || d.exitCode === undefined
+        ? `agent killed after ${duration(d.durationMs)}`
+        : `agent exited ${d.exitCode} after ${duration(d.durationMs)}`;
     case "tool_called":
       return `${d.isError ? "✗" : "✓"} ${d.server ?? ""}${d.server ? "." : ""}${d.tool ?? "tool"}`;
     case "validation_passed":

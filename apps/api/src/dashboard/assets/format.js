@@ -69,7 +69,12 @@ export function elapsedNow(run, readAt) {
   return ticking ? base + (Date.now() - readAt) : base;
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** `text` cut to `n` characters as a person counts them: never half an emoji. */
 export function truncate(text, n) {
   if (!text) return "";
-  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+  if (text.length <= n) return text;
+  const parts = Array.from(graphemes.segment(text), (s) => s.segment);
+  return parts.length > n ? `${parts.slice(0, n - 1).join("")}…` : text;
 }

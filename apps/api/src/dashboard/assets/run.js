@@ -117,12 +117,16 @@ function meter(bar, text, used, max, label, spentBy) {
 function renderBudget() {
   const { budget, metrics } = state.run;
   const used = metrics.iterations;
+  // A finished run has nothing left to use: what it used of each budget.
+  const over = !isActive(state.run.status);
   meter(
     $("budget-iterations-bar"),
     $("budget-iterations-text"),
     used,
     budget.maxIterations,
-    `${used} used · ${Math.max(0, budget.maxIterations - used)} left of ${budget.maxIterations}`,
+    over
+      ? `${used} used of ${budget.maxIterations}`
+      : `${used} used · ${Math.max(0, budget.maxIterations - used)} left of ${budget.maxIterations}`,
     "max_iterations",
   );
   const elapsed = elapsedNow(state.run, state.readAt);
@@ -132,7 +136,9 @@ function renderBudget() {
     $("budget-time-text"),
     elapsed,
     max,
-    `${clock(elapsed)} elapsed · ${clock(Math.max(0, max - elapsed))} left of ${clock(max)}`,
+    over
+      ? `${clock(elapsed)} used of ${clock(max)}`
+      : `${clock(elapsed)} elapsed · ${clock(Math.max(0, max - elapsed))} left of ${clock(max)}`,
     "max_minutes",
   );
 }

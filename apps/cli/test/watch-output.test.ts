@@ -63,7 +63,7 @@ describe("watch says what ended a command", () => {
     );
     const text = written.join("");
     expect(text).not.toContain("null");
-    expect(text).toContain("agent killed (timed out or signalled) after 504 ms");
+    expect(text).toContain("agent killed (timed out, stopped or signalled) after 504 ms");
     expect(text).toContain("agent exited 3 after 20 ms");
     expect(text).toContain("validation failed: npm test → killed, npm run lint → 1");
   });

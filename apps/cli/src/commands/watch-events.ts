@@ -57,9 +57,9 @@ export function describe(e: EventView, runId: string): string {
     case "iteration_started":
       return `iteration ${d.iteration} started${Number(d.attempt) > 1 ? ` (attempt ${d.attempt})` : ""}`;
     case "agent_finished":
-      // No exit code: the agent was killed (its timeout, a signal, the run's deadline).
+      // No exit code: the agent was killed (its timeout, a stop, a signal, the run's deadline).
       return d.exitCode === null || d.exitCode === undefined
-        ? `agent killed (timed out or signalled) after ${d.durationMs} ms`
+        ? `agent killed (timed out, stopped or signalled) after ${d.durationMs} ms`
         : `agent exited ${d.exitCode} after ${d.durationMs} ms`;
     case "tool_called":
       return `tool ${d.server ?? ""}${d.server ? "." : ""}${d.tool ?? ""}${d.isError ? " failed" : ""}`;

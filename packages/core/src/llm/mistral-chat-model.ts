@@ -190,7 +190,11 @@ export class MistralChatModel implements ChatModel {
         promptTokens,
         completionTokens,
         // Some compatible servers give the two parts without their sum: the budget counts them.
-        totalTokens: tokenCount(res.usage.totalTokens) || promptTokens + completionTokens,
+        // (The SDK reads a missing total as 0.) A negative total still counts as none.
+        totalTokens:
+          (res.usage.totalTokens ?? 0) < 0
+            ? 0
+            : tokenCount(res.usage.totalTokens) || promptTokens + completionTokens,
       },
     };
   }

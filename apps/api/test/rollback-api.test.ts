@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
@@ -83,5 +92,22 @@ describe("rollback of a run whose workspace is gone", () => {
     expect(refused.status).toBe(409);
     expect(refused.body.error).toMatchObject({ code: "workspace_missing" });
     rmSync(parent);
+  });
+
+  it("answers 409 workspace_missing, emptying nothing, when the workspace is a symlink out now", async () => {
+    const run = await finishedRun();
+    const outside = mkdtempSync(join(tmpdir(), "looprun-outside-"));
+    try {
+      writeFileSync(join(outside, "other.txt"), "not the run's\n");
+      renameSync(run.workspace, `${run.workspace}-real`);
+      symlinkSync(outside, run.workspace);
+      const refused = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: "workspace_missing" });
+      expect(refused.body.error.message).toContain("a symlink was put in its path");
+      expect(readdirSync(outside)).toEqual(["other.txt"]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 });

@@ -73,6 +73,7 @@ export type {
   RunStore,
   StepOptions,
   StepResult,
+  WorkspaceHold,
 } from "./engine/index";
 export {
   decideIteration,
@@ -204,7 +205,7 @@ export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors"
 export { forPrompt } from "./util/for-prompt";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export { makeDirs } from "./util/make-dirs";
-export { deepestExisting, resolvedPath } from "./util/real-path";
+export { deepestExisting, leadsElsewhere, resolvedPath } from "./util/real-path";
 export {
   collectSecrets,
   looksSecret,

@@ -173,6 +173,61 @@ describe("rollback", () => {
     expect(tree(ws)["created2.txt"]).toBe("644 created\n");
   });
 
+  it("rollbackOnFailure restores nothing through a symlink the agent put in the workspace's place", async () => {
+    const outside = join(dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "important.txt"), "keep me\n");
+    const run = makeRun(
+      {
+        // The agent swaps its workspace for a link to a directory out of it.
+        agent: {
+          type: "command",
+          command: `d=$(pwd); cd ..; mv "$d" "$d-moved"; ln -s '${outside}' "$d"`,
+        },
+        testCommand: "false",
+        maxIterations: 1,
+        cooldownMs: 0,
+        rollbackOnFailure: true,
+      },
+      ws,
+    );
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "failed" });
+    expect(readdirSync(outside)).toEqual(["important.txt"]);
+    const events = store.eventsOf(run.id);
+    expect(events.some((e) => e.type === "rollback_applied")).toBe(false);
+    expect(events.find((e) => e.type === "phase_failed")?.data).toMatchObject({
+      phase: "rollback",
+      error: expect.stringContaining("a symlink was put in its path"),
+    });
+  });
+
+  it("rollbackOnFailure leaves the files of another run active in the workspace (one inside it too)", async () => {
+    const other = makeRun({ testCommand: "true" }, join(ws, "inner"), { sessionId: "other" });
+    store.add({ ...other, status: "running" as const, startedAt: Date.now() });
+    const run = makeRun(
+      {
+        agent: {
+          type: "command",
+          command: "mkdir -p inner; echo theirs > inner/y.txt; echo mine > x.txt",
+        },
+        testCommand: "false",
+        maxIterations: 1,
+        cooldownMs: 0,
+        rollbackOnFailure: true,
+      },
+      ws,
+    );
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toMatchObject({ status: "failed" });
+    expect(readFileSync(join(ws, "inner", "y.txt"), "utf8")).toBe("theirs\n");
+    expect(readFileSync(join(ws, "x.txt"), "utf8")).toBe("mine\n");
+    const failed = store.eventsOf(run.id).find((e) => e.type === "phase_failed");
+    expect(failed?.data.error).toContain(`run ${other.id} is active`);
+    // The hold is given back: a rollback of the workspace can be taken again.
+    expect(await store.workspaceHeldUntil(run, Date.now())).toBeNull();
+  });
+
   it("does not roll back a run that succeeds", async () => {
     const run = makeRun(
       {

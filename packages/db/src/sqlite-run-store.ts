@@ -10,6 +10,7 @@ import {
   type RunRecord,
   type RunStore,
   startsOnClaim,
+  type WorkspaceHold,
 } from "@looprun/core";
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { listPhaseArtifacts } from "./artifact-queries";
@@ -20,7 +21,12 @@ import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { preparedOnce, ShapedStatements } from "./prepared";
 import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "./records";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
-import { type HeldRun, workspaceHeldUntil } from "./workspace-holds";
+import {
+  type HeldRun,
+  holdWorkspace,
+  releaseWorkspace,
+  workspaceHeldUntil,
+} from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -250,6 +256,29 @@ export class SqliteRunStore implements RunStore {
 
   async workspaceHeldUntil(run: HeldRun, now: number): Promise<number | null> {
     return workspaceHeldUntil(this.db, run, now);
+  }
+
+  async holdWorkspaceFor(
+    run: Pick<RunRecord, "id" | "workspace" | "sessionId">,
+    now: number,
+    ttlMs: number,
+  ): Promise<WorkspaceHold> {
+    return holdWorkspace(this.db, {
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+      now,
+      ttlMs,
+      exceptRunId: run.id,
+    });
+  }
+
+  async releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {
+    releaseWorkspace(this.db, {
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+    });
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

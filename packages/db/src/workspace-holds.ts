@@ -5,6 +5,7 @@ import {
   eq,
   gt,
   inArray,
+  ne,
   or,
   type SQL,
   type SQLWrapper,
@@ -23,6 +24,11 @@ export interface HoldRequest {
   now: number;
   /** How long the hold lasts if it is never released (the API died mid-restore). */
   ttlMs: number;
+  /**
+   * An active run that does not bar the hold: the run restoring its own workspace as it ends
+   * (rollbackOnFailure) — the API's rollbacks name none.
+   */
+  exceptRunId?: string;
 }
 
 /**
@@ -86,10 +92,13 @@ function barring(
 }
 
 /** Active runs that bar a rollback: of the session, or in an overlapping workspace. */
-export function runsBarring(req: Pick<HoldRequest, "workspace" | "sessionId">): SQL | undefined {
+export function runsBarring(
+  req: Pick<HoldRequest, "workspace" | "sessionId" | "exceptRunId">,
+): SQL | undefined {
   return and(
     inArray(runs.status, [...ACTIVE_STATUSES]),
     or(eq(runs.sessionId, req.sessionId), workspacesOverlap(runs.workspace, req.workspace)),
+    req.exceptRunId === undefined ? undefined : ne(runs.id, req.exceptRunId),
   );
 }
 

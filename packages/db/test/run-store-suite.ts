@@ -233,6 +233,30 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
       ]);
     });
 
+    it("holds a workspace for a run's own rollback: not while another run is active in it, one inside it too", async () => {
+      const mine = await h.createRun(newRun({}, { sessionId: "hold-a", workspace: "/w/hold" }));
+      const inner = await h.createRun(
+        newRun({}, { sessionId: "hold-b", workspace: "/w/hold/inner" }),
+      );
+      // Its own activity does not bar it; the other run's does.
+      expect(await h.store.holdWorkspaceFor(mine, 1000, 60_000)).toEqual({
+        held: false,
+        activeRunId: inner.id,
+      });
+      const claimed = (await h.store.claimRun(inner.id))!;
+      await h.store.commit(
+        inner.id,
+        claimed.run.epoch,
+        { run: { status: "failed", reason: "error", finishedAt: 1500 } },
+        1500,
+      );
+      expect(await h.store.holdWorkspaceFor(mine, 2000, 60_000)).toEqual({ held: true });
+      // Runs of the workspace wait for it, until it is given back.
+      expect(await h.store.workspaceHeldUntil(inner, 2000)).toBe(62_000);
+      await h.store.releaseWorkspaceOf(mine);
+      expect(await h.store.workspaceHeldUntil(inner, 2000)).toBeNull();
+    });
+
     it("ends a stopping run nobody holds (finalizeStop), fencing any earlier holder", async () => {
       const run = await h.createRun(newRun({}, { sessionId: "s" }));
       const claimed = (await h.store.claimRun(run.id))!;

@@ -1,5 +1,10 @@
 import { statSync } from "node:fs";
-import { restoreWorkspace, SNAPSHOT_DEFAULTS, WorkspaceSnapshots } from "@looprun/core";
+import {
+  leadsElsewhere,
+  restoreWorkspace,
+  SNAPSHOT_DEFAULTS,
+  WorkspaceSnapshots,
+} from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
@@ -106,6 +111,17 @@ function assertWorkspaceThere(workspace: string): void {
       409,
       "workspace_missing",
       `the run's workspace ${workspace} is not a directory (removed since the run?): create it and retry to restore the snapshot into it`,
+      { workspace },
+    );
+  }
+  // A symlink put into its path since would take the restore elsewhere, out of the root maybe,
+  // and empty what it finds there: the workspace the run had is not there any more.
+  const where = leadsElsewhere(workspace);
+  if (where !== null) {
+    throw new ApiError(
+      409,
+      "workspace_missing",
+      `the run's workspace ${workspace} leads to ${where} now (a symlink was put in its path): not restored there`,
       { workspace },
     );
   }

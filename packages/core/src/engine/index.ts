@@ -18,6 +18,7 @@ export type {
   RunMutation,
   RunPatch,
   RunStore,
+  WorkspaceHold,
 } from "./run-store";
 export { mergeStatus, startsOnClaim } from "./run-store";
 export { SNAPSHOT_DEFAULTS } from "./snapshot-step";

@@ -1,9 +1,14 @@
+import { resolve } from "node:path";
 import type { RunRecord } from "../domain/run";
 import { restoreWorkspace } from "../snapshots/restore";
 import { messageOf } from "../util/errors";
+import { leadsElsewhere } from "../util/real-path";
 import type { EngineResources } from "./resources";
 import type { EventSpec } from "./run-context";
 import { snapshotsOf } from "./snapshot-step";
+
+/** How long its hold of the workspace lasts if the worker dies mid-restore. */
+const HOLD_TTL_MS = 120_000;
 
 /** Whether the run restores its workspace as it ends `failed` (see rollbackOnFailure). */
 export function restoresOnFailure(run: RunRecord): run is RunRecord & { baselineSnapshot: string } {
@@ -22,10 +27,37 @@ export async function rollbackOnFailure(
 ): Promise<EventSpec[]> {
   if (!restoresOnFailure(run)) return [];
   const baseline = run.baselineSnapshot;
+  const notRestored = (why: string): EventSpec[] => [
+    [
+      "phase_failed",
+      {
+        phase: "rollback",
+        error: `not restored: ${why}; the workspace is left as it is`,
+        skipped: [],
+      },
+    ],
+  ];
+  // Never through a symlink put into the path since: the restore would empty where it leads.
+  const path = resolve(run.workspace);
+  const where = leadsElsewhere(path);
+  if (where !== null) {
+    return notRestored(
+      `the workspace ${path} leads to ${where} now (a symlink was put in its path)`,
+    );
+  }
+  // Another run working in the workspace (one inside the other counts) keeps its files.
+  const hold = await res.store.holdWorkspaceFor(run, (res.now ?? Date.now)(), HOLD_TTL_MS);
+  if (!hold.held) {
+    return notRestored(
+      hold.activeRunId
+        ? `run ${hold.activeRunId} is active in the session or the workspace`
+        : "another rollback is restoring the workspace",
+    );
+  }
   try {
     const restored = await restoreWorkspace(
       snapshotsOf(res),
-      { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
+      { sessionId: run.sessionId, runId: run.id, workspace: path },
       baseline,
     );
     return [
@@ -44,5 +76,9 @@ export async function rollbackOnFailure(
     res.logger.warn({ err: error, runId: run.id }, "rollback on failure did not apply");
     const message = messageOf(error);
     return [["phase_failed", { phase: "rollback", error: message.slice(0, 2000), skipped: [] }]];
+  } finally {
+    await res.store.releaseWorkspaceOf(run).catch((error: unknown) => {
+      res.logger.warn({ err: error, runId: run.id }, "could not release the workspace's hold");
+    });
   }
 }

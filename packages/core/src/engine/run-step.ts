@@ -5,7 +5,7 @@ import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError, messageOf } from "../util/errors";
-import { resolvedPath } from "../util/real-path";
+import { leadsElsewhere } from "../util/real-path";
 import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
 import { runIteration } from "./iteration";
@@ -229,9 +229,8 @@ async function drive(
  */
 async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
   const path = resolve(ctx.run.workspace);
-  const now = resolvedPath(path);
-  if (now?.real !== path) {
-    const where = now === null ? "a symlink to nothing" : now.real;
+  const where = leadsElsewhere(path);
+  if (where !== null) {
     return `the workspace ${path} leads to ${where} now (a symlink was put in its path): the run does not follow it`;
   }
   try {

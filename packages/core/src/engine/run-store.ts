@@ -91,6 +91,11 @@ export interface ClaimStart {
  * The persistence port of the engine. Implementations apply each call atomically
  * (SQLite: `BEGIN IMMEDIATE`).
  */
+/** What asking for a workspace's hold gave (see RunStore.holdWorkspaceFor). */
+export type WorkspaceHold =
+  | { held: true }
+  | { held: false; activeRunId?: string | undefined; heldByRun?: string | undefined };
+
 export interface RunStore {
   /**
    * Takes a run for this caller: increments its epoch (fencing every older holder) and
@@ -126,6 +131,18 @@ export interface RunStore {
     run: Pick<RunRecord, "workspace" | "sessionId">,
     now: number,
   ): Promise<number | null>;
+  /**
+   * Holds the run's workspace for its own rollback as it ends (rollbackOnFailure), as the
+   * API's rollbacks hold one: refused while another run is active in the session or in an
+   * overlapping workspace (one inside the other), naming it, or while a rollback holds it.
+   * Runs submitted meanwhile wait for `releaseWorkspace`.
+   */
+  holdWorkspaceFor(
+    run: Pick<RunRecord, "id" | "workspace" | "sessionId">,
+    now: number,
+    ttlMs: number,
+  ): Promise<WorkspaceHold>;
+  releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void>;
   /** Whether the snapshot row of an iteration attempt is stored (see RunContext.defer). */
   hasSnapshot(runId: string, n: number, attempt: number): Promise<boolean>;
   /**

@@ -1,7 +1,12 @@
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { type PhaseArtifact, PIPELINE_PHASES, type ReviewArtifact } from "../domain/artifacts";
 import type { EventRecord } from "../domain/events";
-import type { IterationRecord, NewToolCall, RunRecord } from "../domain/run";
+import {
+  ACTIVE_STATUSES,
+  type IterationRecord,
+  type NewToolCall,
+  type RunRecord,
+} from "../domain/run";
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import {
   type ClaimedRun,
@@ -10,6 +15,7 @@ import {
   type RunMutation,
   type RunStore,
   startsOnClaim,
+  type WorkspaceHold,
 } from "../engine/run-store";
 import { promptCandidates } from "../learning/pattern-advice";
 import {
@@ -213,6 +219,31 @@ export class MemoryRunStore implements RunStore {
       .filter((t): t is number => t !== undefined && t > now)
       .sort((a, b) => b - a)[0];
     return until ?? null;
+  }
+
+  async holdWorkspaceFor(
+    run: Pick<RunRecord, "id" | "workspace" | "sessionId">,
+    now: number,
+    ttlMs: number,
+  ): Promise<WorkspaceHold> {
+    const overlap = (a: string, b: string) =>
+      a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+    const active = [...this.runs.values()].find(
+      (r) =>
+        r.id !== run.id &&
+        (ACTIVE_STATUSES as readonly string[]).includes(r.status) &&
+        (r.sessionId === run.sessionId || overlap(r.workspace, run.workspace)),
+    );
+    if (active) return { held: false, activeRunId: active.id };
+    if ((await this.workspaceHeldUntil(run, now)) !== null) return { held: false, heldByRun: "" };
+    this.holds.set(run.workspace, now + ttlMs);
+    this.holds.set(`session:${run.sessionId}`, now + ttlMs);
+    return { held: true };
+  }
+
+  async releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {
+    this.holds.delete(run.workspace);
+    this.holds.delete(`session:${run.sessionId}`);
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -37,3 +37,13 @@ export function resolvedPath(path: string): { existing: string; real: string } |
   }
   return { existing, real: existing === path ? real : join(real, relative(existing, path)) };
 }
+
+/**
+ * Where `path` — stored with its symlinks followed — leads now, when not to itself: a symlink
+ * put into it since (a directory swapped for a link out, a link to nothing), or null.
+ */
+export function leadsElsewhere(path: string): string | null {
+  const now = resolvedPath(path);
+  if (now?.real === path) return null;
+  return now === null ? "a symlink to nothing" : now.real;
+}

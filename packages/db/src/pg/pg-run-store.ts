@@ -10,6 +10,7 @@ import {
   type RunRecord,
   type RunStore,
   startsOnClaim,
+  type WorkspaceHold,
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "../records";
@@ -22,7 +23,7 @@ import { recordPatterns, workspacePatterns } from "./failure-patterns";
 import { withoutNul } from "./nul-bytes";
 import { isPgUnavailable } from "./pg-errors";
 import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
-import { workspaceHeldUntil } from "./workspace-holds";
+import { holdWorkspace, releaseWorkspace, workspaceHeldUntil } from "./workspace-holds";
 
 const FILE_WRITERS = ["write_file", "edit_file"];
 
@@ -198,6 +199,29 @@ export class PgRunStore implements RunStore {
 
   workspaceHeldUntil(run: HeldRun, now: number): Promise<number | null> {
     return workspaceHeldUntil(this.db, run, now);
+  }
+
+  holdWorkspaceFor(
+    run: Pick<RunRecord, "id" | "workspace" | "sessionId">,
+    now: number,
+    ttlMs: number,
+  ): Promise<WorkspaceHold> {
+    return holdWorkspace(this.db, {
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+      now,
+      ttlMs,
+      exceptRunId: run.id,
+    });
+  }
+
+  releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {
+    return releaseWorkspace(this.db, {
+      workspace: run.workspace,
+      sessionId: run.sessionId,
+      runId: run.id,
+    });
   }
 
   /** A transaction is all or nothing and fenced by the epoch: the step may simply try again. */

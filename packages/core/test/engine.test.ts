@@ -12,7 +12,7 @@ import {
   types,
   useEngineFixture,
 } from "./engine-support";
-import { isAlive, readPids, resources } from "./support";
+import { isAlive, readPids, resources, waitFor } from "./support";
 
 useEngineFixture();
 
@@ -159,8 +159,8 @@ describe("runStep", () => {
       expect(pids).toHaveLength(status === "succeeded" ? 1 : 2);
       // It outlived its command: iteration 1's first validation found it alive.
       expect(engine.store.iterationsOf(run.id)[0]?.validation[0]?.exitCode).toBe(0);
-      // It did not outlive its run.
-      for (const pid of pids) expect(isAlive(pid), String(pid)).toBe(false);
+      // It did not outlive its run (killed as it ended: dead a moment later).
+      for (const pid of pids) await waitFor(() => !isAlive(pid), `${pid} to die`);
     },
   );
 
@@ -189,8 +189,9 @@ describe("runStep", () => {
       kind: "finished",
       status: "succeeded",
     });
+    // Killed as the run ended (SIGKILL is sent, not waited for: it dies a moment later).
     for (const pid of readPids(join(engine.ws, "escaped.pids"))) {
-      expect(isAlive(pid), String(pid)).toBe(false);
+      await waitFor(() => !isAlive(pid), `${pid} to die`);
     }
   });
 

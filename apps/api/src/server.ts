@@ -117,7 +117,16 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
   refuseLargeBodiesEarly(server, BODY_LIMIT_BYTES);
   await new Promise<void>((ready, fail) => {
     server.once("listening", ready);
-    server.once("error", fail);
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      fail(
+        error.code === "EADDRINUSE"
+          ? Object.assign(
+              new Error(`${error.message}: set PORT to another port (PORT=0: any free one)`),
+              { code: error.code, cause: error },
+            )
+          : error,
+      ),
+    );
   });
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;

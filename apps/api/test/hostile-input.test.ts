@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunSubmission } from "@looprun/core";
@@ -216,6 +217,38 @@ describe("hostile input", () => {
       expect(res.status).not.toBe(0);
       expect(res.stderr).toContain(`${name}: cannot use`);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stops at start-up on a port in use, saying to set PORT", async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), "looprun-port-"));
+    try {
+      const bin = join(__dirname, "../../cli/bin/looprun.js");
+      const res = await new Promise<{ code: number | null; stderr: string }>((done) => {
+        const child = spawn(process.execPath, [bin, "api"], {
+          env: {
+            PATH: process.env.PATH,
+            PORT: String(port),
+            DATABASE_PATH: join(dir, "looprun.db"),
+            WORKSPACES_ROOT: join(dir, "workspaces"),
+            REDIS_URL: "redis://127.0.0.1:1",
+          },
+        });
+        let stderr = "";
+        child.stderr.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.on("close", (code) => done({ code, stderr }));
+      });
+      expect(res.code).not.toBe(0);
+      expect(res.stderr).toContain("EADDRINUSE");
+      expect(res.stderr).toContain("set PORT to another port");
+    } finally {
+      taken.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -241,6 +241,10 @@ describe.each(ENGINES)("idempotent submit on %s", (engine) => {
       const other = await post({ ...valid, sessionId: "idem-1", task: "something else" }, "key-1");
       expect(other.status).toBe(422);
       expect(other.body.error?.code).toBe("idempotency_conflict");
+      // Said of the key the client sent, not of the hash the DB keeps of it.
+      expect(other.body.error).toMatchObject({
+        message: "this Idempotency-Key was used with a different request body",
+      });
       const bad = await post(valid, "");
       expect(bad.status).toBe(400);
     } finally {

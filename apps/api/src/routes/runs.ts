@@ -146,7 +146,13 @@ export function runRoutes(deps: AppDeps): Hono {
         : deps.repo.createRun(input));
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
-        throw new ApiError(422, "idempotency_conflict", error.message);
+        // Not the repository's message: it names the key by its stored hash, which the
+        // client never sent.
+        throw new ApiError(
+          422,
+          "idempotency_conflict",
+          "this Idempotency-Key was used with a different request body",
+        );
       }
       if (error instanceof RunAlreadyActiveError) {
         throw new ApiError(409, "run_already_active", error.message, {

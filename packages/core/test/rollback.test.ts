@@ -140,6 +140,17 @@ describe("rollback", () => {
         `refs/looprun/${run.id}`,
       ).trim(),
     ).toBe(s2!.snapshotId);
+    // Each rollback's `before` follows the previous one's, under the rollback ref.
+    expect(await snapshots().parentOf(run.sessionId, back1.before)).toBe(back0.before);
+    expect(
+      git(
+        ws,
+        "--git-dir",
+        join(testSnapshotsDir(), `${run.sessionId}.git`),
+        "rev-parse",
+        `refs/looprun/rollback/${run.id}`,
+      ).trim(),
+    ).toBe(back1.before);
   });
 
   it("rollbackOnFailure leaves the workspace as before the run, keeping the failed attempt's patch", async () => {

@@ -20,7 +20,7 @@ export interface RestoreResult {
  * `.gitignore` ignores (they are never part of a snapshot, so nothing says what they were).
  *
  * How: the current workspace is snapshotted first (under `refs/looprun/rollback/<runId>`, so
- * the run's own chain of snapshots is left alone), which leaves the index equal to it; then
+ * the run's own chain of snapshots is left alone; its parent is the run's previous rollback's), which leaves the index equal to it; then
  * `read-tree -u --reset <to>` moves index and work tree to the snapshot, deleting what the
  * snapshot does not hold.
  *
@@ -35,12 +35,22 @@ export async function restoreWorkspace(
   to: string,
   signal?: AbortSignal,
 ): Promise<RestoreResult> {
+  // Each rollback's `before` follows the previous one's: the ref keeps them all reachable.
+  const ref = `refs/looprun/rollback/${target.runId}`;
+  const previous = (
+    await snapshots.gitIn(
+      target.sessionId,
+      null,
+      ["for-each-ref", "--format=%(objectname)", ref],
+      signal,
+    )
+  ).stdout.trim();
   const before = await snapshots.take(
     target,
     `before rollback to ${to}`,
-    null,
+    previous === "" ? null : previous,
     signal,
-    `refs/looprun/rollback/${target.runId}`,
+    ref,
     { index: true },
   );
   const names = await snapshots.gitIn(

@@ -212,6 +212,9 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
 
   it("streams run_updated with the run's view when a run is created or changes", async () => {
     const sse = await open("/api/runs/stream");
+    // `retry:`: the stream is open (the feed has its baseline); a run submitted before that
+    // could be taken for the state the client already has.
+    await sse.next();
     const { id } = await submit({ sessionId: "live-list" });
     const queued = await sse.until((m) => payload(m).id === id);
     expect(queued.at(-1)).toMatchObject({ event: "run_updated" });
@@ -250,6 +253,8 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
     const a = await submit({ sessionId: "live-a" });
     const sse = await open(`/api/runs/stream?runId=${a.id}`);
     const bySession = await open("/api/runs/stream?sessionId=live-b");
+    await sse.next(); // `retry:`: open
+    await bySession.next();
     const b = await submit({ sessionId: "live-b" });
     await live.store.commit(a.id, await claim(a.id), { run: { progress: "a moves" } }, Date.now());
     const seen = await sse.until((m) => payload(m).progress === "a moves");

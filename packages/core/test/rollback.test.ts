@@ -153,6 +153,35 @@ describe("rollback", () => {
     ).toBe(back1.before);
   });
 
+  it("tells as removed the ignored files of a directory that becomes a file again", async () => {
+    // `edit.txt` becomes a directory holding an ignored log (the workspace ignores *.log).
+    const run = makeRun(
+      {
+        agent: {
+          type: "command",
+          command:
+            "rm edit.txt; mkdir -p edit.txt/deep; echo t > edit.txt/t; echo x > edit.txt/deep/x.log",
+        },
+        testCommand: "false",
+        maxIterations: 1,
+      },
+      ws,
+    );
+    store.add(run);
+    await runStep(resources(store), run.id);
+    const final = (await store.getRun(run.id))!;
+    const target = { sessionId: run.sessionId, runId: run.id, workspace: ws };
+    const back = await restoreWorkspace(snapshots(), target, final.baselineSnapshot!);
+    expect(readFileSync(join(ws, "edit.txt"), "utf8")).toBe("original\n");
+    expect(back.files).toEqual(
+      expect.arrayContaining([
+        { path: "edit.txt", change: "restored" },
+        { path: "edit.txt/t", change: "removed" },
+        { path: "edit.txt/deep/x.log", change: "removed" },
+      ]),
+    );
+  });
+
   it("rollbackOnFailure leaves the workspace as before the run, keeping the failed attempt's patch", async () => {
     const before = tree(ws);
     const run = makeRun(

@@ -1,3 +1,5 @@
+import { lstatSync, readdirSync } from "node:fs";
+import { join, relative } from "node:path";
 import { GitError } from "./git";
 import type { SnapshotTarget, WorkspaceSnapshots } from "./workspace-snapshots";
 
@@ -66,6 +68,14 @@ export async function restoreWorkspace(
     files.push({ path: parts[i + 1]!, change: status === "A" ? "removed" : "restored" });
   }
   if (files.length === 0) return { before, files };
+  // A directory where `to` has a file: read-tree clears it out of the way, with the ignored
+  // files in it (no snapshot holds them). They cannot stay; they are told as removed.
+  const cleared = await ignoredInDirectoriesOf(
+    snapshots,
+    target,
+    files.filter((f) => f.change === "restored").map((f) => f.path),
+    signal,
+  );
   await snapshots.gitIn(
     target.sessionId,
     target.workspace,
@@ -92,7 +102,42 @@ export async function restoreWorkspace(
       { stdin: [...kept].join("\0") },
     );
   }
-  return { before, files: files.filter((f) => f.change !== "removed" || !kept.has(f.path)) };
+  return {
+    before,
+    files: [
+      ...files.filter((f) => f.change !== "removed" || !kept.has(f.path)),
+      ...cleared.map((path) => ({ path, change: "removed" as const })),
+    ],
+  };
+}
+
+/** The ignored files inside those of `paths` that are directories in the workspace now. */
+async function ignoredInDirectoriesOf(
+  snapshots: WorkspaceSnapshots,
+  target: SnapshotTarget,
+  paths: string[],
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const inside: string[] = [];
+  for (const path of paths) {
+    const dir = join(target.workspace, path);
+    let isDir = false;
+    try {
+      isDir = lstatSync(dir).isDirectory();
+    } catch {
+      continue;
+    }
+    if (!isDir) continue;
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (entry.isDirectory()) continue;
+      // `parentPath` from Node 20.12; `path` before it (Node 20.11 is supported).
+      const parent = entry as { parentPath?: string; path?: string };
+      inside.push(
+        relative(target.workspace, join(parent.parentPath ?? parent.path ?? dir, entry.name)),
+      );
+    }
+  }
+  return ignoredPaths(snapshots, target, inside, signal);
 }
 
 /** Which of `paths` the workspace's ignore rules (as restored) ignore, tracked or not. */

@@ -16,6 +16,12 @@ import { isAlive, readPids, resources, waitFor } from "./support";
 
 useEngineFixture();
 
+/** Each iteration leaves a process in a session of its own (setsid), pid in escaped.pids. */
+const ESCAPING_AGENT = [
+  `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
+  `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
+].join("\n");
+
 describe("runStep", () => {
   it("converges in three iterations, feeding each failure into the next prompt", async () => {
     const run = seed({
@@ -143,10 +149,7 @@ describe("runStep", () => {
         // Each iteration leaves a process in a session of its own, out of reach of its group's kill.
         agent: {
           type: "command",
-          command: [
-            `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
-            `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
-          ].join("\n"),
+          command: ESCAPING_AGENT,
         },
         // The one of iteration 1 still runs when iteration 2 starts: it outlives its command.
         validationCommands: [`kill -0 $(head -n1 escaped.pids)`, test],
@@ -168,10 +171,7 @@ describe("runStep", () => {
     const run = seed({
       agent: {
         type: "command",
-        command: [
-          `setsid sh -c 'echo $$ >> escaped.pids; exec sleep 300' >/dev/null 2>&1 &`,
-          `until [ "$(wc -l < escaped.pids 2>/dev/null)" -ge "$LOOPRUN_ITERATION" ]; do sleep 0.01; done`,
-        ].join("\n"),
+        command: ESCAPING_AGENT,
       },
       // Iteration 2 (the next step, after the cooldown) passes only with iteration 1's alive
       // (running: a killed one may stay a zombie nobody reaps, which `kill -0` finds).

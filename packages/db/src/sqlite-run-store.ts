@@ -24,6 +24,7 @@ import { iterationSnapshots, iterations, runs, toolCalls } from "./schema";
 import {
   type HeldRun,
   holdWorkspace,
+  ownRollbackHold,
   releaseWorkspace,
   workspaceHeldUntil,
 } from "./workspace-holds";
@@ -263,14 +264,7 @@ export class SqliteRunStore implements RunStore {
     now: number,
     ttlMs: number,
   ): Promise<WorkspaceHold> {
-    return holdWorkspace(this.db, {
-      workspace: run.workspace,
-      sessionId: run.sessionId,
-      runId: run.id,
-      now,
-      ttlMs,
-      exceptRunId: run.id,
-    });
+    return holdWorkspace(this.db, ownRollbackHold(run, now, ttlMs));
   }
 
   async releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {

@@ -174,3 +174,19 @@ export function workspaceHeldUntil(db: Db, run: HeldRun, now: number): number | 
   const session = sessionKey(run.sessionId);
   return heldUntil.get({ workspace, under: `${workspace}/`, session, now })?.expiresAt ?? null;
 }
+
+/** The hold a run asks for to restore its own workspace as it ends (rollbackOnFailure). */
+export function ownRollbackHold(
+  run: { id: string; workspace: string; sessionId: string },
+  now: number,
+  ttlMs: number,
+): HoldRequest {
+  return {
+    workspace: run.workspace,
+    sessionId: run.sessionId,
+    runId: run.id,
+    now,
+    ttlMs,
+    exceptRunId: run.id,
+  };
+}

@@ -14,7 +14,7 @@ import {
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "../records";
-import type { HeldRun } from "../workspace-holds";
+import { type HeldRun, ownRollbackHold } from "../workspace-holds";
 import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
@@ -206,14 +206,7 @@ export class PgRunStore implements RunStore {
     now: number,
     ttlMs: number,
   ): Promise<WorkspaceHold> {
-    return holdWorkspace(this.db, {
-      workspace: run.workspace,
-      sessionId: run.sessionId,
-      runId: run.id,
-      now,
-      ttlMs,
-      exceptRunId: run.id,
-    });
+    return holdWorkspace(this.db, ownRollbackHold(run, now, ttlMs));
   }
 
   releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {

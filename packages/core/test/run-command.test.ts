@@ -266,7 +266,7 @@ describe("command agent", () => {
       prompt,
       workspace: dir,
       env: COMMAND_ENV,
-      timeoutMs: 10_000,
+      budgetMs: 10_000,
       outputCapBytes: 65_536,
       signal: new AbortController().signal,
     });
@@ -285,7 +285,7 @@ describe("command agent", () => {
         prompt: "p",
         workspace: dir,
         env: COMMAND_ENV,
-        timeoutMs: budgetMs,
+        budgetMs,
         outputCapBytes: 65_536,
         signal: new AbortController().signal,
       });

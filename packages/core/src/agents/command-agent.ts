@@ -3,7 +3,7 @@ import { readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
-import { type CommandResult, RUN_BUDGET, runCommand } from "../process/run-command";
+import { type CommandResult, runCommand } from "../process/run-command";
 import { rewriteInPlace } from "../util/rewrite-in-place";
 import { CompletionPromiseScanner } from "./completion-promise";
 
@@ -12,8 +12,8 @@ export interface CommandAgentInput {
   prompt: string;
   workspace: string;
   env: Record<string, string>;
-  /** The budget's deadline may cut the agent's own timeout short. */
-  timeoutMs: number;
+  /** What is left of the run's time budget: it may cut the agent's own timeout short. */
+  budgetMs: number;
   outputCapBytes: number;
   signal: AbortSignal;
   /** Told the command's process group id as soon as it runs (recorded for crash cleanup). */
@@ -124,8 +124,8 @@ export async function runCommandAgent(input: CommandAgentInput): Promise<Command
       env: { ...input.env, LOOPRUN_PROMPT_FILE: promptFile },
       // The prompt file itself, opened read-only: the prompt crosses no channel or pipe.
       stdinFile: promptFile,
-      timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
-      ...(input.timeoutMs < input.spec.timeoutMs ? { timeoutOf: RUN_BUDGET } : {}),
+      timeoutMs: input.spec.timeoutMs,
+      budgetMs: input.budgetMs,
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),

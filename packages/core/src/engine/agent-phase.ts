@@ -97,7 +97,7 @@ export async function runAgentPhase(
         prompt: input.prompt,
         workspace: ctx.run.workspace,
         env: input.env,
-        timeoutMs: Math.max(1, input.msLeft()),
+        budgetMs: Math.max(1, input.msLeft()),
         outputCapBytes: input.outputCapBytes,
         signal: input.signal,
         promptFile: ctx.promptFile(),

@@ -44,7 +44,7 @@ export async function runPreparationPhase(input: PhaseRunInput): Promise<PhaseRu
       prompt: input.prompt,
       workspace: input.workspace,
       env: { ...input.env, LOOPRUN_PHASE: input.phase },
-      timeoutMs: input.timeoutMs,
+      budgetMs: input.timeoutMs,
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),

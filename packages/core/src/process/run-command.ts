@@ -4,9 +4,6 @@ import { readProcStat, runs } from "./proc-stat";
 import { spawnErrorMessage } from "./spawn-error";
 import { TailBuffer } from "./tail-buffer";
 
-/** What a command cut short by the run's deadline was timed by (see `timeoutOf`). */
-export const RUN_BUDGET = "the run's time budget (maxMinutes)";
-
 export interface RunCommandOptions {
   command: string;
   cwd: string;
@@ -14,13 +11,14 @@ export interface RunCommandOptions {
   stdin?: string;
   /** The command's stdin is this file instead of `stdin` (see LaunchOptions.stdinFile). */
   stdinFile?: string;
+  /** The command's own timeout. */
   timeoutMs: number;
   /**
-   * Whose time `timeoutMs` is, when not the command's own: `"the run's time budget
-   * (maxMinutes)"` — its output then says the budget ran out, not that the command's timeout
-   * was a number it never was.
+   * What is left of the run's time budget (maxMinutes), when it may end first: the command is
+   * then killed at the budget's end, and its output says the budget ran out (not that its own
+   * timeout was a number it never was).
    */
-  timeoutOf?: string;
+  budgetMs?: number;
   /** @defaultValue 65536 — bytes of output (stdout and stderr together) kept, from the end */
   outputCapBytes?: number;
   /** Aborting kills the command's whole process group. */
@@ -100,6 +98,8 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const started = performance.now();
   const output = new TailBuffer(opts.outputCapBytes ?? 65_536);
   const graceMs = opts.killGraceMs ?? 2000;
+  const timeoutMs = Math.min(opts.timeoutMs, opts.budgetMs ?? Number.POSITIVE_INFINITY);
+  const byBudget = timeoutMs < opts.timeoutMs;
 
   return new Promise((resolve) => {
     const child = launch("/bin/sh", ["-c", opts.command], {
@@ -132,7 +132,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     const timer = setTimeout(() => {
       timedOut = true;
       terminate();
-    }, opts.timeoutMs);
+    }, timeoutMs);
     const onAbort = () => {
       aborted = true;
       terminate();
@@ -166,10 +166,9 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
         text += `\n[looprun] could not start the command: ${spawnErrorMessage(spawnError, opts.cwd)}`;
       }
       if (timedOut) {
-        text +=
-          opts.timeoutOf === undefined
-            ? `\n[looprun] killed after the timeout of ${opts.timeoutMs} ms`
-            : `\n[looprun] killed: ${opts.timeoutOf} ran out (after ${opts.timeoutMs} ms)`;
+        text += byBudget
+          ? `\n[looprun] killed: the run's time budget (maxMinutes) ran out (after ${timeoutMs} ms)`
+          : `\n[looprun] killed after the timeout of ${timeoutMs} ms`;
       }
       resolve({
         exitCode,

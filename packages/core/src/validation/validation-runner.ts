@@ -1,5 +1,5 @@
 import type { ValidationResult } from "../domain/run";
-import { RUN_BUDGET, runCommand } from "../process/run-command";
+import { runCommand } from "../process/run-command";
 import { capTail } from "../util/cut-marks";
 
 /**
@@ -44,8 +44,8 @@ export async function runValidation(input: ValidationInput): Promise<ValidationO
       command,
       cwd: input.workspace,
       env: input.env,
-      timeoutMs: Math.min(input.timeoutMs, left),
-      ...(left < input.timeoutMs ? { timeoutOf: RUN_BUDGET } : {}),
+      timeoutMs: input.timeoutMs,
+      budgetMs: left,
       outputCapBytes: input.outputCapBytes,
       signal: input.signal,
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),

@@ -1,5 +1,5 @@
 import { StringDecoder } from "node:string_decoder";
-import { stripVTControlCharacters } from "node:util";
+import { forPrompt } from "../util/for-prompt";
 
 const OPEN = "<promise>";
 /** What follows the line's last `<promise>`, when it ends the line: `TEXT</promise>` and blanks. */
@@ -91,8 +91,8 @@ export class CompletionPromiseScanner {
 
   private isPromise(raw: string, cut: boolean): boolean {
     if (!raw.includes("promise>")) return false;
-    // Coloured (`\x1b[32m<promise>DONE</promise>\x1b[0m`) is as printed to a terminal.
-    const line = raw.includes("\x1b") ? stripVTControlCharacters(raw) : raw;
+    // As a terminal shows it: coloured (`\x1b[32m<promise>DONE</promise>\x1b[0m`) counts.
+    const line = forPrompt(raw);
     const open = line.lastIndexOf(OPEN);
     if (open === -1) return false;
     const match = TAG_REST.exec(line.slice(open + OPEN.length));

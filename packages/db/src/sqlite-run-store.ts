@@ -25,6 +25,7 @@ import {
   type HeldRun,
   holdWorkspace,
   ownRollbackHold,
+  ownRollbackHolder,
   releaseWorkspace,
   workspaceHeldUntil,
 } from "./workspace-holds";
@@ -268,11 +269,7 @@ export class SqliteRunStore implements RunStore {
   }
 
   async releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {
-    releaseWorkspace(this.db, {
-      workspace: run.workspace,
-      sessionId: run.sessionId,
-      runId: run.id,
-    });
+    releaseWorkspace(this.db, ownRollbackHolder(run));
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {

@@ -175,18 +175,16 @@ export function workspaceHeldUntil(db: Db, run: HeldRun, now: number): number | 
   return heldUntil.get({ workspace, under: `${workspace}/`, session, now })?.expiresAt ?? null;
 }
 
-/** The hold a run asks for to restore its own workspace as it ends (rollbackOnFailure). */
+/** Who holds a workspace for a run's own rollback (as it ends: rollbackOnFailure). */
+export function ownRollbackHolder(run: { id: string; workspace: string; sessionId: string }) {
+  return { workspace: run.workspace, sessionId: run.sessionId, runId: run.id };
+}
+
+/** The hold a run asks for to restore its own workspace: its own activity does not bar it. */
 export function ownRollbackHold(
   run: { id: string; workspace: string; sessionId: string },
   now: number,
   ttlMs: number,
 ): HoldRequest {
-  return {
-    workspace: run.workspace,
-    sessionId: run.sessionId,
-    runId: run.id,
-    now,
-    ttlMs,
-    exceptRunId: run.id,
-  };
+  return { ...ownRollbackHolder(run), now, ttlMs, exceptRunId: run.id };
 }

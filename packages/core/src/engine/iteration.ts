@@ -294,12 +294,10 @@ export async function runIteration(
       agentExitCode: agent.exitCode,
       agentOutput: agent.output,
       validationPassed: gates.ok,
-      validationFeedback: [
+      validationFeedback: validationFeedback(
+        validation.results,
         describeShortfall(gates, spec.successThreshold),
-        validationFeedback(validation.results),
-      ]
-        .filter(Boolean)
-        .join("\n\n"),
+      ),
       promiseFound,
       promiseOther: result.promiseOther ?? null,
       completionPromise: spec.completionPromise,

@@ -87,15 +87,15 @@ export interface ClaimStart {
   mutation(run: RunRecord): RunMutation;
 }
 
-/**
- * The persistence port of the engine. Implementations apply each call atomically
- * (SQLite: `BEGIN IMMEDIATE`).
- */
 /** What asking for a workspace's hold gave (see RunStore.holdWorkspaceFor). */
 export type WorkspaceHold =
   | { held: true }
   | { held: false; activeRunId?: string | undefined; heldByRun?: string | undefined };
 
+/**
+ * The persistence port of the engine. Implementations apply each call atomically
+ * (SQLite: `BEGIN IMMEDIATE`).
+ */
 export interface RunStore {
   /**
    * Takes a run for this caller: increments its epoch (fencing every older holder) and
@@ -135,7 +135,7 @@ export interface RunStore {
    * Holds the run's workspace for its own rollback as it ends (rollbackOnFailure), as the
    * API's rollbacks hold one: refused while another run is active in the session or in an
    * overlapping workspace (one inside the other), naming it, or while a rollback holds it.
-   * Runs submitted meanwhile wait for `releaseWorkspace`.
+   * Runs submitted meanwhile wait for `releaseWorkspaceOf`.
    */
   holdWorkspaceFor(
     run: Pick<RunRecord, "id" | "workspace" | "sessionId">,

@@ -22,9 +22,9 @@ export interface RestoreResult {
  * `.gitignore` ignores (they are never part of a snapshot, so nothing says what they were).
  *
  * How: the current workspace is snapshotted first (under `refs/looprun/rollback/<runId>`, so
- * the run's own chain of snapshots is left alone; its parent is the run's previous rollback's), which leaves the index equal to it; then
- * `read-tree -u --reset <to>` moves index and work tree to the snapshot, deleting what the
- * snapshot does not hold.
+ * the run's own chain of snapshots is left alone; its parent is the run's previous rollback's),
+ * which leaves the index equal to it; then `read-tree -u --reset <to>` moves index and work
+ * tree to the snapshot, deleting what the snapshot does not hold.
  *
  * A path is removed only if it is not ignored by the rules restored with `to`: a file that
  * existed, ignored, before the run is in `before` if the run edited `.gitignore` so that it no

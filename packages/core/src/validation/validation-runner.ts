@@ -81,8 +81,14 @@ export function feedbackShares(sizes: readonly number[], total: number, min: num
   return shares;
 }
 
-/** Feedback for the next iteration: each failed command with its exit code and output tail. */
-export function validationFeedback(results: readonly ValidationResult[]): string {
+/**
+ * Feedback for the next iteration: each failed command with its exit code and output tail,
+ * after `shortfall` (how many gates passed of how many needed; see describeShortfall) if any.
+ */
+export function validationFeedback(
+  results: readonly ValidationResult[],
+  shortfall: string | null = null,
+): string {
   const failed = results.filter((r) => r.exitCode !== 0);
   const outputs = failed.map((r) => r.output.trimEnd());
   const shares = feedbackShares(
@@ -90,12 +96,11 @@ export function validationFeedback(results: readonly ValidationResult[]): string
     FEEDBACK_OUTPUT_BYTES,
     FEEDBACK_OUTPUT_MIN_BYTES,
   );
-  return failed
-    .map((r, i) => {
-      const head = `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})`;
-      const output = outputs[i] ?? "";
-      // A command that printed nothing ends at its exit code, not with an empty line.
-      return output === "" ? head : `${head}\n${capTail(output, shares[i] ?? 0, "earlier output")}`;
-    })
-    .join("\n\n");
+  const commands = failed.map((r, i) => {
+    const head = `$ ${r.command}\n(exit code ${r.exitCode ?? "none: killed"})`;
+    const output = outputs[i] ?? "";
+    // A command that printed nothing ends at its exit code, not with an empty line.
+    return output === "" ? head : `${head}\n${capTail(output, shares[i] ?? 0, "earlier output")}`;
+  });
+  return (shortfall === null ? commands : [shortfall, ...commands]).join("\n\n");
 }

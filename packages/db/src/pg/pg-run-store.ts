@@ -14,7 +14,7 @@ import {
 } from "@looprun/core";
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { toIterationRecord, toolCallRows, toRunRecord, toToolFailure } from "../records";
-import { type HeldRun, ownRollbackHold } from "../workspace-holds";
+import { type HeldRun, ownRollbackHold, ownRollbackHolder } from "../workspace-holds";
 import { listPhaseArtifacts } from "./artifact-queries";
 import { writeArtifacts } from "./artifact-writes";
 import type { PgDb } from "./connection";
@@ -210,11 +210,7 @@ export class PgRunStore implements RunStore {
   }
 
   releaseWorkspaceOf(run: Pick<RunRecord, "id" | "workspace" | "sessionId">): Promise<void> {
-    return releaseWorkspace(this.db, {
-      workspace: run.workspace,
-      sessionId: run.sessionId,
-      runId: run.id,
-    });
+    return releaseWorkspace(this.db, ownRollbackHolder(run));
   }
 
   /** A transaction is all or nothing and fenced by the epoch: the step may simply try again. */

@@ -43,6 +43,19 @@ const AGENT = [
   "fi",
 ].join("\n");
 
+/** A run of one iteration that fails (its agent runs `command`), restoring its workspace as it does. */
+const failingWithRollback = (command: string) =>
+  makeRun(
+    {
+      agent: { type: "command", command },
+      testCommand: "false",
+      maxIterations: 1,
+      cooldownMs: 0,
+      rollbackOnFailure: true,
+    },
+    ws,
+  );
+
 let dir: string;
 let ws: string;
 let store: MemoryRunStore;
@@ -217,20 +230,8 @@ describe("rollback", () => {
     const outside = join(dir, "outside");
     mkdirSync(outside);
     writeFileSync(join(outside, "important.txt"), "keep me\n");
-    const run = makeRun(
-      {
-        // The agent swaps its workspace for a link to a directory out of it.
-        agent: {
-          type: "command",
-          command: `d=$(pwd); cd ..; mv "$d" "$d-moved"; ln -s '${outside}' "$d"`,
-        },
-        testCommand: "false",
-        maxIterations: 1,
-        cooldownMs: 0,
-        rollbackOnFailure: true,
-      },
-      ws,
-    );
+    // The agent swaps its workspace for a link to a directory out of it.
+    const run = failingWithRollback(`d=$(pwd); cd ..; mv "$d" "$d-moved"; ln -s '${outside}' "$d"`);
     store.add(run);
     expect(await runStep(resources(store), run.id)).toMatchObject({ status: "failed" });
     expect(readdirSync(outside)).toEqual(["important.txt"]);
@@ -245,19 +246,7 @@ describe("rollback", () => {
   it("rollbackOnFailure leaves the files of another run active in the workspace (one inside it too)", async () => {
     const other = makeRun({ testCommand: "true" }, join(ws, "inner"), { sessionId: "other" });
     store.add({ ...other, status: "running" as const, startedAt: Date.now() });
-    const run = makeRun(
-      {
-        agent: {
-          type: "command",
-          command: "mkdir -p inner; echo theirs > inner/y.txt; echo mine > x.txt",
-        },
-        testCommand: "false",
-        maxIterations: 1,
-        cooldownMs: 0,
-        rollbackOnFailure: true,
-      },
-      ws,
-    );
+    const run = failingWithRollback("mkdir -p inner; echo theirs > inner/y.txt; echo mine > x.txt");
     store.add(run);
     expect(await runStep(resources(store), run.id)).toMatchObject({ status: "failed" });
     expect(readFileSync(join(ws, "inner", "y.txt"), "utf8")).toBe("theirs\n");
@@ -295,16 +284,7 @@ describe("rollback", () => {
       }
     }
     const taken = new TakenOverStore();
-    const run = makeRun(
-      {
-        agent: { type: "command", command: "echo mine > made.txt" },
-        testCommand: "false",
-        maxIterations: 1,
-        cooldownMs: 0,
-        rollbackOnFailure: true,
-      },
-      ws,
-    );
+    const run = failingWithRollback("echo mine > made.txt");
     taken.add(run);
     expect(await runStep(resources(taken), run.id)).toEqual({ kind: "lease_lost" });
     // The workspace is the new holder's: left as it is.

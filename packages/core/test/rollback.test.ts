@@ -143,27 +143,19 @@ describe("rollback", () => {
       "new/deep/one.txt",
       "remove.txt",
     ]);
-    // The run's own snapshot chain is untouched; the workspace before each restore is kept.
-    expect(
+    const refOf = (ref: string) =>
       git(
         ws,
         "--git-dir",
         join(testSnapshotsDir(), `${run.sessionId}.git`),
         "rev-parse",
-        `refs/looprun/${run.id}`,
-      ).trim(),
-    ).toBe(s2!.snapshotId);
+        ref,
+      ).trim();
+    // The run's own snapshot chain is untouched; the workspace before each restore is kept.
+    expect(refOf(`refs/looprun/${run.id}`)).toBe(s2!.snapshotId);
     // Each rollback's `before` follows the previous one's, under the rollback ref.
     expect(await snapshots().parentOf(run.sessionId, back1.before)).toBe(back0.before);
-    expect(
-      git(
-        ws,
-        "--git-dir",
-        join(testSnapshotsDir(), `${run.sessionId}.git`),
-        "rev-parse",
-        `refs/looprun/rollback/${run.id}`,
-      ).trim(),
-    ).toBe(back1.before);
+    expect(refOf(`refs/looprun/rollback/${run.id}`)).toBe(back1.before);
   });
 
   it("tells as removed the ignored files of a directory that becomes a file again", async () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { iterationDiffs } from "../src/snapshots/iteration-diffs";
+import { snapshotChange } from "../src/snapshots/snapshot-diffs";
 import { removeDir, tempDir } from "./support";
 
 // The snapshot's commit and ref are written without git (git-objects.ts), and the run's change
@@ -195,7 +196,7 @@ describe("the run's change from one git diff", () => {
     symlinkSync("keep.txt", join(ws, "link"));
     const head = await snapshots.take(target(), "iteration 1 attempt 1", base);
 
-    const change = await snapshots.change("s1", base, head, 8 * 1024 * 1024);
+    const change = await snapshotChange(snapshots, "s1", base, head, 8 * 1024 * 1024);
     const names = git("diff", "--name-only", "-z", "--no-renames", base, head)
       .split("\0")
       .filter(Boolean);
@@ -217,7 +218,7 @@ describe("the run's change from one git diff", () => {
     const head = await snapshots.take(target(), "iteration 1 attempt 1", base);
     const full = git("diff", "--binary", "--no-color", "--no-ext-diff", base, head);
 
-    const change = await snapshots.change("s1", base, head, 1000);
+    const change = await snapshotChange(snapshots, "s1", base, head, 1000);
     expect(change.patch.truncated).toBe(true);
     expect(change.patch.bytes).toBe(Buffer.byteLength(full));
     expect(change.patch.text.endsWith("\n")).toBe(true);
@@ -231,7 +232,7 @@ describe("the run's change from one git diff", () => {
     writeFileSync(join(ws, "a.txt"), "one\n");
     const base = await snapshots.take(target(), "baseline", null);
     const head = await snapshots.take(target(), "iteration 1 attempt 1", base);
-    expect(await snapshots.change("s1", base, head, 1000)).toEqual({
+    expect(await snapshotChange(snapshots, "s1", base, head, 1000)).toEqual({
       files: [],
       stat: "",
       patch: { text: "", bytes: 0, truncated: false },

@@ -9,7 +9,7 @@ export interface CappedText {
   /**
    * git printed bytes that are not UTF-8 (a file named or written in another encoding): `text`
    * has U+FFFD in their place, and `git apply` would make other files of it (see
-   * WorkspaceSnapshots.asText).
+   * diffAsText in snapshot-diffs.ts).
    */
   lossy?: true;
 }

@@ -6,6 +6,7 @@ import {
   type SnapshotChange,
   splitTwoPairs,
 } from "./change-output";
+import { diffAsText, snapshotChange, snapshotDiff } from "./snapshot-diffs";
 import type { WorkspaceSnapshots } from "./workspace-snapshots";
 
 export interface IterationDiffs {
@@ -41,8 +42,10 @@ export async function iterationDiffs(
   const { sessionId, baseline, parent, head, diffCapBytes, patchCapBytes, signal } = input;
   const separately = async (): Promise<IterationDiffs> => {
     const [change, diff] = await Promise.all([
-      snapshots.change(sessionId, baseline, head, patchCapBytes, signal),
-      parent === baseline ? null : snapshots.diff(sessionId, parent, head, diffCapBytes, signal),
+      snapshotChange(snapshots, sessionId, baseline, head, patchCapBytes, signal),
+      parent === baseline
+        ? null
+        : snapshotDiff(snapshots, sessionId, parent, head, diffCapBytes, signal),
     ]);
     const own = diff ?? capDiff(Buffer.from(change.patch.text), change.patch.bytes, diffCapBytes);
     return { change, diff: own };
@@ -76,10 +79,10 @@ export async function iterationDiffs(
     result.stdoutBytes - wholeStart,
     patchCapBytes,
   );
-  // Bytes that are not UTF-8 would not survive as text (see WorkspaceSnapshots.asText).
+  // Bytes that are not UTF-8 would not survive as text (see diffAsText).
   const [ownText, patchText] = await Promise.all([
-    snapshots.asText(diff, sessionId, parent, head, diffCapBytes, signal),
-    snapshots.asText(patch, sessionId, baseline, head, patchCapBytes, signal),
+    diffAsText(snapshots, diff, sessionId, parent, head, diffCapBytes, signal),
+    diffAsText(snapshots, patch, sessionId, baseline, head, patchCapBytes, signal),
   ]);
   return { diff: ownText, change: { files: whole.files, stat: whole.stat, patch: patchText } };
 }

@@ -1,13 +1,5 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import {
-  type CappedText,
-  CHANGE_DIFF_OPTIONS,
-  capDiff,
-  capped,
-  parseChangeOutput,
-  type SnapshotChange,
-} from "./change-output";
 import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
@@ -21,9 +13,6 @@ import {
   scanWorkspace,
   type WorkspaceFiles,
 } from "./workspace-scan";
-
-/** How the patches are asked for: `git apply` takes them (binary files too). */
-const DIFF = ["diff", "--binary", "--no-color", "--no-ext-diff"];
 
 export interface WorkspaceSnapshotsOptions {
   /** Where the snapshot git dirs live: one bare repository per session, `<root>/<sessionId>.git`. */
@@ -56,7 +45,8 @@ const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
  * with the previous snapshot as parent, kept reachable under `refs/looprun/<runId>`.
  */
 export class WorkspaceSnapshots {
-  private readonly root: string;
+  /** The directory of the sessions' git dirs (and of files shared by them). */
+  readonly root: string;
   private readonly env: Record<string, string>;
   private readonly timeoutMs: number;
   /** Per git dir: object ids known to be stored (see writeLooseObject). */
@@ -163,108 +153,6 @@ export class WorkspaceSnapshots {
     // costs its next snapshot a `git add -A`.
     if (this.scans.size >= 64) this.scans.delete(this.scans.keys().next().value ?? "");
     this.scans.set(key, files);
-  }
-
-  /**
-   * The change from one snapshot to another: the paths it touches, git's `--stat` and the
-   * patch (`git diff --binary`, capped) — from one git process (see change-output.ts).
-   */
-  async change(
-    sessionId: string,
-    from: string,
-    to: string,
-    patchCapBytes: number,
-    signal?: AbortSignal,
-  ): Promise<SnapshotChange> {
-    const gitDir = this.gitDir(sessionId);
-    // Room for the file list and the stat ahead of the patch.
-    const headroom = 1024 * 1024;
-    const result = await this.git(
-      gitDir,
-      null,
-      ["diff", ...CHANGE_DIFF_OPTIONS, from, to],
-      signal,
-      patchCapBytes + headroom,
-    );
-    const parsed = parseChangeOutput(result.stdoutRaw, result.truncated);
-    if (parsed === null) {
-      const [patch, summary] = await Promise.all([
-        this.diff(sessionId, from, to, patchCapBytes, signal),
-        this.summary(sessionId, from, to, signal),
-      ]);
-      return { ...summary, patch };
-    }
-    const patchBytes = result.stdoutBytes - parsed.patchOffset;
-    const patch = capDiff(result.stdoutRaw.subarray(parsed.patchOffset), patchBytes, patchCapBytes);
-    return {
-      files: parsed.files,
-      stat: parsed.stat,
-      patch: await this.asText(patch, sessionId, from, to, patchCapBytes, signal),
-    };
-  }
-
-  /** `git diff --binary from to`: a patch `git apply` applies to `from`'s files. */
-  async diff(
-    sessionId: string,
-    from: string,
-    to: string,
-    capBytes: number,
-    signal?: AbortSignal,
-  ): Promise<CappedText> {
-    const gitDir = this.gitDir(sessionId);
-    const plain = capped(await this.git(gitDir, null, [...DIFF, from, to], signal, capBytes));
-    return this.asText(plain, sessionId, from, to, capBytes, signal);
-  }
-
-  /**
-   * A diff (`from` → `to`) as text that `git apply` turns back into the same files: `diff` as
-   * git printed it, unless it holds bytes that are not UTF-8 (`lossy`: patches are kept as
-   * text, and those bytes became U+FFFD). Then git is asked again: names quoted as git quotes
-   * them (`"caf\351.txt"`, which `git apply` reads back), and, when contents still are not
-   * UTF-8, every file as a binary patch (base 85).
-   */
-  async asText(
-    diff: CappedText,
-    sessionId: string,
-    from: string,
-    to: string,
-    capBytes: number,
-    signal?: AbortSignal,
-  ): Promise<CappedText> {
-    if (!diff.lossy) return diff;
-    const gitDir = this.gitDir(sessionId);
-    const quoted = ["-c", "core.quotePath=true", ...DIFF, from, to];
-    const named = capped(await this.git(gitDir, null, quoted, signal, capBytes));
-    if (!named.lossy) return named;
-    const binary = ["-c", `core.attributesFile=${this.binaryAttributes()}`, ...quoted];
-    return capped(await this.git(gitDir, null, binary, signal, capBytes));
-  }
-
-  /** An attributes file that makes every file binary to `git diff` (see asText). */
-  private binaryAttributes(): string {
-    const file = join(this.root, "all-binary.attributes");
-    if (!existsSync(file)) {
-      mkdirSync(this.root, { recursive: true });
-      const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync(tmp, "* -diff\n");
-      renameSync(tmp, file);
-    }
-    return file;
-  }
-
-  /** Paths changed between two snapshots, and git's `--stat` of it. */
-  async summary(
-    sessionId: string,
-    from: string,
-    to: string,
-    signal?: AbortSignal,
-  ): Promise<{ files: string[]; stat: string }> {
-    const gitDir = this.gitDir(sessionId);
-    const [names, stat] = await Promise.all([
-      this.git(gitDir, null, ["diff", "--name-only", "-z", "--no-renames", from, to], signal),
-      this.git(gitDir, null, ["diff", "--stat=200", "--no-color", from, to], signal, 256 * 1024),
-    ]);
-    return { files: names.stdout.split("\0").filter((f) => f.length > 0), stat: stat.stdout };
   }
 
   /**

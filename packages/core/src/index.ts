@@ -56,9 +56,10 @@ export {
   TERMINAL_STATUSES,
   TriangularReviewSpec,
 } from "./domain/index";
+export { McpServerSpec } from "./domain/mcp-server-spec";
 export type { Plan, PlanStep, StepStatus } from "./domain/plan";
 export type { NewToolCall } from "./domain/run";
-export { McpServerSpec, MistralAgentSpec } from "./domain/run-spec";
+export { MistralAgentSpec } from "./domain/run-spec";
 export type {
   ClaimedRun,
   ClaimStart,

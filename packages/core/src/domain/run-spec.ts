@@ -1,53 +1,18 @@
 import { z } from "zod";
 import { APPROVAL_MODES, type ApprovalMode } from "./approval";
 import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
-import { literalSecretArgs, literalSecretNames, urlWritesOutSecret } from "./literal-secrets";
+import { McpServerSpec } from "./mcp-server-spec";
+import { NO_NUL, SPEC_LIMITS } from "./spec-limits";
 
-/** Limits on a submitted run, shared by the API (validation) and the docs. */
-export const SPEC_LIMITS = {
-  task: 20_000,
-  requirements: 50_000,
-  command: 4_000,
-  listItems: 50,
-  filePath: 1_000,
-} as const;
+export { SPEC_LIMITS } from "./spec-limits";
 
-/** Text handed to a process (a command, an argument, a variable): a NUL byte cannot be. */
-const NO_NUL = [(text: string) => !text.includes("\0"), "must not contain a NUL byte"] as const;
 const command = z
   .string()
   .trim()
   .min(1)
   .max(SPEC_LIMITS.command)
   .refine(...NO_NUL);
-/**
- * A record whose keys must match `pattern`: checked as a refinement, not as the key's own
- * schema, so that a bad key of an MCP server is named where it is (`mcpServers.0.env.A=B`)
- * rather than failing the server's whole union.
- */
-const keyedRecord = (pattern: RegExp, message: string, value: z.ZodType<string>) =>
-  z.record(z.string(), value).superRefine((record, ctx) => {
-    for (const key of Object.keys(record))
-      if (!pattern.test(key)) ctx.addIssue({ code: "custom", path: [key], message });
-  });
-/** A variable of a server's environment: a name a shell can set, a value without NUL. */
-const envVars = keyedRecord(
-  /^[A-Za-z_][A-Za-z0-9_]*$/,
-  "must be a variable name ([A-Za-z_][A-Za-z0-9_]*)",
-  z.string().refine(...NO_NUL),
-);
-/** HTTP headers: names that are tokens (RFC 9110), values on one line. */
-const httpHeaders = keyedRecord(
-  /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/,
-  "must be a header name",
-  z.string().refine((value) => !/[\0\r\n]/.test(value), "must be one line, without NUL"),
-);
 const sessionId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
-function isHttpUrl(text: string): boolean {
-  if (!URL.canParse(text)) return false;
-  const { protocol } = new URL(text);
-  return protocol === "http:" || protocol === "https:";
-}
 /** Whether a relative path stays inside its base: no ".." takes it above where it starts. */
 function staysInside(path: string): boolean {
   let depth = 0;
@@ -99,58 +64,6 @@ export type MistralAgentSpec = z.infer<typeof MistralAgentSpec>;
 
 export const AgentSpec = z.discriminatedUnion("type", [CommandAgentSpec, MistralAgentSpec]);
 export type AgentSpec = z.infer<typeof AgentSpec>;
-
-const serverName = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, "must match [A-Za-z0-9_-]{1,32}");
-
-/** An MCP server a run adds to the mistral agent's tools: a stdio command or a Streamable HTTP url. */
-export const McpServerSpec = z
-  .union([
-    z.strictObject({
-      name: serverName,
-      command: z
-        .string()
-        .min(1)
-        .max(SPEC_LIMITS.command)
-        .refine(...NO_NUL),
-      args: z
-        .array(
-          z
-            .string()
-            .max(SPEC_LIMITS.command)
-            .refine(...NO_NUL),
-        )
-        .max(SPEC_LIMITS.listItems)
-        .default([]),
-      env: envVars.default({}),
-    }),
-    z.strictObject({
-      name: serverName,
-      // Not z.url(): its `format: uri` in the OpenAPI document refuses the `${NAME}` a url may hold.
-      url: z
-        .string()
-        .max(SPEC_LIMITS.command)
-        .refine(isHttpUrl, "must be an http:// or https:// URL"),
-      headers: httpHeaders.default({}),
-    }),
-  ])
-  .superRefine((server, ctx) => {
-    const refuse = (path: (string | number)[], what: string) =>
-      ctx.addIssue({
-        code: "custom",
-        path,
-        message: `${what} is written out: a run's settings are stored, so name a variable of the workers instead (\${NAME}, allowed by AGENT_ENV_ALLOWLIST)`,
-      });
-    if ("url" in server) {
-      if (urlWritesOutSecret(server.url))
-        refuse(["url"], "a credential (a password or a key parameter)");
-      for (const name of literalSecretNames(server.headers, true))
-        refuse(["headers", name], "a secret");
-      return;
-    }
-    for (const name of literalSecretNames(server.env)) refuse(["env", name], "a secret");
-    for (const i of literalSecretArgs(server.args)) refuse(["args", i], "a secret");
-  });
-export type McpServerSpec = z.infer<typeof McpServerSpec>;
 
 const reviewModel = z.string().trim().min(1).max(200).optional();
 

@@ -210,7 +210,7 @@ describe("worker shutdown and crash", () => {
 
     const iterations = await getIterations(stack, id);
     expect(iterations.map((it) => [it.n, it.attempt, it.status, it.outcome])).toEqual([
-      [1, 1, "abandoned", null],
+      [1, 1, "abandoned", "stopped"],
       [1, 2, "passed", "complete"],
     ]);
     expect(iterations[1]?.agent?.output).toContain("resumed");
@@ -253,7 +253,7 @@ describe("worker shutdown and crash", () => {
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });
       const iterations = await getIterations(stack, id);
       expect(iterations.map((it) => [it.n, it.attempt, it.status, it.outcome])).toEqual([
-        [1, 1, "abandoned", null],
+        [1, 1, "abandoned", "error"],
         [1, 2, "passed", "complete"],
       ]);
       expect(iterations[1]?.agent?.output).toContain("resumed");

@@ -101,7 +101,7 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     expect(resumed).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
     const its = engine.store.iterationsOf(run.id);
     expect(its.map((i) => [i.n, i.attempt, i.status, i.outcome])).toEqual([
-      [1, 1, "abandoned", null],
+      [1, 1, "abandoned", "stopped"],
       [1, 2, "passed", "complete"],
     ]);
     const final = (await engine.store.getRun(run.id))!;
@@ -162,9 +162,12 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     const run = seed({ testCommand: "true", cooldownMs: 0 });
     await crashInIteration1(run.id);
     expect(await runStep(resources(engine.store), run.id)).toMatchObject({ status: "succeeded" });
-    expect(engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status])).toEqual([
-      [1, 1, "abandoned"],
-      [1, 2, "passed"],
+    // The crashed attempt's outcome is one of the outcomes an iteration has: an error.
+    expect(
+      engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status, i.outcome]),
+    ).toEqual([
+      [1, 1, "abandoned", "error"],
+      [1, 2, "passed", "complete"],
     ]);
     expect(types(engine.store.eventsOf(run.id))[0]).toBe("run_resumed");
   });

@@ -83,6 +83,48 @@ describe("openDatabase", () => {
     }
   });
 
+  it("gives the abandoned attempts of an older database an outcome", async () => {
+    const path = await dbPath();
+    const old = openDatabase(path);
+    try {
+      const { sqlite } = old;
+      sqlite
+        .prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)")
+        .run();
+      sqlite
+        .prepare(
+          "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r', 's', 't', '{}', '/w', 'succeeded', '{}', 0)",
+        )
+        .run();
+      const insert = sqlite.prepare(
+        "insert into iterations (run_id, n, attempt, status, outcome, prompt, validation, started_at, finished_at) values ('r', 1, ?, ?, ?, 'p', '[]', 0, 1)",
+      );
+      // As a version before the outcome of abandoned attempts stored them.
+      insert.run(1, "abandoned", null);
+      insert.run(2, "abandoned", "stopped");
+      insert.run(3, "passed", "complete");
+      // The database as it was before the migration: its record of it removed.
+      const last = journal.entries.at(-1) as { tag: string; when: number };
+      expect(last.tag).toBe("0010_abandoned_outcome");
+      sqlite.prepare("delete from __drizzle_migrations where created_at = ?").run(last.when);
+    } finally {
+      old.close();
+    }
+    const migrated = openDatabase(path);
+    try {
+      const rows = migrated.sqlite
+        .prepare("select attempt, status, outcome from iterations order by attempt")
+        .all();
+      expect(rows).toEqual([
+        { attempt: 1, status: "abandoned", outcome: "error" },
+        { attempt: 2, status: "abandoned", outcome: "stopped" },
+        { attempt: 3, status: "passed", outcome: "complete" },
+      ]);
+    } finally {
+      migrated.close();
+    }
+  });
+
   it("has the partial unique index that allows one active run per session", async () => {
     const database = openDatabase(await dbPath());
     try {

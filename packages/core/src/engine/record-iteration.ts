@@ -58,6 +58,8 @@ export async function recordIteration(
           agentEvents,
           ctx.updateIteration({
             status: "abandoned",
+            // The worker stopped it (shutting down); another runs the iteration again.
+            outcome: "stopped",
             finishedAt: now,
             // What the agent did before the hand-back killed it: the attempt's record keeps it.
             ...(result.agent ? { agent: result.agent } : {}),

@@ -302,7 +302,8 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   }
   let iteration = {};
   if (last?.status === "running") {
-    iteration = ctx.updateIteration({ status: "abandoned", finishedAt: now });
+    // Its worker died or lost the run mid-iteration: the attempt ended in an error.
+    iteration = ctx.updateIteration({ status: "abandoned", outcome: "error", finishedAt: now });
   }
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);

@@ -185,6 +185,17 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     expect(
       events.some((e) => e.type === "validation_passed" || e.type === "validation_failed"),
     ).toBe(false);
+    // The agent that started ended: its agent_finished comes before the phase's failure.
+    expect(events.map((e) => e.type).slice(-4)).toEqual([
+      "agent_started",
+      "agent_finished",
+      "phase_failed",
+      "run_finished",
+    ]);
+    expect(events.find((e) => e.type === "agent_finished")?.data).toMatchObject({
+      iteration: 1,
+      exitCode: 1,
+    });
   });
 
   it("gives the model the session's earlier runs and the files they touched", async () => {

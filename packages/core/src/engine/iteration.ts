@@ -53,6 +53,8 @@ export type IterationResult = ValidationOutcome &
         skipped: string[];
         agent: AgentResult;
         validation: ValidationResult[];
+        /** The agent's phase failed: its `agent_finished` is not written yet. */
+        agentUnrecorded?: boolean;
       }
     | {
         kind: "interrupted";
@@ -166,6 +168,7 @@ export async function runIteration(
         skipped: ["validation", "review"],
         agent,
         validation: [],
+        agentUnrecorded: true,
       };
     }
 

@@ -36,19 +36,7 @@ export async function recordIteration(
   if (result.kind === "interrupted") {
     const { why } = result;
     // A killed agent ended too: its event says so (exit code null), as a killed command's does.
-    const agentEvents: EventSpec[] =
-      result.agentUnrecorded && result.agent
-        ? [
-            [
-              "agent_finished",
-              {
-                iteration: n,
-                exitCode: result.agent.exitCode,
-                durationMs: result.agent.durationMs,
-              },
-            ],
-          ]
-        : [];
+    const agentEvents = agentEnd(result, n);
     switch (why) {
       case "lease_lost":
         return { kind: "lease_lost" };
@@ -112,6 +100,8 @@ export async function recordIteration(
       {
         patch: { metrics, ...(result.snapshot ? { latestSnapshot: result.snapshot } : {}) },
         events: [
+          // An agent whose phase failed (its plan, its LLM) ended too.
+          ...agentEnd(result, n),
           ...validationEvents,
           ["phase_failed", { iteration: n, phase: result.phase, error: result.error, skipped }],
         ],
@@ -256,4 +246,11 @@ export async function recordIteration(
     default:
       return assertNever(decision);
   }
+}
+
+/** The agent's `agent_finished`, when the iteration ended before it was written. */
+function agentEnd(result: IterationResult, n: number): EventSpec[] {
+  if (result.kind === "decided" || !result.agentUnrecorded || result.agent === null) return [];
+  const { exitCode, durationMs } = result.agent;
+  return [["agent_finished", { iteration: n, exitCode, durationMs }]];
 }

@@ -185,6 +185,19 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(issues.map((i) => i.message)).not.toContain("Invalid input");
   });
 
+  it.each([
+    [{ ...valid, task: "   " }, "task"],
+    [{ ...valid, testCommand: " \t " }, "testCommand"],
+    [{ ...valid, agent: { type: "command", command: "  " } }, "agent.command"],
+  ])("says a blank field is blank, not too short: %j", async (body, path) => {
+    const res = await h.request("POST", "/api/runs", body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.issues).toContainEqual({
+      path,
+      message: "must not be empty or only whitespace",
+    });
+  });
+
   it("refuses a workspace that leaves the root through a symlink, creating nothing outside", async () => {
     mkdirSync(h.workspacesRoot, { recursive: true });
     const outside = join(h.workspacesRoot, "..", "outside-target");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NOT_BLANK } from "./spec-limits";
 
 /**
  * A run waiting for a person (status `awaiting_approval`): a plan to approve, or a question
@@ -34,7 +35,7 @@ export const EditedPlan = z.strictObject({
   steps: z
     .array(
       z.strictObject({
-        title: z.string().trim().min(1).max(500),
+        title: z.string().trim().min(1, NOT_BLANK).max(500),
         detail: z.string().max(2000).optional(),
       }),
     )

@@ -2,14 +2,14 @@ import { z } from "zod";
 import { APPROVAL_MODES, type ApprovalMode } from "./approval";
 import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
 import { McpServerSpec } from "./mcp-server-spec";
-import { NO_NUL, SPEC_LIMITS } from "./spec-limits";
+import { NO_NUL, NOT_BLANK, SPEC_LIMITS } from "./spec-limits";
 
 export { SPEC_LIMITS } from "./spec-limits";
 
 const command = z
   .string()
   .trim()
-  .min(1)
+  .min(1, NOT_BLANK)
   .max(SPEC_LIMITS.command)
   .refine(...NO_NUL);
 const sessionId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "must match [A-Za-z0-9_-]{1,64}");
@@ -53,7 +53,7 @@ export type CommandAgentSpec = z.infer<typeof CommandAgentSpec>;
 export const MistralAgentSpec = z.strictObject({
   type: z.literal("mistral"),
   /** @defaultValue the worker's LOOPRUN_MISTRAL_MODEL (mistral-large-latest) */
-  model: z.string().trim().min(1).max(200).optional(),
+  model: z.string().trim().min(1, NOT_BLANK).max(200).optional(),
   /** Plan first (a JSON plan of steps, tracked and re-planned when a step keeps failing). */
   plan: z.boolean().default(false),
   /** @defaultValue 40 — tool calls per iteration */
@@ -65,7 +65,7 @@ export type MistralAgentSpec = z.infer<typeof MistralAgentSpec>;
 export const AgentSpec = z.discriminatedUnion("type", [CommandAgentSpec, MistralAgentSpec]);
 export type AgentSpec = z.infer<typeof AgentSpec>;
 
-const reviewModel = z.string().trim().min(1).max(200).optional();
+const reviewModel = z.string().trim().min(1, NOT_BLANK).max(200).optional();
 
 /**
  * `sh -c COMMAND` in the workspace; stdin is JSON `{task, requirements, iteration, diff,
@@ -139,7 +139,7 @@ function validAt(...keys: string[]) {
 
 export const RunSubmission = z
   .strictObject({
-    task: z.string().trim().min(1).max(SPEC_LIMITS.task),
+    task: z.string().trim().min(1, NOT_BLANK).max(SPEC_LIMITS.task),
     sessionId: sessionId.optional(),
     requirements: z.string().max(SPEC_LIMITS.requirements).optional(),
     filePaths: z.array(focusFile).max(SPEC_LIMITS.listItems).optional(),
@@ -166,7 +166,7 @@ export const RunSubmission = z
     completionPromise: z
       .string()
       .trim()
-      .min(1)
+      .min(1, NOT_BLANK)
       .max(200)
       // It is printed on a line of its own (see CompletionPromiseScanner).
       .refine((text) => !/[\r\n]/.test(text), "must be one line")

@@ -12,3 +12,6 @@ export const NO_NUL = [
   (text: string) => !text.includes("\0"),
   "must not contain a NUL byte",
 ] as const;
+
+/** A text that is trimmed first: blank (empty or only whitespace) is refused with this. */
+export const NOT_BLANK = "must not be empty or only whitespace";

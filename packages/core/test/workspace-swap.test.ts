@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
@@ -57,5 +57,76 @@ describe("a workspace whose path a symlink was put into", () => {
     );
     expect(existsSync(join(dir, "not-there"))).toBe(false);
     expect(store.iterationsOf(run.id)).toHaveLength(1);
+  });
+
+  // An agent (or a command) of the run swaps its own workspace for a link mid-iteration.
+  const swap = () => `W=$(pwd); cd ..; mv "$W" "$W.real"; ln -s ${outside} "$W"`;
+
+  it("is not followed by the validation when the agent swapped it", async () => {
+    const agent = { type: "command" as const, command: `echo hi > mine.txt; ${swap()}` };
+    const run = makeRun({ agent, testCommand: "pwd -P > where.txt", cooldownMs: 0 }, ws);
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toMatchObject({
+      status: "failed",
+      reason: "error",
+    });
+    expect(readdirSync(outside)).toEqual([]);
+    const [it1] = store.iterationsOf(run.id);
+    expect(it1).toMatchObject({ status: "failed", outcome: "error", validation: [] });
+    const events = store.eventsOf(run.id);
+    expect(events.map((e) => e.type).slice(-3)).toEqual([
+      "agent_finished",
+      "phase_failed",
+      "run_finished",
+    ]);
+    expect(events.find((e) => e.type === "phase_failed")?.data).toMatchObject({
+      iteration: 1,
+      phase: "workspace",
+      skipped: ["validation", "review"],
+      error: expect.stringContaining(`leads to ${outside} now`),
+    });
+  });
+
+  it("is not snapshotted when a validation command swapped it", async () => {
+    writeFileSync(join(outside, "precious.txt"), "not the run's\n");
+    const run = makeRun(
+      { agent: { type: "command", command: "true" }, testCommand: swap(), cooldownMs: 0 },
+      ws,
+    );
+    store.add(run);
+    expect(await runStep(resources(store), run.id)).toMatchObject({
+      status: "failed",
+      reason: "error",
+    });
+    expect(store.eventsOf(run.id).find((e) => e.type === "phase_failed")?.data).toMatchObject({
+      phase: "workspace",
+      skipped: [],
+    });
+    // No snapshot of the place the link leads to: the run's latest is still its baseline.
+    const stored = (await store.getRun(run.id))!;
+    expect(stored.baselineSnapshot).toMatch(/^[0-9a-f]{40}$/);
+    expect(stored.latestSnapshot).toBe(stored.baselineSnapshot);
+  });
+
+  it("is not used by the next iteration of the same step (no cooldown between them)", async () => {
+    // Iteration 1 fails its test and swaps the workspace as its last act; iteration 2 must not
+    // start in the place the link leads to.
+    const agent = {
+      type: "command" as const,
+      command: `if [ "$LOOPRUN_ITERATION" = 1 ]; then true; else pwd -P > where.txt; fi`,
+    };
+    const run = makeRun(
+      {
+        agent,
+        testCommand: `if [ "$LOOPRUN_ITERATION" = 1 ]; then ${swap()}; fi; false`,
+        cooldownMs: 0,
+        maxIterations: 3,
+      },
+      ws,
+    );
+    store.add(run);
+    await runStep(resources(store), run.id);
+    expect(readdirSync(outside)).toEqual([]);
+    expect((await store.getRun(run.id))?.status).toBe("failed");
   });
 });

@@ -14,6 +14,7 @@ import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
 import { type SnapshotArtifacts, snapshotIteration } from "./snapshot-step";
 import { validationEvents } from "./validation-events";
+import { workspaceMoved } from "./workspace-check";
 
 /** What every result says of the iteration's validation. */
 interface ValidationOutcome {
@@ -161,10 +162,12 @@ export async function runIteration(
     if (afterAgent) {
       return { kind: "interrupted", why: afterAgent, agent, validation: [], agentUnrecorded: true };
     }
-    if (result.phaseFailed) {
+    // The agent may have swapped the workspace for a symlink (see workspace-check.ts).
+    const failed = result.phaseFailed ?? movedWorkspace(ctx);
+    if (failed) {
       return {
         kind: "phase_failed",
-        ...result.phaseFailed,
+        ...failed,
         skipped: ["validation", "review"],
         agent,
         validation: [],
@@ -233,6 +236,12 @@ export async function runIteration(
     });
     const hasReviewer = spec.review.type !== "none";
 
+    // So may a validation command: the snapshot would read (and keep) what the link leads to.
+    const moved = movedWorkspace(ctx);
+    if (moved) {
+      const skipped = hasReviewer ? ["review"] : [];
+      return { kind: "phase_failed", ...moved, skipped, agent, validation: validation.results };
+    }
     const snapshot = await snapshotIteration(res, ctx, n, attempt, watch.signal, !hasReviewer);
     const afterSnapshot = watch.interruption(left());
     if (afterSnapshot) return interrupted(afterSnapshot);
@@ -340,4 +349,10 @@ export function describeInterruption(why: Interruption): string {
     default:
       return assertNever(why);
   }
+}
+
+/** The workspace phase's failure when the workspace leads elsewhere now (workspace-check.ts). */
+function movedWorkspace(ctx: RunContext): { phase: string; error: string } | null {
+  const error = workspaceMoved(ctx.run.workspace);
+  return error === null ? null : { phase: "workspace", error };
 }

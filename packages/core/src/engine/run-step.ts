@@ -5,7 +5,6 @@ import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
 import { LeaseLostError, messageOf } from "../util/errors";
-import { leadsElsewhere } from "../util/real-path";
 import { errorFields } from "../util/redactor";
 import { planApprovalStep } from "./approval";
 import { runIteration } from "./iteration";
@@ -16,6 +15,7 @@ import { type EventSpec, mutationOf, RunContext } from "./run-context";
 import type { ClaimStart, RunPatch } from "./run-store";
 import { backfillSnapshot, ensureBaseline } from "./snapshot-step";
 import { BUDGET_SUMMARY, finished, type StepResult } from "./step-result";
+import { workspaceMoved } from "./workspace-check";
 
 export type { StepResult } from "./step-result";
 
@@ -152,27 +152,7 @@ async function drive(
   const snapshotError = workspaceError === null ? await ensureBaseline(res, ctx) : null;
   const prepared = workspaceError ?? snapshotError;
   if (prepared !== null) {
-    const phase = workspaceError !== null ? "workspace" : "snapshot";
-    await ctx.finish("failed", "error", `phase_failed: ${phase}: ${prepared}`.slice(0, 2000), {
-      events: [
-        [
-          "phase_failed",
-          {
-            iteration: 0,
-            phase,
-            error: prepared,
-            skipped: [
-              ...ctx.run.spec.phases.filter((p) => p !== "packaging"),
-              "implementation",
-              "validation",
-              "review",
-              ...ctx.run.spec.phases.filter((p) => p === "packaging"),
-            ],
-          },
-        ],
-      ],
-    });
-    return finished(ctx);
+    return failBeforeIteration(ctx, workspaceError !== null ? "workspace" : "snapshot", prepared);
   }
   try {
     await backfillSnapshot(res, ctx);
@@ -203,6 +183,9 @@ async function drive(
       await ctx.finish("stopped", "stopped", "stopped by request");
       return finished(ctx);
     }
+    // The previous iteration (in this step: no cooldown between them) may have moved it.
+    const moved = workspaceMoved(ctx.run.workspace);
+    if (moved !== null) return failBeforeIteration(ctx, "workspace", moved);
     const last = ctx.lastIteration;
     const resume = last?.status === "abandoned";
     if (resume && last.attempt >= MAX_ITERATION_ATTEMPTS) {
@@ -221,20 +204,12 @@ async function drive(
   }
 }
 
-/**
- * Creates the run's workspace unless it exists; returns the error when it cannot. The API
- * stored the path with its symlinks followed (inside WORKSPACES_ROOT): one put into the path
- * since (a directory swapped for a link, a link to nothing) would take the run elsewhere, maybe
- * out of the root, so the path must still lead to itself, at every step.
- */
+/** Creates the run's workspace unless it exists; returns the error when it cannot. */
 async function ensureWorkspace(ctx: RunContext): Promise<string | null> {
-  const path = resolve(ctx.run.workspace);
-  const where = leadsElsewhere(path);
-  if (where !== null) {
-    return `the workspace ${path} leads to ${where} now (a symlink was put in its path): the run does not follow it`;
-  }
+  const moved = workspaceMoved(ctx.run.workspace);
+  if (moved !== null) return moved;
   try {
-    await mkdir(path, { recursive: true });
+    await mkdir(resolve(ctx.run.workspace), { recursive: true });
     return null;
   } catch (error) {
     return `could not create the workspace ${ctx.run.workspace}: ${messageOf(error)}`;
@@ -328,4 +303,36 @@ async function finishBudget(ctx: RunContext, reason: BudgetReason): Promise<void
 // A function, so that TypeScript does not keep an earlier narrowing of the mutable status.
 function stopRequested(ctx: RunContext): boolean {
   return ctx.run.status === "stopping";
+}
+
+/**
+ * Fails the run at what comes before an iteration (the workspace, the baseline snapshot): told
+ * as `iteration: 0`, every phase of the pipeline skipped.
+ */
+async function failBeforeIteration(
+  ctx: RunContext,
+  phase: "workspace" | "snapshot",
+  error: string,
+): Promise<StepResult> {
+  const { phases } = ctx.run.spec;
+  await ctx.finish("failed", "error", `phase_failed: ${phase}: ${error}`.slice(0, 2000), {
+    events: [
+      [
+        "phase_failed",
+        {
+          iteration: 0,
+          phase,
+          error,
+          skipped: [
+            ...phases.filter((p) => p !== "packaging"),
+            "implementation",
+            "validation",
+            "review",
+            ...phases.filter((p) => p === "packaging"),
+          ],
+        },
+      ],
+    ],
+  });
+  return finished(ctx);
 }

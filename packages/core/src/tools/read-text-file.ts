@@ -31,9 +31,11 @@ const NEWLINE = 0x0a;
 export async function readTextFile(
   absolute: string,
   opts: { head?: number; tail?: number },
-): Promise<string> {
   // O_NONBLOCK: a FIFO would hold the open (and the server) until something wrote into it.
-  const file = await open(absolute, constants.O_RDONLY | constants.O_NONBLOCK);
+  openFile: (absolute: string) => Promise<FileHandle> = (at) =>
+    open(at, constants.O_RDONLY | constants.O_NONBLOCK),
+): Promise<string> {
+  const file = await openFile(absolute);
   try {
     const stats = await file.stat();
     // A directory fails at its first read, as it did (EISDIR, said by describeFsError).

@@ -7,6 +7,9 @@ import { globMatcher } from "./glob-pattern";
 /** `search_files` stops after this many matches. */
 export const MAX_SEARCH_RESULTS = 1000;
 
+/** `list_directory` lists this many entries (the first by name) and counts the rest. */
+export const MAX_LISTED_ENTRIES = 2000;
+
 /** A readable sentence for a file-system error, naming the path the model gave. */
 export function describeFsError(error: unknown, path: string): string {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
@@ -22,15 +25,31 @@ export function describeFsError(error: unknown, path: string): string {
       return `permission denied: ${path}`;
     case "EEXIST":
       return `${path} already exists`;
+    case "ELOOP":
+      return `${path} is a symlink now (it was put there meanwhile): not followed`;
     default:
       return `${path}: ${messageOf(error)}`;
   }
 }
 
+/**
+ * A directory's entries, one a line, by name: at most MAX_LISTED_ENTRIES, then a line saying
+ * how many more there are (a listing of 200,000 long names was past what the server's
+ * transport carries, and it closed the workspace server for the rest of the iteration).
+ */
 export async function listDirectory(absolute: string): Promise<string> {
   const entries = await readdir(absolute, { withFileTypes: true });
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return entries.map((e) => `${e.isDirectory() ? "[DIR]" : "[FILE]"} ${e.name}`).join("\n");
+  const listed = entries
+    .slice(0, MAX_LISTED_ENTRIES)
+    .map((e) => `${e.isDirectory() ? "[DIR]" : "[FILE]"} ${e.name}`);
+  const more = entries.length - listed.length;
+  if (more > 0) {
+    listed.push(
+      `[… ${more} more entries not listed (${entries.length} in all); search_files finds names by pattern …]`,
+    );
+  }
+  return listed.join("\n");
 }
 
 /**

@@ -1,5 +1,5 @@
 import { isUtf8 } from "node:buffer";
-import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { type FileHandle, mkdir, realpath } from "node:fs/promises";
 import { dirname, relative } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -7,6 +7,7 @@ import { z } from "zod";
 import { runCommand } from "../process/run-command";
 import { messageOf } from "../util/errors";
 import { confinePath } from "./confine-path";
+import { openConfined } from "./confined-open";
 import { PathConfinementError, ToolFailure } from "./errors";
 import { readTextFile } from "./read-text-file";
 import { applyTextEdits } from "./text-edits";
@@ -45,6 +46,25 @@ async function guarded(path: string, body: () => Promise<string>): Promise<CallT
       return textResult(error.message, true);
     }
     return textResult(describeFsError(error, path), true);
+  }
+}
+
+/** A file's whole content, read from a handle openConfined gave (and closed after). */
+async function readConfined(file: FileHandle): Promise<Buffer> {
+  try {
+    return await file.readFile();
+  } finally {
+    await file.close();
+  }
+}
+
+/** Replaces a file's content through a handle openConfined gave (and closes it). */
+async function writeConfined(file: FileHandle, text: string): Promise<void> {
+  try {
+    await file.truncate(0);
+    await file.writeFile(text, "utf8");
+  } finally {
+    await file.close();
   }
 }
 
@@ -114,7 +134,8 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       guarded(path, async () => {
         if (head !== undefined && tail !== undefined)
           throw new ToolFailure("give either head or tail, not both");
-        return readTextFile(await confinePath(root, path), { head, tail });
+        const read = (at: string) => openConfined(root, at, path, "read");
+        return readTextFile(await confinePath(root, path), { head, tail }, read);
       }),
   );
 
@@ -135,7 +156,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
       guarded(path, async () => {
         const absolute = await confinePath(root, path);
         await mkdir(dirname(absolute), { recursive: true });
-        await writeFile(absolute, content, "utf8");
+        await writeConfined(await openConfined(root, absolute, path, "create"), content);
         return `Successfully wrote ${Buffer.byteLength(content)} bytes to ${path}`;
       }),
   );
@@ -167,7 +188,7 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
     async ({ path, edits, dryRun }) =>
       guarded(path, async () => {
         const absolute = await confinePath(root, path);
-        const bytes = await readFile(absolute);
+        const bytes = await readConfined(await openConfined(root, absolute, path, "read"));
         // Read as UTF-8 and written back, another encoding's bytes would become U+FFFD.
         if (!isUtf8(bytes)) {
           throw new ToolFailure(
@@ -179,7 +200,9 @@ export function createWorkspaceServer(opts: WorkspaceServerOptions): McpServer {
         if (!outcome.ok) throw new ToolFailure(`${outcome.error}; ${path} was not changed`);
         const diff = unifiedDiff(before, outcome.text, await displayPath(absolute));
         if (diff === "") return `No changes: the edits leave ${path} as it was`;
-        if (!dryRun) await writeFile(absolute, outcome.text, "utf8");
+        if (!dryRun) {
+          await writeConfined(await openConfined(root, absolute, path, "write"), outcome.text);
+        }
         return `${dryRun ? "Dry run, nothing written:\n" : ""}\`\`\`diff\n${diff}\`\`\``;
       }),
   );

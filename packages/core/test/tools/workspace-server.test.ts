@@ -158,6 +158,20 @@ describe("workspace server: tools", () => {
     expect((await call("list_directory", { path: "src" })).text).toBe("[FILE] app.ts\n[DIR] deep");
   });
 
+  it("list_directory lists 2,000 entries by name and counts the rest", async () => {
+    await mkdir(join(root, "many"));
+    const names = Array.from({ length: 2003 }, (_, i) => `f${String(i).padStart(5, "0")}`);
+    for (const name of names) await writeFile(join(root, "many", name), "");
+    const { isError, text } = await call("list_directory", { path: "many" });
+    expect(isError).toBe(false);
+    const lines = text.split("\n");
+    expect(lines).toHaveLength(2001);
+    expect(lines.slice(0, 2000)).toEqual(names.slice(0, 2000).map((n) => `[FILE] ${n}`));
+    expect(lines[2000]).toBe(
+      "[… 3 more entries not listed (2003 in all); search_files finds names by pattern …]",
+    );
+  });
+
   it("search_files matches names recursively, honours excludes and stays inside", async () => {
     await symlink(join(base, "ws-evil"), join(root, "src", "evil-link"));
     const ts = await call("search_files", { path: ".", pattern: "*.ts" });

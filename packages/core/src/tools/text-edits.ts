@@ -18,6 +18,42 @@ function indentOf(line: string): string {
 }
 
 /**
+ * Where `needle` occurs in `haystack` (overlapping occurrences too), element by element, in
+ * time linear in both (Knuth–Morris–Pratt over the lines, each line numbered once so that
+ * lines are compared as numbers): comparing every position with every line of the needle
+ * took seconds for a file and an `oldText` of tens of thousands of alike lines, and a model
+ * can send one.
+ */
+function occurrences(haystack: readonly string[], needle: readonly string[]): number[] {
+  const ids = new Map<string, number>();
+  const idOf = (line: string) => {
+    const known = ids.get(line);
+    if (known !== undefined) return known;
+    ids.set(line, ids.size);
+    return ids.size - 1;
+  };
+  const pattern = needle.map(idOf);
+  const text = haystack.map(idOf);
+  // fallback[j]: the length of the longest proper prefix of pattern[0..j] that is also its suffix.
+  const fallback = new Array<number>(pattern.length).fill(0);
+  for (let j = 1, k = 0; j < pattern.length; j++) {
+    while (k > 0 && pattern[j] !== pattern[k]) k = fallback[k - 1]!;
+    if (pattern[j] === pattern[k]) k++;
+    fallback[j] = k;
+  }
+  const found: number[] = [];
+  for (let i = 0, k = 0; i < text.length; i++) {
+    while (k > 0 && text[i] !== pattern[k]) k = fallback[k - 1]!;
+    if (text[i] === pattern[k]) k++;
+    if (k === pattern.length) {
+      found.push(i - k + 1);
+      k = fallback[k - 1]!;
+    }
+  }
+  return found;
+}
+
+/**
  * Models often get indentation wrong: match `oldText` line by line ignoring leading and
  * trailing whitespace, and re-indent `newText` to the indentation found in the file.
  */
@@ -25,10 +61,10 @@ function replaceLoosely(content: string, edit: TextEdit, eol: string): string | 
   const lines = content.split(eol);
   const oldLines = edit.oldText.split(eol);
   while (oldLines.length > 1 && oldLines[oldLines.length - 1]!.trim() === "") oldLines.pop();
-  const starts: number[] = [];
-  for (let i = 0; i + oldLines.length <= lines.length; i++) {
-    if (oldLines.every((old, j) => old.trim() === lines[i + j]!.trim())) starts.push(i);
-  }
+  const starts = occurrences(
+    lines.map((line) => line.trim()),
+    oldLines.map((line) => line.trim()),
+  );
   if (starts.length !== 1) return starts.length;
   const start = starts[0]!;
   const fileIndent = indentOf(lines[start]!);

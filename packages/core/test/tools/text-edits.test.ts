@@ -36,6 +36,25 @@ describe("applyTextEdits", () => {
     });
   });
 
+  it("counts loose matches that overlap, and finds one among lines that repeat", () => {
+    // "  a / a" occurs (ignoring indentation) at lines 1, 2 and 3 of "a a a a b".
+    expect(applyTextEdits(" a\n a\n a\n a\n b\n", [{ oldText: "a\na", newText: "x" }])).toEqual({
+      ok: false,
+      error:
+        "edit 1 of 1: oldText matches 3 places (ignoring indentation); include more surrounding lines to make it unique",
+    });
+    // A needle whose start repeats inside it ("a a b"), met after a false start ("a a a b").
+    expect(
+      applyTextEdits("  a\n  a\n  a\n  b\n  c\n", [{ oldText: "a\na\nb", newText: "z" }]),
+    ).toEqual({ ok: true, text: "  a\n  z\n  c\n" });
+    // Thousands of alike lines and a long oldText: found where it is (once), not elsewhere.
+    const lines = Array.from({ length: 20_000 }, () => "    a");
+    lines.push("    b");
+    const needle = [...Array.from({ length: 10_000 }, () => "a"), "b"].join("\n");
+    const big = applyTextEdits(`${lines.join("\n")}\n`, [{ oldText: needle, newText: "c" }]);
+    expect(big.ok && big.text).toBe(`${lines.slice(0, 10_000).join("\n")}\n    c\n`);
+  });
+
   it("keeps CRLF line endings", () => {
     expect(applyTextEdits("a\r\nb\r\n", [{ oldText: "a\nb", newText: "a\nx" }])).toEqual({
       ok: true,

@@ -8,6 +8,7 @@ import { capHead } from "../util/cut-marks";
 import { messageOf } from "../util/errors";
 import { ArgumentValidator } from "./argument-validator";
 import { callResultText } from "./call-result-text";
+import { cappedFetch } from "./capped-fetch";
 import { McpConnectError } from "./errors";
 import { type JsonSchema, toMistralParameters } from "./mistral-parameters";
 import { argumentsTooLarge, parseToolArguments } from "./tool-arguments";
@@ -125,6 +126,8 @@ async function connectServer(
     if ("url" in spec) {
       transport = new StreamableHTTPClientTransport(new URL(spec.url), {
         requestInit: { headers: spec.headers ?? {} },
+        // A reply is read whole into memory: at most MAX_HTTP_REPLY_BYTES of one.
+        fetch: cappedFetch(),
       });
     } else {
       const stdio = new StdioClientTransport({

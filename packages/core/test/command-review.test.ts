@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type EventType, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeRun, removeDir, resources, tempDir } from "./support";
+import { isAlive, makeRun, removeDir, resources, tempDir, waitFor } from "./support";
 
 const sq = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
@@ -179,6 +179,33 @@ describe("the command reviewer", () => {
       nonBlockingIssues: 1,
       score: 92,
     });
+  });
+
+  it("approves as its reviewer ends, killing what the reviewer left in the background", async () => {
+    // The background child holds the reviewer's stdout and stderr: the review is over when
+    // the reviewer is (an agent's command ends the same way), not when they are closed — held
+    // until its timeout, the review would fail the run.
+    const approve = `{"blockingIssues": [], "nonBlockingIssues": [], "score": 90, "fixPlan": []}`;
+    const run = makeRun(
+      {
+        agent: { type: "command", command: "echo hi > out.txt" },
+        testCommand: "true",
+        review: {
+          type: "command",
+          command: `sleep 700 & echo $! > ${sq(join(tools, "bg.pid"))}; echo 'left one behind' >&2; echo ${sq(approve)}`,
+          timeoutMs: 20_000,
+        },
+        cooldownMs: 0,
+      },
+      ws,
+    );
+    store.add(run);
+    const result = await runStep(resources(store), run.id);
+    expect((await store.getRun(run.id))?.summary).toBe("succeeded after 1 iteration");
+    expect(result).toEqual({ kind: "finished", status: "succeeded", reason: "success" });
+    expect(store.reviewsOf(run.id)).toMatchObject([{ blockingIssues: [], score: 90 }]);
+    const pid = Number(readFileSync(join(tools, "bg.pid"), "utf8"));
+    await waitFor(() => !isAlive(pid), "the reviewer's background child to die");
   });
 
   it("records the passed validation as the review starts, not once it is over", async () => {

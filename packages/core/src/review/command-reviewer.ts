@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommandReviewSpec } from "../domain/run-spec";
@@ -22,71 +22,81 @@ export interface CommandReviewInput {
 /** Largest review a command may print. */
 export const MAX_REVIEW_OUTPUT_BYTES = 1024 * 1024;
 
+/** The end of what a reviewer printed on stderr that its errors quote. */
+const STDERR_KEPT_BYTES = 4096;
+
 /**
- * The reviewer (`sh -c COMMAND`) with its stdout through `head`, which keeps one byte more than
- * a review may have and then leaves (the reviewer's next write ends it, SIGPIPE): a reviewer
- * that prints without end fills no disk. Its own exit status goes to a file of its own (the
- * pipeline's is `head`'s).
+ * The reviewer (`sh -c COMMAND`) with its stdout the command's output (read by the worker, as
+ * an agent's is) and its stderr through a FIFO into `head`, which keeps its first bytes in a
+ * file of its own: stderr cannot corrupt the JSON, and fills no disk. Once the reviewer exits,
+ * `head` gets a moment to keep what is left in the FIFO (it ends at once unless something the
+ * reviewer left in the background holds its stderr), and the command ends with the reviewer's
+ * status: what it left in the background is killed with its process group, as an agent's is.
+ * (Its stdout through `head` as well, the command waited for such a child, holding a review
+ * that had been printed until its timeout.)
  */
-const REVIEWER_PIPELINE = [
-  '{ sh -c "$LOOPRUN_REVIEW_COMMAND"; echo $? > "$LOOPRUN_REVIEW_STATUS"; }',
-  `| head -c ${MAX_REVIEW_OUTPUT_BYTES + 1} > "$LOOPRUN_REVIEW_OUTPUT"`,
-].join(" ");
+const REVIEWER = [
+  'mkfifo "$LOOPRUN_REVIEW_STDERR.fifo" || exit 125',
+  `head -c ${STDERR_KEPT_BYTES} < "$LOOPRUN_REVIEW_STDERR.fifo" > "$LOOPRUN_REVIEW_STDERR" &`,
+  "kept=$!",
+  'sh -c "$LOOPRUN_REVIEW_COMMAND" 2> "$LOOPRUN_REVIEW_STDERR.fifo"',
+  "status=$?",
+  // The shell's own notes ("Terminated") would go to stdout, the review's.
+  "exec 2> /dev/null",
+  '{ sleep 0.2; kill "$kept"; } &',
+  'wait "$kept"',
+  'exit "$status"',
+].join("\n");
 
 /**
  * Runs the reviewer command (`sh -c COMMAND` in the workspace) with the review input as JSON
- * on stdin. Its stdout goes to a file outside the workspace, so that stderr (kept for error
- * messages) cannot corrupt the JSON; it must be `{blockingIssues, nonBlockingIssues, score,
- * fixPlan}`. A non-zero exit, a timeout or anything else on stdout is an error, never an
- * approval.
+ * on stdin. Only its stdout is read as the review (stderr is kept apart, for error messages);
+ * it must be `{blockingIssues, nonBlockingIssues, score, fixPlan}`, at most
+ * MAX_REVIEW_OUTPUT_BYTES (a reviewer that prints more is stopped there). A non-zero exit, a
+ * timeout or anything else on stdout is an error, never an approval.
  */
 export async function runCommandReview(input: CommandReviewInput): Promise<ReviewOutcome> {
   const dir = await mkdtemp(join(tmpdir(), "looprun-review-"));
-  const outFile = join(dir, "review.json");
-  const statusFile = join(dir, "status");
+  const stderrFile = join(dir, "stderr");
+  const tooMuch = new AbortController();
+  let printed = 0;
   try {
     const result = await runCommand({
-      command: REVIEWER_PIPELINE,
+      command: REVIEWER,
       cwd: input.workspace,
       env: {
         ...input.env,
         LOOPRUN_REVIEW_COMMAND: input.spec.command,
-        LOOPRUN_REVIEW_OUTPUT: outFile,
-        LOOPRUN_REVIEW_STATUS: statusFile,
+        LOOPRUN_REVIEW_STDERR: stderrFile,
       },
       stdin: JSON.stringify(input.review),
       timeoutMs: Math.min(input.spec.timeoutMs, input.timeoutMs),
-      outputCapBytes: input.outputCapBytes,
-      signal: input.signal,
+      outputCapBytes: MAX_REVIEW_OUTPUT_BYTES + 1,
+      signal: AbortSignal.any([input.signal, tooMuch.signal]),
+      onOutput: (chunk) => {
+        printed += chunk.length;
+        if (printed > MAX_REVIEW_OUTPUT_BYTES) tooMuch.abort();
+      },
       ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
     });
-    const stderr = result.output.trim().slice(-1000);
-    if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
-    // What it printed on stderr, or that it printed nothing there.
-    const said = stderr ? `: ${stderr}` : " (nothing on stderr)";
-    if (result.timedOut) return { ok: false, error: `the reviewer timed out${said}` };
-    const size = await stat(outFile).then(
-      (s) => s.size,
-      () => 0,
-    );
-    if (size > MAX_REVIEW_OUTPUT_BYTES) {
+    if (tooMuch.signal.aborted && !input.signal.aborted) {
       return {
         ok: false,
         error: `the reviewer printed more than ${MAX_REVIEW_OUTPUT_BYTES} bytes (it was stopped there)`,
       };
     }
-    const status = await readFile(statusFile, "utf8").then(
-      (text) => Number.parseInt(text, 10),
-      () => null,
-    );
-    const exitCode = result.exitCode === 0 ? status : result.exitCode;
-    if (exitCode !== 0) {
+    if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
+    const stderr = (await readFile(stderrFile, "utf8").catch(() => "")).trim().slice(-1000);
+    // What it printed on stderr, or that it printed nothing there.
+    const said = stderr ? `: ${stderr}` : " (nothing on stderr)";
+    if (result.timedOut) return { ok: false, error: `the reviewer timed out${said}` };
+    if (result.exitCode !== 0) {
       return {
         ok: false,
-        error: `the reviewer exited ${exitCode ?? "on a signal"}${said}`,
+        error: `the reviewer exited ${result.exitCode ?? "on a signal"}${said}`,
       };
     }
-    const stdout = size === 0 ? "" : await readFile(outFile, "utf8");
+    const stdout = result.output;
     const parsed = parseJsonAnswer(ReviewFindings, stdout);
     if (!parsed.ok) {
       return {

@@ -34,6 +34,11 @@ export const ApiEnv = z
           MIN_SECRET_LENGTH,
           `must be at least ${MIN_SECRET_LENGTH} characters (a shorter one could not be redacted)`,
         )
+        // HTTP drops the whitespace around a header's value: such a token never matches.
+        .refine(
+          (token) => token.trim() === token,
+          "must not begin or end with whitespace (HTTP drops it from the Authorization header, so the token could never match)",
+        )
         .optional(),
     ),
     /** Names of further variables whose values are secrets: redacted from everything stored or logged. */

@@ -265,6 +265,12 @@ describe("hostile input", () => {
     expect(parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: "secret" }).API_TOKEN).toBe("secret");
     expect(() => parseApiEnv({ API_TOKEN: "abcde" })).toThrow(/API_TOKEN: must be at least 6/);
     expect(parseApiEnv({ API_TOKEN: "" }).API_TOKEN).toBeUndefined();
+    // Whitespace around it (or a token of only whitespace) could never match a bearer token.
+    for (const token of ["      ", " a-long-enough-token", "a-long-enough-token\n"]) {
+      expect(() => parseApiEnv({ HOST: "0.0.0.0", API_TOKEN: token })).toThrow(
+        /API_TOKEN: must not begin or end with whitespace/,
+      );
+    }
     const bin = join(__dirname, "../../cli/bin/looprun.js");
     const res = spawnSync(process.execPath, [bin, "api"], {
       env: { PATH: process.env.PATH, HOST: "0.0.0.0", PORT: "0" },

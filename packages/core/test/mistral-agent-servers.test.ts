@@ -156,6 +156,36 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(stored).not.toContain(pat);
   });
 
+  it(`redacts what \${NAME} put into a server's variable even when neither name looks secret`, async () => {
+    const auth = "ghauth-val-3210987";
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "gh",
+          command: "/bin/sh",
+          args: ["-c", 'echo "auth failed for $GH" >&2; exit 1'],
+          env: { GH: `\${GITHUB_AUTH}` },
+        },
+      ],
+    });
+    store.add(run);
+    const res = resources(store, {
+      llm: fx.llm,
+      commandEnv: { ...process.env, GITHUB_AUTH: auth },
+      envAllowlist: ["GITHUB_AUTH"],
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+    const stored = JSON.stringify([
+      store.runs.get(run.id),
+      store.eventsOf(run.id),
+      store.iterationsOf(run.id),
+    ]);
+    expect(stored).toContain(`auth failed for ${REDACTED}`);
+    expect(stored).not.toContain(auth);
+  });
+
   it("redacts the piece of a secret its capped transcript begins with", async () => {
     const secret = "transcript-secret-0123456789abcdefghij";
     const finishLine = "finish (done): ok";

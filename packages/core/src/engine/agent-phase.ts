@@ -8,7 +8,6 @@ import { storedToolArguments } from "../tools/tool-arguments";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceCallTimeoutMs, workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
-import { looksSecret } from "../util/redactor";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
 
@@ -42,9 +41,10 @@ export interface AgentPhaseResult extends AgentResult {
 /**
  * `${NAME}` in an MCP server's url, env or headers takes the value of an allowed variable of
  * the worker: secrets are configured on the workers, never sent in (and stored with) a run.
- * What it puts into a url, a header, or a variable whose name looks secret is added to
- * `secrets`: whatever the server then says with it (its stderr in an error, a tool's result)
- * is redacted. A name the worker does not have (unset, or not allowed) goes to `missing`.
+ * Whatever it puts in is added to `secrets` — the reference is how a run says "a value I must
+ * not write out", whatever the names (`GH=${GITHUB_AUTH}`): whatever the server then says with
+ * it (its stderr in an error, a tool's result) is redacted. A name the worker does not have
+ * (unset, or not allowed) goes to `missing`.
  */
 interface Expansion {
   env: Record<string, string>;
@@ -52,23 +52,17 @@ interface Expansion {
   missing: Set<string>;
 }
 
-function expand(value: string, x: Expansion, secret: boolean): string {
+function expand(value: string, x: Expansion): string {
   return value.replace(VAR_REFERENCE, (_m, name: string) => {
     const found = x.env[name];
     if (found === undefined) x.missing.add(name);
-    if (secret || looksSecret(name)) x.secrets.push(found ?? "");
+    x.secrets.push(found ?? "");
     return found ?? "";
   });
 }
 
-function expandVars(
-  values: Record<string, string>,
-  x: Expansion,
-  allSecret: boolean,
-): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(values).map(([k, v]) => [k, expand(v, x, allSecret || looksSecret(k))]),
-  );
+function expandVars(values: Record<string, string>, x: Expansion): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, expand(v, x)]));
 }
 
 /** An agent that could not start: the implementation phase failed, and the run with it. */
@@ -124,12 +118,12 @@ export async function runAgentPhase(
       const x: Expansion = { env: input.env, secrets: [], missing: new Set() };
       const servers = spec.mcpServers.map((s) =>
         "url" in s
-          ? { ...s, url: expand(s.url, x, true), headers: expandVars(s.headers, x, true) }
+          ? { ...s, url: expand(s.url, x), headers: expandVars(s.headers, x) }
           : {
               ...s,
               // The run's mark: a worker killed with -9 leaves a server that does not exit on its
               // own running, and the run's next step kills what carries it (killOrphanedGroup).
-              env: { ...expandVars(s.env, x, false), [RUN_ID_VARIABLE]: ctx.run.id },
+              env: { ...expandVars(s.env, x), [RUN_ID_VARIABLE]: ctx.run.id },
               cwd: ctx.run.workspace,
             },
       );

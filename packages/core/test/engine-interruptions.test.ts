@@ -49,6 +49,28 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     for (const pid of readPids(join(engine.ws, "agent.pids"))) expect(isAlive(pid)).toBe(false);
   });
 
+  it("ends the run stopped when the stop came in just before its last gate passed", async () => {
+    // The test command marks the moment and lingers: the stop lands while it runs, unseen by
+    // the stop poll (which never comes) and by the writes of the iteration (none comes then).
+    const marker = join(engine.ws, "..", `validating-${Date.now()}`);
+    const run = seed({
+      agent: { type: "command", command: "echo hi > out.txt" },
+      testCommand: `touch '${marker}'; sleep 0.3`,
+      cooldownMs: 0,
+    });
+    const pending = runStep({ ...resources(engine.store), stopPollMs: 3_600_000 }, run.id);
+    await waitFor(() => existsSync(marker), "the test command to start");
+    engine.store.runs.get(run.id)!.status = "stopping";
+    expect(await pending).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
+    const [it1] = engine.store.iterationsOf(run.id);
+    expect(it1).toMatchObject({ status: "failed", outcome: "stopped" });
+    expect(it1?.validation).toMatchObject([{ exitCode: 0 }]);
+    expect(types(engine.store.eventsOf(run.id)).slice(-2)).toEqual([
+      "validation_passed",
+      "run_finished",
+    ]);
+  });
+
   it("keeps a stop request when a later write sets running", async () => {
     const run = seed({ testCommand: "true" });
     engine.store.runs.get(run.id)!.status = "stopping";

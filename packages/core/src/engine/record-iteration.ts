@@ -141,8 +141,22 @@ export async function recordIteration(
     ? [["promise_missing", { iteration: n, completionPromise: spec.completionPromise }]]
     : [];
   const gateEvents = [...validationEvents, ...promiseEvents, ...reviewed.events];
+  // A stop that came in before this decision ends the run stopped, not as decided (one that
+  // comes while the decision is written loses to it).
+  const stoppedMeanwhile = async () =>
+    (await ctx.stopRequestedNow()) &&
+    recordIteration(ctx, {
+      kind: "interrupted",
+      why: "stopped",
+      agent: result.agent,
+      validation: result.validation,
+      ...(result.gates ? { gates: result.gates } : {}),
+      ...(result.validationRecorded ? { validationRecorded: true } : {}),
+    });
   switch (decision.kind) {
     case "complete": {
+      const stopped = await stoppedMeanwhile();
+      if (stopped) return stopped;
       const partial = partialWrites(result.gates);
       const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}${partial.summary}`;
       const packaged = packagingWrites(ctx, (await result.artifacts()).change, now);
@@ -160,7 +174,9 @@ export async function recordIteration(
       });
       return finished(ctx);
     }
-    case "fail":
+    case "fail": {
+      const stopped = await stoppedMeanwhile();
+      if (stopped) return stopped;
       await ctx.finish(
         "failed",
         decision.reason,
@@ -178,6 +194,7 @@ export async function recordIteration(
         },
       );
       return finished(ctx);
+    }
     case "retry": {
       const stall = stallWrites(ctx, result, decision.outcome);
       const patch: RunPatch = {
@@ -189,6 +206,8 @@ export async function recordIteration(
       };
       // The run ends here after all: the snapshot's rows go with its end.
       const end = async (reason: RunReason, summary: string, events: EventSpec[]) => {
+        const stopped = await stoppedMeanwhile();
+        if (stopped) return stopped;
         const ending = { ...(await result.artifacts()).writes, ...writes };
         await ctx.finish("failed", reason, summary, {
           patch,

@@ -61,6 +61,15 @@ export class RunContext {
     if (values.length > 0) this.redactor = (this.redactor ?? new Redactor()).with(values);
   }
 
+  /**
+   * Whether a stop request is in the store now: read once more before a decision ends the run
+   * (the stop poll and the writes' rows may not have shown one that came in a moment ago).
+   */
+  async stopRequestedNow(): Promise<boolean> {
+    const current = await this.res.store.getRun(this.run.id);
+    return current?.status === "stopping" && current.epoch === this.epoch;
+  }
+
   /** `value` (a text, or every string in it) with this step's secrets redacted. */
   redact<T>(value: T): T {
     return this.redactor ? this.redactor.deep(value) : value;

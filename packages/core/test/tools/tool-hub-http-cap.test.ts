@@ -59,6 +59,7 @@ beforeAll(async () => {
       }
       default:
         res.writeHead(202).end();
+        return;
     }
   });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));

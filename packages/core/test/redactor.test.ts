@@ -41,6 +41,18 @@ describe("Redactor", () => {
     expect(r.text("connect postgres://u:pw@db/x")).toBe(`connect postgres://u:${REDACTED}@db/x`);
   });
 
+  it("redacts a secret a terminal shows whole though an escape cuts its bytes", () => {
+    const r = new Redactor(["tok-audit-123"]);
+    // Coloured output keeps its escapes where no secret hides in them.
+    expect(r.text("\x1b[32mok\x1b[0m tok-audit-123\n")).toBe(`\x1b[32mok\x1b[0m ${REDACTED}\n`);
+    expect(r.text("\x1b[32mok\x1b[0m\n")).toBe("\x1b[32mok\x1b[0m\n");
+    // Cut by an escape, or by a control byte: kept as shown, redacted.
+    expect(r.text("say tok-\x1b[0maudit-123 now\n")).toBe(`say ${REDACTED} now\n`);
+    expect(r.text("tok-audit\u0000-123")).toBe(REDACTED);
+    // Overwritten by a carriage return, it is not shown; its bytes are still redacted.
+    expect(r.text("tok-audit-123\rdone")).toBe(`${REDACTED}\rdone`);
+  });
+
   it("leaves ordinary text alone", () => {
     const text = "npm test\n  3 passed, 1 failed\nexpected 4 to be 5 (src/cart.ts:12)";
     expect(r.text(text)).toBe(text);

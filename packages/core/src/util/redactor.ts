@@ -1,4 +1,5 @@
 import { headCut, mayBeCut, tailCut } from "./cut-marks";
+import { forPrompt } from "./for-prompt";
 
 /** Common shapes of credentials, redacted wherever they appear. */
 const PATTERNS: RegExp[] = [
@@ -32,6 +33,10 @@ export const REDACTED = "[REDACTED]";
 /** Shorter values are not redacted (they would redact ordinary words): no secret may be shorter. */
 export const MIN_SECRET_LENGTH = 6;
 
+/** Escapes, carriage returns and other control bytes: text a terminal shows otherwise. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is its purpose
+const TERMINAL_BYTES = /[\u0000-\u0008\u000b-\u001f\u007f\u009b]/;
+
 /**
  * Removes secrets from text before it is stored, queued, emitted or logged: the exact values
  * it was given (API_TOKEN, MISTRAL_API_KEY, configured secrets) and common key patterns.
@@ -52,6 +57,16 @@ export class Redactor {
   }
 
   text(input: string): string {
+    const out = this.plain(input);
+    if (!TERMINAL_BYTES.test(out)) return out;
+    // A secret a terminal shows whole may be cut by an escape in the bytes (`tok-\x1b[0m…`):
+    // then the text is kept as a terminal shows it, redacted (its escapes are lost).
+    const shown = forPrompt(out);
+    const redacted = this.plain(shown);
+    return redacted === shown ? out : redacted;
+  }
+
+  private plain(input: string): string {
     let out = input;
     for (const value of this.values) {
       if (out.includes(value)) out = out.split(value).join(REDACTED);

@@ -123,68 +123,43 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(fx.fake.requests).toHaveLength(0);
   });
 
-  it(`redacts what \${NAME} put into a server's secret variable wherever the server repeats it`, async () => {
-    const pat = "pat-0123456789abcdefghij";
-    const store = new MemoryRunStore();
-    // A server that fails to start, saying its token on stderr (which the error quotes).
-    const run = mistralRun({
-      mcpServers: [
-        {
-          name: "gh",
-          command: "/bin/sh",
-          args: ["-c", 'echo "auth failed for $GITHUB_PERSONAL_ACCESS_TOKEN" >&2; exit 1'],
-          env: { GITHUB_PERSONAL_ACCESS_TOKEN: `\${GH_PAT}` },
-        },
-      ],
-    });
-    store.add(run);
-    // GH_PAT is allowed, but its name does not look secret: the workers' redactor does not
-    // know its value.
-    const res = resources(store, {
-      llm: fx.llm,
-      commandEnv: { ...process.env, GH_PAT: pat },
-      envAllowlist: ["GH_PAT"],
-      redactor: new Redactor([]),
-    });
-    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
-    const stored = JSON.stringify([
-      store.runs.get(run.id),
-      store.eventsOf(run.id),
-      store.iterationsOf(run.id),
-    ]);
-    expect(stored).toContain(`auth failed for ${REDACTED}`);
-    expect(stored).not.toContain(pat);
-  });
-
-  it(`redacts what \${NAME} put into a server's variable even when neither name looks secret`, async () => {
-    const auth = "ghauth-val-3210987";
-    const store = new MemoryRunStore();
-    const run = mistralRun({
-      mcpServers: [
-        {
-          name: "gh",
-          command: "/bin/sh",
-          args: ["-c", 'echo "auth failed for $GH" >&2; exit 1'],
-          env: { GH: `\${GITHUB_AUTH}` },
-        },
-      ],
-    });
-    store.add(run);
-    const res = resources(store, {
-      llm: fx.llm,
-      commandEnv: { ...process.env, GITHUB_AUTH: auth },
-      envAllowlist: ["GITHUB_AUTH"],
-      redactor: new Redactor([]),
-    });
-    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
-    const stored = JSON.stringify([
-      store.runs.get(run.id),
-      store.eventsOf(run.id),
-      store.iterationsOf(run.id),
-    ]);
-    expect(stored).toContain(`auth failed for ${REDACTED}`);
-    expect(stored).not.toContain(auth);
-  });
+  // The variables' values are the workers' (allowed, but their names do not look secret: the
+  // workers' redactor does not know them); the run's server variable may look secret or not.
+  it.each([
+    ["GITHUB_PERSONAL_ACCESS_TOKEN", "GH_PAT", "pat-0123456789abcdefghij"],
+    ["GH", "GITHUB_AUTH", "ghauth-val-3210987"],
+  ])(
+    `redacts what \${NAME} put into a server's %s (from %s) wherever the server repeats it`,
+    async (variable, name, value) => {
+      const store = new MemoryRunStore();
+      // A server that fails to start, saying its token on stderr (which the error quotes).
+      const run = mistralRun({
+        mcpServers: [
+          {
+            name: "gh",
+            command: "/bin/sh",
+            args: ["-c", `echo "auth failed for $${variable}" >&2; exit 1`],
+            env: { [variable]: `\${${name}}` },
+          },
+        ],
+      });
+      store.add(run);
+      const res = resources(store, {
+        llm: fx.llm,
+        commandEnv: { ...process.env, [name]: value },
+        envAllowlist: [name],
+        redactor: new Redactor([]),
+      });
+      expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+      const stored = JSON.stringify([
+        store.runs.get(run.id),
+        store.eventsOf(run.id),
+        store.iterationsOf(run.id),
+      ]);
+      expect(stored).toContain(`auth failed for ${REDACTED}`);
+      expect(stored).not.toContain(value);
+    },
+  );
 
   it("redacts the piece of a secret its capped transcript begins with", async () => {
     const secret = "transcript-secret-0123456789abcdefghij";

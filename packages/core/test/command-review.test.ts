@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type EventType, runStep } from "@looprun/core";
+import { type EventType, runCommandReview, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAlive, makeRun, removeDir, resources, tempDir, waitFor } from "./support";
@@ -208,6 +208,42 @@ describe("the command reviewer", () => {
     await waitFor(() => !isAlive(pid), "the reviewer's background child to die");
   });
 
+  it("approves though its reviewer logs far more than is kept of its stderr", async () => {
+    const approve = `{"blockingIssues": [], "nonBlockingIssues": [], "score": 80, "fixPlan": []}`;
+    const run = makeRun(
+      {
+        agent: { type: "command", command: "echo hi > out.txt" },
+        testCommand: "true",
+        review: {
+          type: "command",
+          command: `for i in $(seq 1 3000); do echo "warning line $i" >&2; done; echo ${sq(approve)}`,
+        },
+        cooldownMs: 0,
+      },
+      ws,
+    );
+    store.add(run);
+    await runStep(resources(store), run.id);
+    expect((await store.getRun(run.id))?.summary).toBe("succeeded after 1 iteration");
+    expect(store.reviewsOf(run.id)).toMatchObject([{ score: 80 }]);
+  });
+
+  it("says why a reviewer could not start", async () => {
+    const outcome = await runCommandReview({
+      spec: { type: "command", command: "true", timeoutMs: 10_000 },
+      review: { task: "t", requirements: null, iteration: 1, diff: "", validation: [] },
+      workspace: join(ws, "not-there"),
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      timeoutMs: 10_000,
+      outputCapBytes: 65_536,
+      signal: new AbortController().signal,
+    });
+    expect(outcome).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^the reviewer could not start: .*not-there.* does not exist/),
+    });
+  });
+
   it("records the passed validation as the review starts, not once it is over", async () => {
     // The reviewer says it runs, then waits for the test's go.
     const reviewing = join(tools, "reviewing");
@@ -304,6 +340,11 @@ describe("the command reviewer", () => {
     ],
     ["exits non-zero saying nothing", "exit 1", "the reviewer exited 1 (nothing on stderr)"],
     [
+      "exits non-zero after logging much (its last words are quoted)",
+      "echo start >&2; head -c 100000 /dev/zero | tr '\\0' y >&2; echo FATAL: broke >&2; exit 3",
+      /the reviewer exited 3: y+FATAL: broke$/,
+    ],
+    [
       "prints without end (stopped after a review's most, not at its timeout)",
       "yes looks good",
       "the reviewer printed more than 1048576 bytes (it was stopped there)",
@@ -333,7 +374,7 @@ describe("the command reviewer", () => {
       });
       const final = (await store.getRun(run.id))!;
       expect(final.summary).toMatch(/^phase_failed: review: /);
-      expect(final.summary).toContain(error);
+      expect(final.summary).toMatch(error);
       expect(final.latestReviewId).toBeNull();
       expect(final.metrics.reviewBlockings).toBe(0);
       expect(store.reviewsOf(run.id)).toEqual([]);
@@ -354,7 +395,7 @@ describe("the command reviewer", () => {
         phase: "review",
         skipped: [],
       });
-      expect(String(store.eventsOf(run.id).at(-2)?.data.error)).toContain(error);
+      expect(String(store.eventsOf(run.id).at(-2)?.data.error)).toMatch(error);
     },
   );
 });

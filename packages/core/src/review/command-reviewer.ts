@@ -22,22 +22,23 @@ export interface CommandReviewInput {
 /** Largest review a command may print. */
 export const MAX_REVIEW_OUTPUT_BYTES = 1024 * 1024;
 
-/** The end of what a reviewer printed on stderr that its errors quote. */
+/** How much of the start and of the end of a reviewer's stderr is kept, for its errors. */
 const STDERR_KEPT_BYTES = 4096;
 
 /**
  * The reviewer (`sh -c COMMAND`) with its stdout the command's output (read by the worker, as
- * an agent's is) and its stderr through a FIFO into `head`, which keeps its first bytes in a
- * file of its own: stderr cannot corrupt the JSON, and fills no disk. Once the reviewer exits,
- * `head` gets a moment to keep what is left in the FIFO (it ends at once unless something the
- * reviewer left in the background holds its stderr), and the command ends with the reviewer's
- * status: what it left in the background is killed with its process group, as an agent's is.
- * (Its stdout through `head` as well, the command waited for such a child, holding a review
- * that had been printed until its timeout.)
+ * an agent's is) and its stderr through a FIFO: `head` keeps its first bytes, `tail` its last
+ * (read to the end: a reviewer is never stopped for what it logs), each in a file of its own,
+ * so stderr cannot corrupt the JSON and fills no disk. Once the reviewer exits they get a
+ * moment to keep what is left in the FIFO (they end at once unless something the reviewer
+ * left in the background holds its stderr: then only the start is kept), and the command ends
+ * with the reviewer's status: what it left in the background is killed with its process
+ * group, as an agent's is. (With its stdout through `head` as well, the command waited for
+ * such a child, holding a review that had been printed until its timeout.)
  */
 const REVIEWER = [
   'mkfifo "$LOOPRUN_REVIEW_STDERR.fifo" || exit 125',
-  `head -c ${STDERR_KEPT_BYTES} < "$LOOPRUN_REVIEW_STDERR.fifo" > "$LOOPRUN_REVIEW_STDERR" &`,
+  `{ head -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.head"; tail -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.tail"; } < "$LOOPRUN_REVIEW_STDERR.fifo" &`,
   "kept=$!",
   'sh -c "$LOOPRUN_REVIEW_COMMAND" 2> "$LOOPRUN_REVIEW_STDERR.fifo"',
   "status=$?",
@@ -47,6 +48,13 @@ const REVIEWER = [
   'wait "$kept"',
   'exit "$status"',
 ].join("\n");
+
+/** The end of what the reviewer printed on stderr (its start when its end was not kept). */
+async function stderrOf(file: string): Promise<string> {
+  const read = (part: string) => readFile(`${file}.${part}`, "utf8").catch(() => "");
+  const [head, tail] = await Promise.all([read("head"), read("tail")]);
+  return (tail.trim() || head.trim()).slice(-1000);
+}
 
 /**
  * Runs the reviewer command (`sh -c COMMAND` in the workspace) with the review input as JSON
@@ -86,7 +94,12 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
       };
     }
     if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
-    const stderr = (await readFile(stderrFile, "utf8").catch(() => "")).trim().slice(-1000);
+    // The command's own words, when it could not run the reviewer (no workspace, no mkfifo).
+    const output = result.output.trim().slice(-1000);
+    if (result.exitCode === 125 || (result.exitCode === null && result.signal === null)) {
+      if (output) return { ok: false, error: `the reviewer could not start: ${output}` };
+    }
+    const stderr = await stderrOf(stderrFile);
     // What it printed on stderr, or that it printed nothing there.
     const said = stderr ? `: ${stderr}` : " (nothing on stderr)";
     if (result.timedOut) return { ok: false, error: `the reviewer timed out${said}` };

@@ -69,6 +69,38 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       "validation_passed",
       "run_finished",
     ]);
+    // What the iteration did is kept: its snapshot is the run's latest, with its rows.
+    const final = (await engine.store.getRun(run.id))!;
+    expect(final.latestSnapshot).not.toBe(final.baselineSnapshot);
+    expect(engine.store.snapshotsOf(run.id).map((s) => [s.n, s.snapshotId])).toEqual([
+      [1, final.latestSnapshot],
+    ]);
+  });
+
+  it("keeps the review of an iteration whose run a stop ended just before its decision", async () => {
+    const marker = join(engine.ws, "..", `reviewing-${Date.now()}`);
+    const approve = `{"blockingIssues": [], "nonBlockingIssues": [], "score": 70, "fixPlan": []}`;
+    const run = seed({
+      agent: { type: "command", command: "echo hi > out.txt" },
+      testCommand: "true",
+      review: { type: "command", command: `touch '${marker}'; sleep 0.3; echo '${approve}'` },
+      cooldownMs: 0,
+    });
+    const pending = runStep({ ...resources(engine.store), stopPollMs: 3_600_000 }, run.id);
+    await waitFor(() => existsSync(marker), "the reviewer to start");
+    engine.store.runs.get(run.id)!.status = "stopping";
+    expect(await pending).toEqual({ kind: "finished", status: "stopped", reason: "stopped" });
+    const [review] = engine.store.reviewsOf(run.id);
+    expect(review).toMatchObject({ iteration: 1, score: 70 });
+    expect(engine.store.iterationsOf(run.id)[0]).toMatchObject({
+      outcome: "stopped",
+      reviewId: review?.id,
+    });
+    expect((await engine.store.getRun(run.id))?.latestReviewId).toBe(review?.id);
+    expect(types(engine.store.eventsOf(run.id)).slice(-2)).toEqual([
+      "review_approved",
+      "run_finished",
+    ]);
   });
 
   it("keeps a stop request when a later write sets running", async () => {

@@ -142,17 +142,19 @@ export async function recordIteration(
     : [];
   const gateEvents = [...validationEvents, ...promiseEvents, ...reviewed.events];
   // A stop that came in before this decision ends the run stopped, not as decided (one that
-  // comes while the decision is written loses to it).
-  const stoppedMeanwhile = async () =>
-    (await ctx.stopRequestedNow()) &&
-    recordIteration(ctx, {
-      kind: "interrupted",
-      why: "stopped",
-      agent: result.agent,
-      validation: result.validation,
-      ...(result.gates ? { gates: result.gates } : {}),
-      ...(result.validationRecorded ? { validationRecorded: true } : {}),
+  // comes while the decision is written loses to it). What the iteration did is kept: its
+  // gates' events, its review, its snapshot.
+  const stoppedMeanwhile = async (): Promise<StepResult | null> => {
+    if (!(await ctx.stopRequestedNow())) return null;
+    const artifacts = await result.artifacts();
+    await ctx.finish("stopped", "stopped", describeInterruption("stopped"), {
+      patch: { metrics, ...decided },
+      events: gateEvents,
+      iteration: { ...iterationPatch, status: "failed", outcome: "stopped", feedback: null },
+      writes: { ...artifacts.writes, ...reviewed.writes },
     });
+    return finished(ctx);
+  };
   switch (decision.kind) {
     case "complete": {
       const stopped = await stoppedMeanwhile();

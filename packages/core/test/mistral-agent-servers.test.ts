@@ -161,6 +161,31 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     },
   );
 
+  it(`leaves what \${NAME} took from the variables every command gets (HOME, LOOPRUN_*) as they are`, async () => {
+    const home = "/home/some-user-home";
+    const store = new MemoryRunStore();
+    const run = mistralRun({
+      mcpServers: [
+        {
+          name: "gh",
+          command: "/bin/sh",
+          args: ["-c", 'echo "no config in $H/.config (run $R)" >&2; exit 1'],
+          env: { H: `\${HOME}`, R: `\${LOOPRUN_RUN_ID}` },
+        },
+      ],
+    });
+    store.add(run);
+    const res = resources(store, {
+      llm: fx.llm,
+      commandEnv: { ...process.env, HOME: home },
+      redactor: new Redactor([]),
+    });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "failed" });
+    expect((await store.getRun(run.id))?.summary).toContain(
+      `no config in ${home}/.config (run ${run.id})`,
+    );
+  });
+
   it("redacts the piece of a secret its capped transcript begins with", async () => {
     const secret = "transcript-secret-0123456789abcdefghij";
     const finishLine = "finish (done): ok";

@@ -3,6 +3,7 @@ import { runMistralAgent } from "../agents/mistral-agent";
 import { tokensLeft } from "../budget/budget";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
+import { isBaseVariable } from "../process/command-env";
 import { RUN_ID_VARIABLE } from "../process/orphans";
 import { storedToolArguments } from "../tools/tool-arguments";
 import { ToolHub } from "../tools/tool-hub";
@@ -41,10 +42,10 @@ export interface AgentPhaseResult extends AgentResult {
 /**
  * `${NAME}` in an MCP server's url, env or headers takes the value of an allowed variable of
  * the worker: secrets are configured on the workers, never sent in (and stored with) a run.
- * Whatever it puts in is added to `secrets` — the reference is how a run says "a value I must
- * not write out", whatever the names (`GH=${GITHUB_AUTH}`): whatever the server then says with
- * it (its stderr in an error, a tool's result) is redacted. A name the worker does not have
- * (unset, or not allowed) goes to `missing`.
+ * What it puts in from an allowlisted variable is added to `secrets` — the reference is how a
+ * run says "a value I must not write out", whatever the names (`GH=${GITHUB_AUTH}`): whatever
+ * the server then says with it (its stderr in an error, a tool's result) is redacted. A name
+ * the worker does not have (unset, or not allowed) goes to `missing`.
  */
 interface Expansion {
   env: Record<string, string>;
@@ -56,7 +57,9 @@ function expand(value: string, x: Expansion): string {
   return value.replace(VAR_REFERENCE, (_m, name: string) => {
     const found = x.env[name];
     if (found === undefined) x.missing.add(name);
-    x.secrets.push(found ?? "");
+    // What every command gets anyway (HOME, PATH, LOOPRUN_RUN_ID…) is no secret: redacted, a
+    // path under HOME or the run's id would be `[REDACTED]` wherever it is written.
+    else if (!isBaseVariable(name)) x.secrets.push(found);
     return found ?? "";
   });
 }

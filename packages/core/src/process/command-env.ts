@@ -1,5 +1,10 @@
 const BASE_NAMES = ["PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR"];
 
+/** Whether every command gets the variable (the minimal base, `LC_*`, `LOOPRUN_*`): no secret. */
+export function isBaseVariable(name: string): boolean {
+  return BASE_NAMES.includes(name) || name.startsWith("LC_") || name.startsWith("LOOPRUN_");
+}
+
 /**
  * The environment a command gets: a minimal base, `LC_*`, `LOOPRUN_*`, the names in
  * `allowlist`, then `extra` — never the rest of looprun's own environment (its secrets).
@@ -13,7 +18,7 @@ export function buildCommandEnv(
   const allowed = new Set([...BASE_NAMES, ...allowlist]);
   for (const [name, value] of Object.entries(source)) {
     if (value === undefined) continue;
-    if (allowed.has(name) || name.startsWith("LC_") || name.startsWith("LOOPRUN_")) {
+    if (allowed.has(name) || isBaseVariable(name)) {
       env[name] = value;
     }
   }

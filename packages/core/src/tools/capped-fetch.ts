@@ -19,7 +19,12 @@ const CR = 0x0d;
  * names) answering with gigabytes took the worker's memory with it; the stdio transport has
  * a limit of its own.
  */
-export function cappedFetch(capBytes = MAX_HTTP_REPLY_BYTES, base: FetchLike = fetch): FetchLike {
+export function cappedFetch(
+  capBytes = MAX_HTTP_REPLY_BYTES,
+  base: FetchLike = fetch,
+  /** Told of each reply cut (`events`: an event stream's), as the reply's reader is. */
+  onTooLarge?: (error: ReplyTooLargeError, events: boolean) => void,
+): FetchLike {
   return async (url, init) => {
     const response = await base(url, init);
     if (response.body === null) return response;
@@ -47,11 +52,11 @@ export function cappedFetch(capBytes = MAX_HTTP_REPLY_BYTES, base: FetchLike = f
           sinceBoundary += chunk.length;
         }
         if (Math.max(largest, sinceBoundary) > capBytes) {
-          controller.error(
-            new ReplyTooLargeError(
-              `the server's reply passed ${capBytes} bytes (a message of an MCP server is at most that): not read further`,
-            ),
+          const error = new ReplyTooLargeError(
+            `the server's reply passed ${capBytes} bytes (a message of an MCP server is at most that): not read further`,
           );
+          controller.error(error);
+          onTooLarge?.(error, events);
           return;
         }
         controller.enqueue(chunk);

@@ -8,7 +8,7 @@ import { capHead } from "../util/cut-marks";
 import { messageOf } from "../util/errors";
 import { ArgumentValidator } from "./argument-validator";
 import { callResultText } from "./call-result-text";
-import { cappedFetch } from "./capped-fetch";
+import { cappedFetch, MAX_HTTP_REPLY_BYTES } from "./capped-fetch";
 import { McpConnectError } from "./errors";
 import { type JsonSchema, toMistralParameters } from "./mistral-parameters";
 import { argumentsTooLarge, parseToolArguments } from "./tool-arguments";
@@ -88,6 +88,8 @@ interface Connection {
   transport: Transport;
   stderr: TailBuffer | null;
   closed: boolean;
+  /** Why the hub closed it, when it did (an HTTP server's event too large to read). */
+  closedFor: { why: string | null };
 }
 
 interface Entry {
@@ -122,12 +124,20 @@ async function connectServer(
   const client = new Client(clientInfo, { capabilities: {} });
   let stderr: TailBuffer | null = null;
   let transport: Transport | undefined;
+  const closedFor: { why: string | null } = { why: null };
+  // An event stream cut at the cap is told by the SDK only to `onerror`, leaving the call to
+  // wait for its timeout: the connection is closed, which ends the call at once.
+  const cutStream = (error: Error, events: boolean) => {
+    if (!events) return;
+    closedFor.why = error.message;
+    client.close().catch(() => {});
+  };
   try {
     if ("url" in spec) {
       transport = new StreamableHTTPClientTransport(new URL(spec.url), {
         requestInit: { headers: spec.headers ?? {} },
         // A reply is read whole into memory: at most MAX_HTTP_REPLY_BYTES of one.
-        fetch: cappedFetch(),
+        fetch: cappedFetch(MAX_HTTP_REPLY_BYTES, fetch, cutStream),
       });
     } else {
       const stdio = new StdioClientTransport({
@@ -156,7 +166,14 @@ async function connectServer(
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     signal.throwIfAborted();
-    const connection: Connection = { name: spec.name, client, transport, stderr, closed: false };
+    const connection: Connection = {
+      name: spec.name,
+      client,
+      transport,
+      stderr,
+      closed: false,
+      closedFor,
+    };
     client.onclose = () => {
       connection.closed = true;
     };
@@ -333,6 +350,9 @@ export class ToolHub {
       return `${server} did not answer ${entry.tool.tool} within ${this.timeoutMs} ms`;
     }
     if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+      const { why } = entry.connection.closedFor;
+      if (why !== null)
+        return `${server} failed ${entry.tool.tool}: ${why}; its connection was closed`;
       return `${server} closed the connection during ${entry.tool.tool}${stderrNote(entry.connection.stderr)}`;
     }
     return `${server} failed ${entry.tool.tool}: ${messageOf(error)}`;

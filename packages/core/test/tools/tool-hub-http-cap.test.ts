@@ -38,9 +38,14 @@ beforeAll(async () => {
           serverInfo: { name: "huge", version: "1" },
         });
       case "tools/list":
-        return reply({ tools: [{ name: "huge", inputSchema: { type: "object" } }] });
+        return reply({
+          tools: ["huge", "huge_event"].map((name) => ({ name, inputSchema: { type: "object" } })),
+        });
       case "tools/call": {
-        res.writeHead(200, { "content-type": "application/json" });
+        // huge: one JSON body; huge_event: an event stream of one event, as large.
+        const events = (message as { params?: { name?: string } }).params?.name === "huge_event";
+        res.writeHead(200, { "content-type": events ? "text/event-stream" : "application/json" });
+        if (events) res.write("event: message\ndata: ");
         res.write(
           `{"jsonrpc":"2.0","id":${message.id},"result":{"content":[{"type":"text","text":"`,
         );
@@ -54,7 +59,7 @@ beforeAll(async () => {
           }
           hugeWritten = sent + chunk.length;
         }
-        if (!res.destroyed) res.end('"}]}}');
+        if (!res.destroyed) res.end(events ? '"}]}}\n\n' : '"}]}}');
         return;
       }
       default:
@@ -80,6 +85,24 @@ describe("ToolHub over Streamable HTTP, a reply past the cap", () => {
       expect(result.result).toContain(`the server's reply passed ${MAX_HTTP_REPLY_BYTES} bytes`);
       // The server could not write the rest: the client stopped reading and closed.
       expect(hugeWritten).toBeLessThan(HUGE_BYTES / 2);
+    } finally {
+      await hub.close();
+    }
+  });
+
+  it("fails the call of an event too large at once, closing the connection (not at its timeout)", async () => {
+    hugeWritten = 0;
+    // A timeout longer than the test's: the call must end because the event was cut.
+    const hub = await ToolHub.connect([{ name: "big", url }], { requestTimeoutMs: 600_000 });
+    try {
+      const result = await hub.call("big__huge_event", {});
+      expect(result).toMatchObject({
+        isError: true,
+        result: `MCP server "big" failed huge_event: the server's reply passed ${MAX_HTTP_REPLY_BYTES} bytes (a message of an MCP server is at most that): not read further; its connection was closed`,
+      });
+      expect(hugeWritten).toBeLessThan(HUGE_BYTES / 2);
+      // The server's tools are gone for the rest of the hub's life, as a stdio server's are.
+      expect((await hub.call("big__huge", {})).result).toContain("is not connected any more");
     } finally {
       await hub.close();
     }

@@ -3,12 +3,15 @@ import { runMistralAgent } from "../agents/mistral-agent";
 import { tokensLeft } from "../budget/budget";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
+import type { MistralAgentSpec } from "../domain/run-spec";
+import type { ChatModel } from "../llm/chat-model";
 import { isBaseVariable } from "../process/command-env";
 import { RUN_ID_VARIABLE } from "../process/orphans";
 import { storedToolArguments } from "../tools/tool-arguments";
 import { ToolHub } from "../tools/tool-hub";
 import { workspaceCallTimeoutMs, workspaceServerLaunch } from "../tools/workspace-server-launch";
 import { assertNever } from "../util/assert-never";
+import { timeoutSignal } from "../util/timeout-signal";
 import type { EngineResources } from "./resources";
 import type { RunContext } from "./run-context";
 
@@ -115,130 +118,145 @@ export async function runAgentPhase(
         return notStarted("no LLM is configured: set MISTRAL_API_KEY for the workers");
       }
       // The agent's own timer: the run's deadline also ends its calls.
-      const deadline = AbortSignal.timeout(Math.max(1, input.msLeft()));
-      const signal = AbortSignal.any([input.signal, deadline]);
-      const started = performance.now();
-      const x: Expansion = { env: input.env, secrets: [], missing: new Set() };
-      const servers = spec.mcpServers.map((s) =>
-        "url" in s
-          ? { ...s, url: expand(s.url, x), headers: expandVars(s.headers, x) }
-          : {
-              ...s,
-              // The run's mark: a worker killed with -9 leaves a server that does not exit on its
-              // own running, and the run's next step kills what carries it (killOrphanedGroup).
-              env: { ...expandVars(s.env, x), [RUN_ID_VARIABLE]: ctx.run.id },
-              cwd: ctx.run.workspace,
-            },
-      );
-      ctx.keepSecrets(x.secrets);
-      if (x.missing.size > 0) {
-        // An empty token would fail later, and less clearly (a 401 from the server, or worse).
-        const names = [...x.missing].map((n) => `\${${n}}`).join(", ");
-        return notStarted(
-          `MCP servers could not start: ${names} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
-        );
-      }
-      let hub: ToolHub;
+      const timed = timeoutSignal(input.signal, Math.max(1, input.msLeft()));
       try {
-        hub = await ToolHub.connect(
-          [
-            {
-              name: "workspace",
-              ...workspaceServerLaunch(ctx.run.workspace, input.env),
-              cwd: ctx.run.workspace,
-            },
-            ...servers,
-          ],
-          {
-            reservedNames: ["finish", "update_step"],
-            // Longer than a command's own timeout and kill: it times out on the server, which
-            // reports it with its output, not on the client, which would lose that.
-            requestTimeoutMs: res.toolTimeoutMs ?? workspaceCallTimeoutMs(),
-            // A stop or the deadline ends the start-up too (a server may take a minute).
-            signal,
-            connectTimeoutMs: Math.max(1, Math.min(CONNECT_TIMEOUT_MS, input.msLeft())),
-          },
-        );
-      } catch (error) {
-        return notStarted(
-          `MCP servers could not start: ${(error as Error).message}`,
-          Math.round(performance.now() - started),
-        );
-      }
-      try {
-        const r = await runMistralAgent({
-          llm: res.llm,
-          model: agent.model ?? res.defaultModel ?? "mistral-large-latest",
-          ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
-          maxToolCalls: agent.maxToolCalls,
-          planning: agent.plan,
-          plan: ctx.run.plan,
-          toolSet: hub,
-          prompt: input.prompt,
-          signal,
-          tokensLeft: () => tokensLeft(ctx.run),
-          outputCapBytes: input.outputCapBytes,
-          redact: (text) => ctx.redact(text),
-          completionPromise: spec.completionPromise,
-          recorder: {
-            toolCall: async (call) => {
-              const record: NewToolCall = {
-                iteration: input.n,
-                ...call,
-                args: storedToolArguments(call.args),
-              };
-              await ctx.commit(
-                {
-                  metrics: {
-                    ...ctx.run.metrics,
-                    toolCalls: ctx.run.metrics.toolCalls + 1,
-                    toolFailures: ctx.run.metrics.toolFailures + (call.isError ? 1 : 0),
-                  },
-                  progress: `iteration ${input.n}/${spec.maxIterations}: ${call.server}.${call.tool}`,
-                },
-                [
-                  [
-                    "tool_called",
-                    {
-                      iteration: input.n,
-                      server: call.server,
-                      tool: call.tool,
-                      isError: call.isError,
-                      durationMs: call.durationMs,
-                    },
-                  ],
-                ],
-                { toolCalls: [record] },
-              );
-            },
-            tokens: async (count) => {
-              await ctx.commit({
-                metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
-              });
-            },
-            plan: async (type, plan, data = {}) => {
-              await ctx.commit({ plan }, [
-                [type, { iteration: input.n, version: plan.version, ...data, plan }],
-              ]);
-            },
-          },
-        });
-        return {
-          exitCode: r.exitCode,
-          output: r.output,
-          // The whole phase, as for a command agent: its tool servers' start-up included.
-          durationMs: Math.round(performance.now() - started),
-          phaseFailed: r.phaseFailed,
-          blocked: r.blocked,
-          promiseFound: r.promiseFound,
-          promiseOther: r.promiseOther,
-          budgetSpent: r.budgetSpent,
-        };
+        return await runMistralPhase(res, res.llm, ctx, input, { agent, signal: timed.signal });
       } finally {
-        await hub.close();
+        timed.clear();
       }
     }
     default:
       return assertNever(agent);
+  }
+}
+
+/** The mistral agent's turn: its tool servers, started for it, and the model's calls. */
+async function runMistralPhase(
+  res: EngineResources,
+  llm: ChatModel,
+  ctx: RunContext,
+  input: AgentPhaseInput,
+  { agent, signal }: { agent: MistralAgentSpec; signal: AbortSignal },
+): Promise<AgentPhaseResult> {
+  const { spec } = ctx.run;
+  const started = performance.now();
+  const x: Expansion = { env: input.env, secrets: [], missing: new Set() };
+  const servers = spec.mcpServers.map((s) =>
+    "url" in s
+      ? { ...s, url: expand(s.url, x), headers: expandVars(s.headers, x) }
+      : {
+          ...s,
+          // The run's mark: a worker killed with -9 leaves a server that does not exit on its
+          // own running, and the run's next step kills what carries it (killOrphanedGroup).
+          env: { ...expandVars(s.env, x), [RUN_ID_VARIABLE]: ctx.run.id },
+          cwd: ctx.run.workspace,
+        },
+  );
+  ctx.keepSecrets(x.secrets);
+  if (x.missing.size > 0) {
+    // An empty token would fail later, and less clearly (a 401 from the server, or worse).
+    const names = [...x.missing].map((n) => `\${${n}}`).join(", ");
+    return notStarted(
+      `MCP servers could not start: ${names} names no variable of the workers (unset, or not in AGENT_ENV_ALLOWLIST)`,
+    );
+  }
+  let hub: ToolHub;
+  try {
+    hub = await ToolHub.connect(
+      [
+        {
+          name: "workspace",
+          ...workspaceServerLaunch(ctx.run.workspace, input.env),
+          cwd: ctx.run.workspace,
+        },
+        ...servers,
+      ],
+      {
+        reservedNames: ["finish", "update_step"],
+        // Longer than a command's own timeout and kill: it times out on the server, which
+        // reports it with its output, not on the client, which would lose that.
+        requestTimeoutMs: res.toolTimeoutMs ?? workspaceCallTimeoutMs(),
+        // A stop or the deadline ends the start-up too (a server may take a minute).
+        signal,
+        connectTimeoutMs: Math.max(1, Math.min(CONNECT_TIMEOUT_MS, input.msLeft())),
+      },
+    );
+  } catch (error) {
+    return notStarted(
+      `MCP servers could not start: ${(error as Error).message}`,
+      Math.round(performance.now() - started),
+    );
+  }
+  try {
+    const r = await runMistralAgent({
+      llm,
+      model: agent.model ?? res.defaultModel ?? "mistral-large-latest",
+      ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+      maxToolCalls: agent.maxToolCalls,
+      planning: agent.plan,
+      plan: ctx.run.plan,
+      toolSet: hub,
+      prompt: input.prompt,
+      signal,
+      tokensLeft: () => tokensLeft(ctx.run),
+      outputCapBytes: input.outputCapBytes,
+      redact: (text) => ctx.redact(text),
+      completionPromise: spec.completionPromise,
+      recorder: {
+        toolCall: async (call) => {
+          const record: NewToolCall = {
+            iteration: input.n,
+            ...call,
+            args: storedToolArguments(call.args),
+          };
+          await ctx.commit(
+            {
+              metrics: {
+                ...ctx.run.metrics,
+                toolCalls: ctx.run.metrics.toolCalls + 1,
+                toolFailures: ctx.run.metrics.toolFailures + (call.isError ? 1 : 0),
+              },
+              progress: `iteration ${input.n}/${spec.maxIterations}: ${call.server}.${call.tool}`,
+            },
+            [
+              [
+                "tool_called",
+                {
+                  iteration: input.n,
+                  server: call.server,
+                  tool: call.tool,
+                  isError: call.isError,
+                  durationMs: call.durationMs,
+                },
+              ],
+            ],
+            { toolCalls: [record] },
+          );
+        },
+        tokens: async (count) => {
+          await ctx.commit({
+            metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
+          });
+        },
+        plan: async (type, plan, data = {}) => {
+          await ctx.commit({ plan }, [
+            [type, { iteration: input.n, version: plan.version, ...data, plan }],
+          ]);
+        },
+      },
+    });
+    return {
+      exitCode: r.exitCode,
+      output: r.output,
+      // The whole phase, as for a command agent: its tool servers' start-up included.
+      durationMs: Math.round(performance.now() - started),
+      phaseFailed: r.phaseFailed,
+      blocked: r.blocked,
+      promiseFound: r.promiseFound,
+      promiseOther: r.promiseOther,
+      budgetSpent: r.budgetSpent,
+    };
+  } finally {
+    await hub.close();
   }
 }

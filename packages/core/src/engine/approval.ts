@@ -5,6 +5,7 @@ import { checkBudget } from "../budget/budget";
 import type { ApprovalRequest } from "../domain/approval";
 import type { RunMetrics, RunRecord } from "../domain/run";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
+import { timeoutSignal } from "../util/timeout-signal";
 import { waitingProgress } from "./approval-transitions";
 import type { IterationDecision } from "./decide";
 import { watchInterruptions } from "./interruptions";
@@ -94,13 +95,14 @@ export async function planApprovalStep(
     await ctx.commit({ progress: "planning: the mistral agent makes its plan for approval" });
     const left = () => (ctx.run.deadlineAt ?? Number.POSITIVE_INFINITY) - ctx.now();
     const watch = watchInterruptions(res, ctx, opts);
+    const timed = timeoutSignal(watch.signal, Math.max(1, left()));
     try {
       const made = await makeAgentPlan({
         llm: res.llm,
         model: agent.model ?? res.defaultModel ?? "mistral-large-latest",
         ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
         prompt,
-        signal: AbortSignal.any([watch.signal, AbortSignal.timeout(Math.max(1, left()))]),
+        signal: timed.signal,
         onTokens: async (count) => {
           await ctx.commit({
             metrics: { ...ctx.run.metrics, tokens: ctx.run.metrics.tokens + count },
@@ -115,6 +117,7 @@ export async function planApprovalStep(
         ["plan_created", { iteration: 0, version: plan.version, steps: plan.steps.length, plan }],
       ]);
     } finally {
+      timed.clear();
       watch.dispose();
     }
   }

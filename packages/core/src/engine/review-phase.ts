@@ -9,6 +9,7 @@ import type { ReviewOutcome } from "../review/review-findings";
 import type { ReviewInput } from "../review/review-input";
 import { runTriangularReview } from "../review/triangular-reviewer";
 import { assertNever } from "../util/assert-never";
+import { timeoutSignal } from "../util/timeout-signal";
 import type { EngineResources } from "./resources";
 import type { EventSpec, RunContext } from "./run-context";
 
@@ -74,10 +75,11 @@ export async function runReviewPhase(
     case "triangular": {
       if (!res.llm)
         return { ok: false, error: "no LLM is configured: set MISTRAL_API_KEY for the workers" };
+      const timed = timeoutSignal(input.signal, Math.max(1, input.msLeft()));
       const opts = {
         llm: res.llm,
         model: review.model ?? res.defaultModel ?? "mistral-large-latest",
-        signal: AbortSignal.any([input.signal, AbortSignal.timeout(Math.max(1, input.msLeft()))]),
+        signal: timed.signal,
         diffCapChars: res.reviewDiffCapChars ?? 100_000,
         onTokens: async (count: number) => {
           await ctx.commit({
@@ -99,6 +101,8 @@ export async function runReviewPhase(
           return { ok: false, error: error.message, budgetSpent: true };
         }
         throw error;
+      } finally {
+        timed.clear();
       }
       break;
     }

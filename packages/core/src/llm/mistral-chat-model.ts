@@ -1,6 +1,7 @@
 import type { Mistral } from "@mistralai/mistralai";
 import { capHead } from "../util/cut-marks";
 import { messageOf } from "../util/errors";
+import { timeoutSignal } from "../util/timeout-signal";
 import { unlessAborted } from "../util/unless-aborted";
 import type { ChatModel, ChatRequest, ChatResponse, ChatToolCall } from "./chat-model";
 import { ChatModelError } from "./chat-model";
@@ -128,7 +129,8 @@ export class MistralChatModel implements ChatModel {
 
   async complete(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
     // The SDK lets a signal take precedence over its own timeout: combine both in one.
-    const callSignal = AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]);
+    const timed = timeoutSignal(signal, this.timeoutMs);
+    const callSignal = timed.signal;
     let res: SdkResponse;
     try {
       const client = await this.sdk();
@@ -168,6 +170,8 @@ export class MistralChatModel implements ChatModel {
       throw new ChatModelError(capHead(`chat completion failed: ${message}`, 1000), status, {
         cause: error,
       });
+    } finally {
+      timed.clear();
     }
     const choice = res.choices[0];
     // An answer without a choice says nothing: not a turn that ended without tool calls.

@@ -3,6 +3,7 @@ import type { PreparationPhase } from "../domain/artifacts";
 import type { AgentSpec } from "../domain/run-spec";
 import type { ChatModel } from "../llm/chat-model";
 import { askForText } from "../review/llm-ask";
+import { timeoutSignal } from "../util/timeout-signal";
 
 export interface PhaseRunInput {
   agent: AgentSpec;
@@ -67,14 +68,14 @@ export async function runPreparationPhase(input: PhaseRunInput): Promise<PhaseRu
       durationMs: 0,
     };
   }
-  const signal = AbortSignal.any([input.signal, AbortSignal.timeout(Math.max(1, input.timeoutMs))]);
+  const timed = timeoutSignal(input.signal, Math.max(1, input.timeoutMs));
   const answer = await askForText(
-    { llm: input.llm, model: input.model, signal, onTokens: input.onTokens },
+    { llm: input.llm, model: input.model, signal: timed.signal, onTokens: input.onTokens },
     [
       { role: "system", content: SYSTEM },
       { role: "user", content: input.prompt },
     ],
-  );
+  ).finally(() => timed.clear());
   return answer.ok
     ? { ok: true, content: answer.value, durationMs: elapsed() }
     : { ok: false, error: answer.error, durationMs: elapsed() };

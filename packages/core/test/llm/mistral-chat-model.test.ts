@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { completion, FakeMistral } from "../../../../tests/support/fake-mistral";
 
@@ -216,6 +218,31 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
       expect((error as Error).message).toMatch(/chat completion failed: .*timeout/i);
       expect(fake.requests).toHaveLength(1);
     });
+  });
+
+  it("ends at its timeout while the server hangs, though the garbage collector runs meanwhile", {
+    timeout: 10_000,
+  }, async () => {
+    // On Node 20, AbortSignal.any lost a timeout signal nothing else held to a collection:
+    // the call then waited for as long as the server did (up to the run's deadline).
+    fake.replies({ hang: true });
+    const pending = new MistralChatModel({
+      apiKey: "test-key-123",
+      serverURL: fake.url,
+      timeoutMs: 500,
+      retry: { initialIntervalMs: 10, maxIntervalMs: 50, maxElapsedMs: 100 },
+    })
+      .complete(
+        { model: "m", messages: [{ role: "user", content: "hi" }] },
+        new AbortController().signal,
+      )
+      .catch((e: unknown) => e);
+    while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+    setFlagsFromString("--expose-gc");
+    (runInNewContext("gc") as () => void)();
+    const error = await pending;
+    expect(error).toBeInstanceOf(ChatModelError);
+    expect((error as Error).message).toMatch(/chat completion failed: .*timeout/i);
   });
 
   it("is aborted by its signal while the server hangs", async () => {

@@ -5,25 +5,53 @@ export interface TextEdit {
 
 export type EditOutcome = { ok: true; text: string } | { ok: false; error: string };
 
+/** How many times `needle` occurs in `haystack`, overlapping occurrences too (see findAll). */
 function countOccurrences(haystack: string, needle: string): number {
-  let count = 0;
-  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
-    count++;
-  }
-  return count;
+  return findAll(
+    { length: haystack.length, at: (i) => haystack.charCodeAt(i) },
+    { length: needle.length, at: (j) => needle.charCodeAt(j) },
+  ).length;
 }
 
 function indentOf(line: string): string {
   return /^[ \t]*/.exec(line)?.[0] ?? "";
 }
 
+/** A sequence of numbers (characters' codes, lines' ids) read by position. */
+interface Sequence {
+  length: number;
+  at(index: number): number;
+}
+
 /**
- * Where `needle` occurs in `haystack` (overlapping occurrences too), element by element, in
- * time linear in both (Knuth–Morris–Pratt over the lines, each line numbered once so that
- * lines are compared as numbers): comparing every position with every line of the needle
- * took seconds for a file and an `oldText` of tens of thousands of alike lines, and a model
- * can send one.
+ * Where `pattern` occurs in `text` (overlapping occurrences too), in time linear in both
+ * (Knuth–Morris–Pratt): a search that compares every position with the whole pattern took
+ * seconds for a file and an `oldText` of tens of thousands of alike lines (or characters),
+ * and a model can send one.
  */
+function findAll(text: Sequence, pattern: Sequence): number[] {
+  const found: number[] = [];
+  if (pattern.length === 0) return found;
+  // fallback[j]: the length of the longest proper prefix of pattern[0..j] that is also its suffix.
+  const fallback = new Uint32Array(pattern.length);
+  for (let j = 1, k = 0; j < pattern.length; j++) {
+    while (k > 0 && pattern.at(j) !== pattern.at(k)) k = fallback[k - 1]!;
+    if (pattern.at(j) === pattern.at(k)) k++;
+    fallback[j] = k;
+  }
+  for (let i = 0, k = 0; i < text.length; i++) {
+    const c = text.at(i);
+    while (k > 0 && c !== pattern.at(k)) k = fallback[k - 1]!;
+    if (c === pattern.at(k)) k++;
+    if (k === pattern.length) {
+      found.push(i - k + 1);
+      k = fallback[k - 1]!;
+    }
+  }
+  return found;
+}
+
+/** Where the lines `needle` occur among `haystack`'s, each line numbered once (see findAll). */
 function occurrences(haystack: readonly string[], needle: readonly string[]): number[] {
   const ids = new Map<string, number>();
   const idOf = (line: string) => {
@@ -34,23 +62,10 @@ function occurrences(haystack: readonly string[], needle: readonly string[]): nu
   };
   const pattern = needle.map(idOf);
   const text = haystack.map(idOf);
-  // fallback[j]: the length of the longest proper prefix of pattern[0..j] that is also its suffix.
-  const fallback = new Array<number>(pattern.length).fill(0);
-  for (let j = 1, k = 0; j < pattern.length; j++) {
-    while (k > 0 && pattern[j] !== pattern[k]) k = fallback[k - 1]!;
-    if (pattern[j] === pattern[k]) k++;
-    fallback[j] = k;
-  }
-  const found: number[] = [];
-  for (let i = 0, k = 0; i < text.length; i++) {
-    while (k > 0 && text[i] !== pattern[k]) k = fallback[k - 1]!;
-    if (text[i] === pattern[k]) k++;
-    if (k === pattern.length) {
-      found.push(i - k + 1);
-      k = fallback[k - 1]!;
-    }
-  }
-  return found;
+  return findAll(
+    { length: text.length, at: (i) => text[i]! },
+    { length: pattern.length, at: (j) => pattern[j]! },
+  );
 }
 
 /**

@@ -55,6 +55,23 @@ describe("applyTextEdits", () => {
     expect(big.ok && big.text).toBe(`${lines.slice(0, 10_000).join("\n")}\n    c\n`);
   });
 
+  it("counts exact matches that overlap, thousands of them in a file of alike lines", () => {
+    expect(applyTextEdits("aaaa", [{ oldText: "aa", newText: "b" }])).toEqual({
+      ok: false,
+      error:
+        "edit 1 of 1: oldText matches 3 places; include more surrounding lines to make it unique",
+    });
+    // Each of 10,001 places matches the whole oldText: counted without comparing it whole
+    // at each of them.
+    const lines = Array.from({ length: 20_000 }, () => "a");
+    const oldText = lines.slice(0, 10_000).join("\n");
+    expect(applyTextEdits(`${lines.join("\n")}\n`, [{ oldText, newText: "c" }])).toEqual({
+      ok: false,
+      error:
+        "edit 1 of 1: oldText matches 10001 places; include more surrounding lines to make it unique",
+    });
+  });
+
   it("keeps CRLF line endings", () => {
     expect(applyTextEdits("a\r\nb\r\n", [{ oldText: "a\nb", newText: "a\nx" }])).toEqual({
       ok: true,

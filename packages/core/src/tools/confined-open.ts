@@ -1,5 +1,5 @@
 import { constants, existsSync } from "node:fs";
-import { type FileHandle, open, readlink, realpath, unlink } from "node:fs/promises";
+import { type FileHandle, lstat, open, readlink, realpath, unlink } from "node:fs/promises";
 import { isWithin } from "./confine-path";
 import { PathConfinementError } from "./errors";
 
@@ -41,7 +41,9 @@ export async function openConfined(
     const opened = await readlink(`${FD_PATHS}/${file.fd}`);
     const realRoot = await realpath(root);
     if (isWithin(realRoot, opened)) return file;
-    if (created) await unlink(opened).catch(() => {});
+    // Removed only if the name still is the file this open made (the directories out there
+    // are anyone's: one may have been swapped again meanwhile).
+    if (created) await unlinkIfSame(opened, file);
     throw new PathConfinementError(
       "outside_workspace",
       path,
@@ -50,5 +52,15 @@ export async function openConfined(
   } catch (error) {
     await file.close();
     throw error;
+  }
+}
+
+/** Removes `path` if it still names the file `file` is open on. */
+async function unlinkIfSame(path: string, file: FileHandle): Promise<void> {
+  try {
+    const [named, opened] = await Promise.all([lstat(path), file.stat()]);
+    if (named.dev === opened.dev && named.ino === opened.ino) await unlink(path);
+  } catch {
+    // Gone already, or not ours to look at: nothing to remove.
   }
 }

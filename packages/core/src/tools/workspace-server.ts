@@ -52,6 +52,13 @@ async function guarded(path: string, body: () => Promise<string>): Promise<CallT
 /** A file's whole content, read from a handle openConfined gave (and closed after). */
 async function readConfined(file: FileHandle): Promise<Buffer> {
   try {
+    const stats = await file.stat();
+    // A FIFO would read as empty (opened without blocking), a device as anything.
+    if (!stats.isFile() && !stats.isDirectory()) {
+      throw new ToolFailure(
+        `it is not a regular file (${stats.isFIFO() ? "a FIFO" : "a device or a socket"}): this tool edits files`,
+      );
+    }
     return await file.readFile();
   } finally {
     await file.close();

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -133,6 +134,18 @@ describe("workspace server: tools", () => {
     expect(result.isError).toBe(true);
     expect(result.text).toContain("latin1.txt is not UTF-8 text");
     expect(await readFile(join(root, "latin1.txt"))).toEqual(latin1);
+  });
+
+  it("edit_file refuses a FIFO as no regular file (not as a file without the text)", async () => {
+    execFileSync("mkfifo", [join(root, "pipe")]);
+    const result = await call("edit_file", {
+      path: "pipe",
+      edits: [{ oldText: "a", newText: "b" }],
+    });
+    expect(result).toEqual({
+      isError: true,
+      text: "it is not a regular file (a FIFO): this tool edits files",
+    });
   });
 
   it("edit_file fails as data, changing nothing, when oldText is missing or ambiguous", async () => {

@@ -207,7 +207,7 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
     expect(count(after, "stopped")).toBe(count(before, "stopped"));
   });
 
-  it("counts calls of tools no server has (names the model made up) under one label", async () => {
+  it("counts calls of tools no server has (names the model made up) under one label, the agent's own under theirs", async () => {
     const t = Date.now();
     const run = await submit("metrics-unknown");
     const madeUp = (tool: string) => ({
@@ -225,7 +225,9 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
       {
         run: { status: "running", startedAt: t },
         insertIteration: iteration(run.id, 1, t),
-        toolCalls: [madeUp("invented_one"), madeUp("invented_two")],
+        // A malformed call of the agent's own finish is stored as these are (server ""), and
+        // keeps its name: it is no invention.
+        toolCalls: [madeUp("invented_one"), madeUp("invented_two"), madeUp("finish")],
       },
       t,
     );
@@ -237,6 +239,9 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
       sampleValue(samples, "looprun_tool_call_failures_total", { server: "", tool: "unknown" }),
     ).toBe(2);
     expect(samples.some((s) => s.labels.tool?.startsWith("invented"))).toBe(false);
+    expect(
+      sampleValue(samples, "looprun_tool_call_failures_total", { server: "", tool: "finish" }),
+    ).toBe(1);
   });
 
   it("still answers when the stored token counts sum below zero (a server reported negative usage, before it was checked)", async () => {

@@ -1,4 +1,5 @@
 export {
+  AGENT_TOOL_NAMES,
   buildPrompt,
   CompletionPromiseScanner,
   removeStalePromptDirs,

@@ -140,6 +140,8 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
       { content: "this is not json" },
       { content: JSON.stringify(plan) },
       { toolCalls: [{ name: "update_step", arguments: { step: 1, status: "in_progress" } }] },
+      // A step the plan does not have: a failed call, answered so that the model can retry.
+      { toolCalls: [{ name: "update_step", arguments: { step: 99, status: "done" } }] },
       { toolCalls: [{ name: "workspace__read_text_file", arguments: { path: "bug.txt" } }] },
       { toolCalls: [{ name: "update_step", arguments: { step: 1, status: "done" } }] },
       {
@@ -166,6 +168,17 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     ]);
     const stored = (await store.getRun(run.id))!;
     expect(stored.plan?.steps.map((s) => s.status)).toEqual(["done", "done"]);
+    // Valid updates are the plan's events; the invalid one is a failed call, stored and counted.
+    expect(store.toolCalls.map((c) => [c.server, c.tool, c.isError])).toEqual([
+      ["", "update_step", true],
+      ["workspace", "read_text_file", false],
+      ["workspace", "write_file", false],
+    ]);
+    expect(store.toolCalls[0]).toMatchObject({
+      args: { step: 99, status: "done" },
+      result: expect.stringContaining("invalid update_step"),
+    });
+    expect(stored.metrics).toMatchObject({ toolCalls: 3, toolFailures: 1 });
     // The default model came from the resources.
     expect(fake.requests[0]?.model).toBe("mistral-large-latest");
   });

@@ -1,4 +1,4 @@
-import { RUN_STATUSES } from "@looprun/core";
+import { AGENT_TOOL_NAMES, RUN_STATUSES } from "@looprun/core";
 import type { FinishedIteration, MetricsReader, RunRepositoryPort } from "@looprun/db";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { RunQueue } from "../run-queue";
@@ -159,8 +159,9 @@ export class MetricsCollector {
 
 /**
  * A call's tool as a label: a name the model made up (no server has it, server "") would be
- * a series of its own for good, one per invention; they all count as "unknown".
+ * a series of its own for good, one per invention; they all count as "unknown". The mistral
+ * agent's own tools (`finish`, `update_step`, server "" too) keep their names.
  */
 function toolLabel(server: string, tool: string): string {
-  return server === "" ? "unknown" : tool;
+  return server === "" && !AGENT_TOOL_NAMES.includes(tool) ? "unknown" : tool;
 }

@@ -133,8 +133,9 @@ const UPDATE_STEP: ChatTool = {
 /** Three failed tool calls in a row end the iteration. */
 export const MAX_CONSECUTIVE_TOOL_FAILURES = 3;
 
-/** The agent's own tools (not the hub's). */
-const AGENT_TOOLS = new Set([FINISH.name, UPDATE_STEP.name]);
+/** The agent's own tools (not the hub's): their calls are stored with server "". */
+export const AGENT_TOOL_NAMES: readonly string[] = [FINISH.name, UPDATE_STEP.name];
+const AGENT_TOOLS = new Set(AGENT_TOOL_NAMES);
 
 /** Bytes of a call's arguments, and of its result, that the transcript shows (a line says the rest was cut). */
 const TRANSCRIPT_ARGS_BYTES = 200;
@@ -262,7 +263,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           await input.recorder.toolCall({
             server: "",
             tool: call.name,
-            args: call.arguments,
+            // As every call's: the arguments as an object when they are JSON, else as given.
+            args: args.ok ? args.value : call.arguments,
             ...outcome,
             durationMs: 0,
           });
@@ -270,6 +272,17 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           const updated = await updateStep(input, complete, plan, args.value);
           plan = updated.plan;
           outcome = updated.outcome;
+          // A valid update is the plan's bookkeeping (its events); an invalid one is a failed
+          // call, recorded and counted as the others are.
+          if (outcome.isError) {
+            await input.recorder.toolCall({
+              server: "",
+              tool: call.name,
+              args: args.value,
+              ...outcome,
+              durationMs: 0,
+            });
+          }
         } else {
           // Unparseable arguments go to the hub as text: it reports them without calling.
           const given = args.ok ? args.value : call.arguments;

@@ -135,6 +135,7 @@ describe("a reviewed run through the API and a worker process", () => {
       "agent_finished",
       "validation_passed",
       "review_approved",
+      "phase_started",
       "phase_completed",
       "run_finished",
     ]);

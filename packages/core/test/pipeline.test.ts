@@ -115,7 +115,12 @@ describe("pipeline phases", () => {
       "phase_started",
       "phase_completed",
     ]);
-    expect(types.slice(-3)).toEqual(["validation_passed", "phase_completed", "run_finished"]);
+    expect(types.slice(-4)).toEqual([
+      "validation_passed",
+      "phase_started",
+      "phase_completed",
+      "run_finished",
+    ]);
     const completed = store.eventsOf(run.id).filter((e) => e.type === "phase_completed");
     expect(completed.map((e) => e.data.phase)).toEqual([
       "planning",

@@ -38,7 +38,9 @@ export function packagingWrites(ctx: RunContext, change: RunChange, now: number)
     content: packageChange(change),
     createdAt: now,
   };
+  // Started and completed with the decision (it runs no agent): told as every phase is.
   const events: EventSpec[] = [
+    ["phase_started", { phase: "packaging" }],
     [
       "phase_completed",
       {

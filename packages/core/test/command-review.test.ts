@@ -228,6 +228,19 @@ describe("the command reviewer", () => {
     expect(store.reviewsOf(run.id)).toMatchObject([{ score: 80 }]);
   });
 
+  it("quotes what a reviewer that timed out said on stderr", async () => {
+    const outcome = await runCommandReview({
+      spec: { type: "command", command: "echo err-before-hang >&2; sleep 30", timeoutMs: 800 },
+      review: { task: "t", requirements: null, iteration: 1, diff: "", validation: [] },
+      workspace: ws,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      timeoutMs: 800,
+      outputCapBytes: 65_536,
+      signal: new AbortController().signal,
+    });
+    expect(outcome).toEqual({ ok: false, error: "the reviewer timed out: err-before-hang" });
+  });
+
   it("says why a reviewer could not start", async () => {
     const outcome = await runCommandReview({
       spec: { type: "command", command: "true", timeoutMs: 10_000 },
@@ -339,6 +352,16 @@ describe("the command reviewer", () => {
       "the reviewer exited 3: broke",
     ],
     ["exits non-zero saying nothing", "exit 1", "the reviewer exited 1 (nothing on stderr)"],
+    [
+      "exits non-zero leaving a child that holds its stderr (what it said is kept)",
+      "echo early >&2; sleep 30 & exit 1",
+      "the reviewer exited 1: early",
+    ],
+    [
+      "exits 125 (its own status, not a wrapper's failure)",
+      `echo '{"blockingIssues": []}'; exit 125`,
+      "the reviewer exited 125 (nothing on stderr)",
+    ],
     [
       "exits non-zero after logging much (its last words are quoted)",
       "echo start >&2; head -c 100000 /dev/zero | tr '\\0' y >&2; echo FATAL: broke >&2; exit 3",

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommandReviewSpec } from "../domain/run-spec";
 import { runCommand } from "../process/run-command";
+import { forPrompt } from "../util/for-prompt";
 import { parseJsonAnswer } from "../util/json-answer";
 import { ReviewFindings, type ReviewOutcome } from "./review-findings";
 import type { ReviewInput } from "./review-input";
@@ -22,14 +23,18 @@ export interface CommandReviewInput {
 /** Largest review a command may print. */
 export const MAX_REVIEW_OUTPUT_BYTES = 1024 * 1024;
 
+/** What the wrapper says when it cannot make its FIFO (told apart from a reviewer's own 125). */
+const NO_FIFO = "[looprun] could not make a FIFO for the reviewer's stderr";
+
 /** How much of the start and of the end of a reviewer's stderr is kept, for its errors. */
 const STDERR_KEPT_BYTES = 4096;
 
 /**
  * The reviewer (`sh -c COMMAND`) with its stdout the command's output (read by the worker, as
- * an agent's is) and its stderr through a FIFO: `head` keeps its first bytes, `tail` its last
- * (read to the end: a reviewer is never stopped for what it logs), each in a file of its own,
- * so stderr cannot corrupt the JSON and fills no disk. Once the reviewer exits they get a
+ * an agent's is) and its stderr through a FIFO: `head` keeps its first bytes (written as they
+ * come, `stdbuf -o0`: a `head` killed before its end would lose what it holds), `tail` its
+ * last (read to the end: a reviewer is never stopped for what it logs), each in a file of its
+ * own, so stderr cannot corrupt the JSON and fills no disk. Once the reviewer exits they get a
  * moment to keep what is left in the FIFO (they end at once unless something the reviewer
  * left in the background holds its stderr: then only the start is kept), and the command ends
  * with the reviewer's status: what it left in the background is killed with its process
@@ -37,8 +42,9 @@ const STDERR_KEPT_BYTES = 4096;
  * such a child, holding a review that had been printed until its timeout.)
  */
 const REVIEWER = [
-  'mkfifo "$LOOPRUN_REVIEW_STDERR.fifo" || exit 125',
-  `{ head -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.head"; tail -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.tail"; } < "$LOOPRUN_REVIEW_STDERR.fifo" &`,
+  `mkfifo "$LOOPRUN_REVIEW_STDERR.fifo" || { echo "${NO_FIFO}"; exit 125; }`,
+  'unbuffered=$(command -v stdbuf > /dev/null && echo "stdbuf -o0")',
+  `{ $unbuffered head -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.head"; tail -c ${STDERR_KEPT_BYTES} > "$LOOPRUN_REVIEW_STDERR.tail"; } < "$LOOPRUN_REVIEW_STDERR.fifo" &`,
   "kept=$!",
   'sh -c "$LOOPRUN_REVIEW_COMMAND" 2> "$LOOPRUN_REVIEW_STDERR.fifo"',
   "status=$?",
@@ -53,7 +59,8 @@ const REVIEWER = [
 async function stderrOf(file: string): Promise<string> {
   const read = (part: string) => readFile(`${file}.${part}`, "utf8").catch(() => "");
   const [head, tail] = await Promise.all([read("head"), read("tail")]);
-  return (tail.trim() || head.trim()).slice(-1000);
+  // As a terminal shows it: a binary or coloured stderr is no text for an error message.
+  return forPrompt(tail.trim() || head.trim()).slice(-1000);
 }
 
 /**
@@ -96,8 +103,9 @@ export async function runCommandReview(input: CommandReviewInput): Promise<Revie
     if (result.aborted) return { ok: false, error: "the reviewer was interrupted" };
     // The command's own words, when it could not run the reviewer (no workspace, no mkfifo).
     const output = result.output.trim().slice(-1000);
-    if (result.exitCode === 125 || (result.exitCode === null && result.signal === null)) {
-      if (output) return { ok: false, error: `the reviewer could not start: ${output}` };
+    const spawnFailed = result.exitCode === null && result.signal === null;
+    if ((spawnFailed || (result.exitCode === 125 && output.includes(NO_FIFO))) && output) {
+      return { ok: false, error: `the reviewer could not start: ${forPrompt(output)}` };
     }
     const stderr = await stderrOf(stderrFile);
     // What it printed on stderr, or that it printed nothing there.

@@ -5,12 +5,12 @@ export interface TextEdit {
 
 export type EditOutcome = { ok: true; text: string } | { ok: false; error: string };
 
-/** How many times `needle` occurs in `haystack`, overlapping occurrences too (see findAll). */
+/** How many times `needle` occurs in `haystack`, overlapping occurrences too (see matchesOf). */
 function countOccurrences(haystack: string, needle: string): number {
-  return findAll(
+  return matchesOf(
     { length: haystack.length, at: (i) => haystack.charCodeAt(i) },
     { length: needle.length, at: (j) => needle.charCodeAt(j) },
-  ).length;
+  ).count;
 }
 
 function indentOf(line: string): string {
@@ -24,13 +24,14 @@ interface Sequence {
 }
 
 /**
- * Where `pattern` occurs in `text` (overlapping occurrences too), in time linear in both
- * (Knuth–Morris–Pratt): a search that compares every position with the whole pattern took
- * seconds for a file and an `oldText` of tens of thousands of alike lines (or characters),
- * and a model can send one.
+ * How often `pattern` occurs in `text` (overlapping occurrences too) and where first, in time
+ * linear in both (Knuth–Morris–Pratt): a search that compares every position with the whole
+ * pattern took seconds for a file and an `oldText` of tens of thousands of alike lines (or
+ * characters), and a model can send one.
  */
-function findAll(text: Sequence, pattern: Sequence): number[] {
-  const found: number[] = [];
+function matchesOf(text: Sequence, pattern: Sequence): { count: number; first: number } {
+  // Counted, not listed: a 20 MB file of one character held an array of every position.
+  const found = { count: 0, first: -1 };
   if (pattern.length === 0) return found;
   // fallback[j]: the length of the longest proper prefix of pattern[0..j] that is also its suffix.
   const fallback = new Uint32Array(pattern.length);
@@ -44,15 +45,18 @@ function findAll(text: Sequence, pattern: Sequence): number[] {
     while (k > 0 && c !== pattern.at(k)) k = fallback[k - 1]!;
     if (c === pattern.at(k)) k++;
     if (k === pattern.length) {
-      found.push(i - k + 1);
+      if (found.count++ === 0) found.first = i - k + 1;
       k = fallback[k - 1]!;
     }
   }
   return found;
 }
 
-/** Where the lines `needle` occur among `haystack`'s, each line numbered once (see findAll). */
-function occurrences(haystack: readonly string[], needle: readonly string[]): number[] {
+/** Where the lines `needle` occur among `haystack`'s, each line numbered once (see matchesOf). */
+function occurrences(
+  haystack: readonly string[],
+  needle: readonly string[],
+): { count: number; first: number } {
   const ids = new Map<string, number>();
   const idOf = (line: string) => {
     const known = ids.get(line);
@@ -62,7 +66,7 @@ function occurrences(haystack: readonly string[], needle: readonly string[]): nu
   };
   const pattern = needle.map(idOf);
   const text = haystack.map(idOf);
-  return findAll(
+  return matchesOf(
     { length: text.length, at: (i) => text[i]! },
     { length: pattern.length, at: (j) => pattern[j]! },
   );
@@ -76,12 +80,12 @@ function replaceLoosely(content: string, edit: TextEdit, eol: string): string | 
   const lines = content.split(eol);
   const oldLines = edit.oldText.split(eol);
   while (oldLines.length > 1 && oldLines[oldLines.length - 1]!.trim() === "") oldLines.pop();
-  const starts = occurrences(
+  const found = occurrences(
     lines.map((line) => line.trim()),
     oldLines.map((line) => line.trim()),
   );
-  if (starts.length !== 1) return starts.length;
-  const start = starts[0]!;
+  if (found.count !== 1) return found.count;
+  const start = found.first;
   const fileIndent = indentOf(lines[start]!);
   const editIndent = indentOf(oldLines[0]!);
   const newLines = edit.newText.split(eol).map((line) => {

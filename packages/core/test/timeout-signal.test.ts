@@ -24,6 +24,15 @@ describe("timeoutSignal", () => {
     timed.clear();
   });
 
+  it("waits for ever for an infinite time, and as long as a timer can for more (not at once)", async () => {
+    const never = timeoutSignal(new AbortController().signal, Number.POSITIVE_INFINITY);
+    const long = timeoutSignal(new AbortController().signal, 2 ** 33);
+    await new Promise((r) => setTimeout(r, 50));
+    expect([never.signal.aborted, long.signal.aborted]).toEqual([false, false]);
+    never.clear();
+    long.clear();
+  });
+
   it("does not abort once cleared", async () => {
     const timed = timeoutSignal(new AbortController().signal, 20);
     timed.clear();

@@ -1,3 +1,6 @@
+/** The longest a Node timer waits (2³¹ − 1 ms); a longer delay fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A signal that also aborts after a time, and the means to let it go once it is not needed. */
 export interface TimeoutSignal {
   signal: AbortSignal;
@@ -14,18 +17,27 @@ export interface TimeoutSignal {
  */
 export function timeoutSignal(parent: AbortSignal, ms: number): TimeoutSignal {
   const controller = new AbortController();
-  const timer = setTimeout(() => {
-    controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
-  }, ms);
+  // No time at all (an infinite one) sets no timer; past what a timer can wait (about 24.8
+  // days) it waits that long — setTimeout would fire at once.
+  const timer = Number.isFinite(ms)
+    ? setTimeout(
+        () => {
+          controller.abort(
+            new DOMException("The operation was aborted due to timeout", "TimeoutError"),
+          );
+        },
+        Math.min(Math.max(0, ms), MAX_TIMER_MS),
+      )
+    : null;
   // As AbortSignal.timeout's: the timer alone does not keep the process running.
-  timer.unref();
+  timer?.unref();
   const onAbort = () => controller.abort(parent.reason);
   if (parent.aborted) onAbort();
   else parent.addEventListener("abort", onAbort, { once: true });
   return {
     signal: controller.signal,
     clear() {
-      clearTimeout(timer);
+      if (timer !== null) clearTimeout(timer);
       parent.removeEventListener("abort", onAbort);
     },
   };

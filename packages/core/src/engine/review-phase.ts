@@ -75,6 +75,9 @@ export async function runReviewPhase(
     case "triangular": {
       if (!res.llm)
         return { ok: false, error: "no LLM is configured: set MISTRAL_API_KEY for the workers" };
+      // Redacted as what the agent's model is sent: a secret the change wrote into a file
+      // (a key the workers know, one that looks like a key) is no text for the vendor.
+      const sent = ctx.redact(reviewInput);
       const timed = timeoutSignal(input.signal, Math.max(1, input.msLeft()));
       const opts = {
         llm: res.llm,
@@ -88,9 +91,6 @@ export async function runReviewPhase(
         },
         tokensLeft: () => tokensLeft(ctx.run),
       };
-      // Redacted as what the agent's model is sent: a secret the change wrote into a file
-      // (a key the workers know, one that looks like a key) is no text for the vendor.
-      const sent = ctx.redact(reviewInput);
       try {
         outcome =
           review.type === "mistral"

@@ -322,9 +322,10 @@ export class ToolHub {
     }
     const { connection } = entry;
     if (connection.closed || this.closing) {
+      const why = connection.closedFor.why;
       return outcome(
         true,
-        `MCP server "${connection.name}" is not connected any more${stderrNote(connection.stderr)}`,
+        `MCP server "${connection.name}" is not connected any more${why === null ? "" : ` (${why})`}${stderrNote(connection.stderr)}`,
       );
     }
     if (signal?.aborted)

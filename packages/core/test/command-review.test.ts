@@ -235,7 +235,6 @@ describe("the command reviewer", () => {
       workspace: ws,
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
       timeoutMs: 800,
-      outputCapBytes: 65_536,
       signal: new AbortController().signal,
     });
     expect(outcome).toEqual({ ok: false, error: "the reviewer timed out: err-before-hang" });
@@ -248,7 +247,6 @@ describe("the command reviewer", () => {
       workspace: join(ws, "not-there"),
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
       timeoutMs: 10_000,
-      outputCapBytes: 65_536,
       signal: new AbortController().signal,
     });
     expect(outcome).toEqual({

@@ -277,7 +277,6 @@ export async function runIteration(
         validationEvents: validationEvents(n, validation.results, gates),
         env,
         msLeft: left,
-        outputCapBytes,
         signal: watch.signal,
         onSpawn,
       });

@@ -23,7 +23,6 @@ export interface ReviewPhaseInput {
   env: Record<string, string>;
   /** Time left before the run's deadline. */
   msLeft: () => number;
-  outputCapBytes: number;
   signal: AbortSignal;
   onSpawn?: (pgid: number) => void;
 }
@@ -66,7 +65,6 @@ export async function runReviewPhase(
         workspace: ctx.run.workspace,
         env: input.env,
         timeoutMs: Math.max(1, input.msLeft()),
-        outputCapBytes: input.outputCapBytes,
         signal: input.signal,
         ...(input.onSpawn ? { onSpawn: input.onSpawn } : {}),
       });

@@ -15,7 +15,6 @@ export interface CommandReviewInput {
   env: Record<string, string>;
   /** The run's deadline may cut the reviewer's own timeout short. */
   timeoutMs: number;
-  outputCapBytes: number;
   signal: AbortSignal;
   onSpawn?: (pgid: number) => void;
 }

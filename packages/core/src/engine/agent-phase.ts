@@ -216,7 +216,8 @@ async function runMistralPhase(
                 toolCalls: ctx.run.metrics.toolCalls + 1,
                 toolFailures: ctx.run.metrics.toolFailures + (call.isError ? 1 : 0),
               },
-              progress: `iteration ${input.n}/${spec.maxIterations}: ${call.server}.${call.tool}`,
+              // The agent's own tools have no server.
+              progress: `iteration ${input.n}/${spec.maxIterations}: ${call.server ? `${call.server}.` : ""}${call.tool}`,
             },
             [
               [

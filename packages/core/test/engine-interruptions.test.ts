@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runStep } from "@looprun/core";
 import { describe, expect, it } from "vitest";
@@ -121,6 +121,26 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       reason: "stopped",
     });
     expect(engine.store.iterationsOf(run.id)).toEqual([]);
+  });
+
+  it("ends what a handed-back attempt left outside its process group (setsid)", async () => {
+    // The attempt runs again elsewhere: a server it started must not run beside the next one,
+    // nor outlive the worker.
+    const run = seed({
+      agent: {
+        type: "command",
+        command: `setsid sleep 300 > /dev/null 2>&1 & echo $! > escapee.pid; ${BLOCKING_AGENT}`,
+      },
+      testCommand: "true",
+    });
+    const shutdown = new AbortController();
+    const pending = runStep(resources(engine.store), run.id, { shutdown: shutdown.signal });
+    await waitFor(agentPidsWritten, "the agent to start");
+    const escapee = Number(readFileSync(join(engine.ws, "escapee.pid"), "utf8"));
+    expect(isAlive(escapee)).toBe(true);
+    shutdown.abort();
+    expect(await pending).toEqual({ kind: "handed_back" });
+    await waitFor(() => !isAlive(escapee), "the escaped process to die");
   });
 
   it("hands the iteration back on shutdown and resumes it as attempt 2", async () => {

@@ -1,5 +1,6 @@
 import { checkBudget } from "../budget/budget";
 import type { RunReason } from "../domain/run";
+import { killRunOrphans } from "../process/orphans";
 import { assertNever } from "../util/assert-never";
 import { awaitReply } from "./approval";
 import { packagingWrites, partialWrites, reviewWrites, stallWrites } from "./decided-writes";
@@ -53,6 +54,9 @@ export async function recordIteration(
             ...(result.agent ? { agent: result.agent } : {}),
           }),
         );
+        // The attempt runs again elsewhere: what it left outside its process group (setsid)
+        // must not run beside the next one, nor outlive this worker.
+        killRunOrphans(ctx.run);
         return { kind: "handed_back" };
       case "stopped":
         await ctx.finish("stopped", "stopped", describeInterruption(why), {

@@ -265,7 +265,12 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   // cooldown's end): what its commands left outside their groups (`setsid`, a server for the
   // tests) lives until the run ends, which kills it.
   const last = ctx.lastIteration;
-  const cutShort = ctx.run.activePgid !== null || last === null || last.status === "running";
+  // A handed-back attempt too: it runs again, and nothing of the last one must run beside it.
+  const cutShort =
+    ctx.run.activePgid !== null ||
+    last === null ||
+    last.status === "running" ||
+    last.status === "abandoned";
   if (ctx.run.status !== "queued" && !firstStep && cutShort) {
     if (killOrphanedGroup(ctx.run.activePgid, ctx.run.id)) {
       res.logger.warn(

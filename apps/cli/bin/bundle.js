@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { build, stop } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const CACHE = join(root, "node_modules/.cache/looprun");
@@ -79,6 +79,10 @@ async function write(entry) {
     tsconfig: join(root, "tsconfig.json"),
     plugins: [ownImportMetaUrl],
     logLevel: "error",
+  }).finally(() => {
+    // esbuild's service process would stay, idle, for the life of the API or worker (16-44 MB
+    // and a few threads): it is needed once.
+    stop();
   });
   const hash = createHash("sha1");
   for (const f of result.outputFiles) hash.update(f.path).update(f.contents);

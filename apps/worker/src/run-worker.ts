@@ -10,7 +10,7 @@ import {
   RUN_QUEUE,
   RunJob,
   redactingLogOptions,
-  removeStalePromptDirs,
+  removeStaleTempDirs,
   runStep,
   stopChannel,
   useLauncher,
@@ -232,10 +232,10 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     }).catch((err: unknown) => logger.warn({ err }, "reconcile failed"));
   };
   reconcileNow();
-  // A worker killed mid-agent leaves its prompt directory behind.
-  void removeStalePromptDirs().then(
-    (removed) => removed > 0 && logger.info({ removed }, "removed stale prompt directories"),
-    (err: unknown) => logger.warn({ err }, "could not look for stale prompt directories"),
+  // A worker killed mid-agent leaves its prompt directory behind, mid-review its reviewer's.
+  void removeStaleTempDirs().then(
+    (removed) => removed > 0 && logger.info({ removed }, "removed stale temporary directories"),
+    (err: unknown) => logger.warn({ err }, "could not look for stale temporary directories"),
   );
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
   reconcileTimer.unref();

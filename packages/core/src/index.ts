@@ -2,7 +2,7 @@ export {
   AGENT_TOOL_NAMES,
   buildPrompt,
   CompletionPromiseScanner,
-  removeStalePromptDirs,
+  removeStaleTempDirs,
   renderPlan,
 } from "./agents/index";
 export type { SessionRunSummary, ToolFailure } from "./agents/session-context";

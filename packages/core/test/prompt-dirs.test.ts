@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeStalePromptDirs } from "@looprun/core";
+import { removeStaleTempDirs } from "@looprun/core";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { removeDir, tempDir } from "./support";
 
@@ -13,18 +13,26 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-it("removes the prompt directories of workers that are gone, and only those", async () => {
+it("removes the prompt and review directories of workers that are gone, and only those", async () => {
   // A process that has exited: its pid names nothing alive any more.
   const dead = spawnSync("sh", ["-c", "echo $$"], { encoding: "utf8" }).stdout.trim();
   const stale = join(dir, `looprun-prompt-${dead}-abc123`);
+  const staleReview = join(dir, `looprun-review-${dead}-ghi789`);
   const live = join(dir, `looprun-prompt-${process.pid}-def456`);
+  const liveReview = join(dir, `looprun-review-${process.pid}-jkl012`);
   const other = join(dir, "looprun-promptless-1-x");
-  for (const d of [stale, live, other]) {
+  for (const d of [stale, staleReview, live, liveReview, other]) {
     mkdirSync(d);
     writeFileSync(join(d, "PROMPT.md"), "task\n");
   }
-  expect(await removeStalePromptDirs(dir)).toBe(1);
-  expect(existsSync(stale)).toBe(false);
-  expect(existsSync(live)).toBe(true);
-  expect(existsSync(other)).toBe(true);
+  // A crashed worker's review directory holds the FIFO of its reviewer's stderr.
+  spawnSync("mkfifo", [join(staleReview, "stderr.fifo")]);
+  expect(await removeStaleTempDirs(dir)).toBe(2);
+  expect([stale, staleReview, live, liveReview, other].map((d) => existsSync(d))).toEqual([
+    false,
+    false,
+    true,
+    true,
+    true,
+  ]);
 });

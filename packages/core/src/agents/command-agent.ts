@@ -34,14 +34,15 @@ export interface CommandAgentResult extends CommandResult {
 const PROMPT_DIR_PREFIX = "looprun-prompt-";
 
 /**
- * Removes the prompt directories that workers which died (kill -9, a crash) left in the
+ * Removes the prompt directories, and the command reviewers' directories (a FIFO and what it
+ * kept of a reviewer's stderr), that workers which died (kill -9, a crash) left in the
  * temporary directory — their `finally` never ran. Each directory names its worker's pid; one
  * whose process is gone is stale. Called when a worker starts.
  */
-export async function removeStalePromptDirs(dir = tmpdir()): Promise<number> {
+export async function removeStaleTempDirs(dir = tmpdir()): Promise<number> {
   let removed = 0;
   for (const name of await readdir(dir).catch(() => [] as string[])) {
-    const pid = Number(/^looprun-prompt-(\d+)-/.exec(name)?.[1]);
+    const pid = Number(/^looprun-(?:prompt|review)-(\d+)-/.exec(name)?.[1]);
     if (!Number.isInteger(pid) || pid <= 0 || processExists(pid)) continue;
     await rm(join(dir, name), { recursive: true, force: true });
     removed++;
@@ -65,7 +66,7 @@ let promptDir: string | null = null;
  * This process's directory for prompt files (mode 0700, outside any workspace): made once —
  * a directory made and removed for every agent run cost more than the run's own writes on a
  * journalled disk — and removed when the process exits (a killed worker's by the next
- * worker's start, see removeStalePromptDirs).
+ * worker's start, see removeStaleTempDirs).
  */
 function promptDirectory(): string {
   if (promptDir === null) {

@@ -70,7 +70,8 @@ async function stderrOf(file: string): Promise<string> {
  * timeout or anything else on stdout is an error, never an approval.
  */
 export async function runCommandReview(input: CommandReviewInput): Promise<ReviewOutcome> {
-  const dir = await mkdtemp(join(tmpdir(), "looprun-review-"));
+  // Named after this worker: a crashed one's is removed when a worker starts (removeStaleTempDirs).
+  const dir = await mkdtemp(join(tmpdir(), `looprun-review-${process.pid}-`));
   const stderrFile = join(dir, "stderr");
   const tooMuch = new AbortController();
   let printed = 0;

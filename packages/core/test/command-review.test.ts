@@ -56,6 +56,17 @@ function reviewer(): string {
   return `sh ${sq(script)}`;
 }
 
+/** The reviewer `command` run on its own (no run around it), on a review of nothing. */
+const reviewDirectly = (command: string, timeoutMs: number, workspace: string) =>
+  runCommandReview({
+    spec: { type: "command", command, timeoutMs },
+    review: { task: "t", requirements: null, iteration: 1, diff: "", validation: [] },
+    workspace,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    timeoutMs,
+    signal: new AbortController().signal,
+  });
+
 const reviewInputs = () =>
   readdirSync(tools)
     .filter((f) => f.startsWith("review-in-"))
@@ -229,26 +240,12 @@ describe("the command reviewer", () => {
   });
 
   it("quotes what a reviewer that timed out said on stderr", async () => {
-    const outcome = await runCommandReview({
-      spec: { type: "command", command: "echo err-before-hang >&2; sleep 30", timeoutMs: 800 },
-      review: { task: "t", requirements: null, iteration: 1, diff: "", validation: [] },
-      workspace: ws,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      timeoutMs: 800,
-      signal: new AbortController().signal,
-    });
+    const outcome = await reviewDirectly("echo err-before-hang >&2; sleep 30", 800, ws);
     expect(outcome).toEqual({ ok: false, error: "the reviewer timed out: err-before-hang" });
   });
 
   it("says why a reviewer could not start", async () => {
-    const outcome = await runCommandReview({
-      spec: { type: "command", command: "true", timeoutMs: 10_000 },
-      review: { task: "t", requirements: null, iteration: 1, diff: "", validation: [] },
-      workspace: join(ws, "not-there"),
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      timeoutMs: 10_000,
-      signal: new AbortController().signal,
-    });
+    const outcome = await reviewDirectly("true", 10_000, join(ws, "not-there"));
     expect(outcome).toEqual({
       ok: false,
       error: expect.stringMatching(/^the reviewer could not start: .*not-there.* does not exist/),

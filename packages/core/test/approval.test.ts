@@ -148,7 +148,10 @@ describe("plan approval and blocked agents (real SDK → fake Mistral)", () => {
     // The agent did not plan again: it worked with the edited plan.
     expect(fake.requests).toHaveLength(3);
     expect(fake.requests.slice(1).every((r) => r.response_format === undefined)).toBe(true);
-    expect(userText(fake.requests[1])).toContain("EDITED: write fixed into bug.txt");
+    // The person's step, with its detail, is what the agent reads.
+    expect(userText(fake.requests[1])).toContain(
+      "[ ] 1. EDITED: write fixed into bug.txt\n      one write",
+    );
     expect(readFileSync(join(workspace, "bug.txt"), "utf8")).toBe("fixed\n");
     const types = store.eventsOf(run.id).map((e) => e.type);
     expect(types.filter((t) => t === "run_started")).toHaveLength(1);

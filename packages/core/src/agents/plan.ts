@@ -45,6 +45,11 @@ export function parsePlanAnswer(
   return parsed.ok ? { ok: true, plan: parsed.value } : parsed;
 }
 
+/**
+ * The plan as the agent (and a person approving it) reads it: a line a step, its detail
+ * indented under it — a step's detail is what the model (or the person who edited the plan)
+ * said of how to do it.
+ */
 export function renderPlan(plan: Plan): string {
   const mark: Record<StepStatus, string> = {
     todo: "[ ]",
@@ -53,7 +58,11 @@ export function renderPlan(plan: Plan): string {
     failed: "[!]",
   };
   return plan.steps
-    .map((s) => `${mark[s.status]} ${s.id}. ${s.title}${s.note ? ` — ${s.note}` : ""}`)
+    .map((s) => {
+      const line = `${mark[s.status]} ${s.id}. ${s.title}${s.note ? ` — ${s.note}` : ""}`;
+      const detail = s.detail?.trim();
+      return detail ? `${line}\n${detail.replace(/^/gm, "      ")}` : line;
+    })
     .join("\n");
 }
 

@@ -207,7 +207,7 @@ export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors"
 export { forPrompt } from "./util/for-prompt";
 export { keepYoungGenerationSmall } from "./util/heap-settings";
 export { makeDirs } from "./util/make-dirs";
-export { deepestExisting, leadsElsewhere, resolvedPath } from "./util/real-path";
+export { deepestExisting, movedAway, resolvedPath } from "./util/real-path";
 export {
   collectSecrets,
   looksSecret,

@@ -1,10 +1,5 @@
 import { statSync } from "node:fs";
-import {
-  leadsElsewhere,
-  restoreWorkspace,
-  SNAPSHOT_DEFAULTS,
-  WorkspaceSnapshots,
-} from "@looprun/core";
+import { movedAway, restoreWorkspace, SNAPSHOT_DEFAULTS, WorkspaceSnapshots } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
@@ -116,13 +111,8 @@ function assertWorkspaceThere(workspace: string): void {
   }
   // A symlink put into its path since would take the restore elsewhere, out of the root maybe,
   // and empty what it finds there: the workspace the run had is not there any more.
-  const where = leadsElsewhere(workspace);
-  if (where !== null) {
-    throw new ApiError(
-      409,
-      "workspace_missing",
-      `the run's workspace ${workspace} leads to ${where} now (a symlink was put in its path): not restored there`,
-      { workspace },
-    );
+  const moved = movedAway(workspace, "the run's workspace");
+  if (moved !== null) {
+    throw new ApiError(409, "workspace_missing", `${moved}: not restored there`, { workspace });
   }
 }

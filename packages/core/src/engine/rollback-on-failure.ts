@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { RunRecord } from "../domain/run";
 import { restoreWorkspace } from "../snapshots/restore";
 import { messageOf } from "../util/errors";
-import { leadsElsewhere } from "../util/real-path";
+import { movedAway } from "../util/real-path";
 import type { EngineResources } from "./resources";
 import type { EventSpec } from "./run-context";
 import { snapshotsOf } from "./snapshot-step";
@@ -39,12 +39,8 @@ export async function rollbackOnFailure(
   ];
   // Never through a symlink put into the path since: the restore would empty where it leads.
   const path = resolve(run.workspace);
-  const where = leadsElsewhere(path);
-  if (where !== null) {
-    return notRestored(
-      `the workspace ${path} leads to ${where} now (a symlink was put in its path)`,
-    );
-  }
+  const moved = movedAway(path);
+  if (moved !== null) return notRestored(moved);
   // Another run working in the workspace (one inside the other counts) keeps its files.
   const hold = await res.store.holdWorkspaceFor(run, (res.now ?? Date.now)(), HOLD_TTL_MS);
   if (!hold.held) {

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { leadsElsewhere } from "../util/real-path";
+import { movedAway } from "../util/real-path";
 
 /**
  * Why the run's workspace may not be used now, or null. The API stored the path with its
@@ -9,8 +9,6 @@ import { leadsElsewhere } from "../util/real-path";
  * works in the workspace: a step's start, each agent, the validation, the snapshot.
  */
 export function workspaceMoved(workspace: string): string | null {
-  const path = resolve(workspace);
-  const where = leadsElsewhere(path);
-  if (where === null) return null;
-  return `the workspace ${path} leads to ${where} now (a symlink was put in its path): the run does not follow it`;
+  const moved = movedAway(resolve(workspace));
+  return moved === null ? null : `${moved}: the run does not follow it`;
 }

@@ -47,3 +47,11 @@ export function leadsElsewhere(path: string): string | null {
   if (now?.real === path) return null;
   return now === null ? "a symlink to nothing" : now.real;
 }
+
+/** What is to be said of a workspace `path` that leads elsewhere now (leadsElsewhere), or null. */
+export function movedAway(path: string, name = "the workspace"): string | null {
+  const where = leadsElsewhere(path);
+  return where === null
+    ? null
+    : `${name} ${path} leads to ${where} now (a symlink was put in its path)`;
+}

@@ -145,17 +145,18 @@ export async function recordIteration(
     ? [["promise_missing", { iteration: n, completionPromise: spec.completionPromise }]]
     : [];
   const gateEvents = [...validationEvents, ...promiseEvents, ...reviewed.events];
+  // What a decision that ends the run writes: the snapshot's rows, whenever they were computed.
+  const endingWrites = async () => ({ ...(await result.artifacts()).writes, ...writes });
   // A stop that came in before this decision ends the run stopped, not as decided (one that
   // comes while the decision is written loses to it). What the iteration did is kept: its
   // gates' events, its review, its snapshot.
   const stoppedMeanwhile = async (): Promise<StepResult | null> => {
     if (!(await ctx.stopRequestedNow())) return null;
-    const artifacts = await result.artifacts();
     await ctx.finish("stopped", "stopped", describeInterruption("stopped"), {
       patch: { metrics, ...decided },
       events: gateEvents,
       iteration: { ...iterationPatch, status: "failed", outcome: "stopped", feedback: null },
-      writes: { ...artifacts.writes, ...reviewed.writes },
+      writes: await endingWrites(),
     });
     return finished(ctx);
   };
@@ -214,12 +215,11 @@ export async function recordIteration(
       const end = async (reason: RunReason, summary: string, events: EventSpec[]) => {
         const stopped = await stoppedMeanwhile();
         if (stopped) return stopped;
-        const ending = { ...(await result.artifacts()).writes, ...writes };
         await ctx.finish("failed", reason, summary, {
           patch,
           events,
           iteration: iterationPatch,
-          writes: ending,
+          writes: await endingWrites(),
         });
         return finished(ctx);
       };

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { readdirSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { childPids } from "./support/processes";
 import { freePort, startRedis } from "./support/redis-server";
 import {
   LOOPRUN_BIN,
@@ -23,24 +24,6 @@ function processesIn(dir: string): number[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       if (readlinkSync(`/proc/${name}/cwd`) === dir) found.push(Number(name));
-    } catch {
-      // gone, or not ours to look at
-    }
-  }
-  return found;
-}
-
-/** The command lines of `pid`'s child processes. */
-function childrenOf(pid: number): string[] {
-  const found: string[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      // The parent is the 4th field of stat, after the command name in parentheses.
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid)
-        found.push(readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " "));
     } catch {
       // gone, or not ours to look at
     }
@@ -92,10 +75,10 @@ describe("looprun dev", () => {
     expect(redisPids, proc.output()).toHaveLength(1);
     // The bundle is built once at the start: esbuild's service process is not kept (it stayed,
     // idle, for the process's life).
-    await waitFor(
-      () => !childrenOf(proc.child.pid!).some((args) => args.includes("esbuild")) || undefined,
-      { timeoutMs: 10_000, message: "no esbuild process under looprun dev" },
-    );
+    await waitFor(() => childPids(proc.child.pid!, "esbuild").length === 0 || undefined, {
+      timeoutMs: 10_000,
+      message: "no esbuild process under looprun dev",
+    });
     // Not on the CLI's default port: the suggested command says where the API is.
     expect(proc.stdout()).toContain(
       `\n  LOOPRUN_URL=http://127.0.0.1:${port} npx looprun submit --task "say hello"`,

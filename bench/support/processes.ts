@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -205,22 +205,8 @@ export function memoryMb(pid: number): { rss: number; own: number } {
   }
 }
 
-/** The pids of `parent`'s children whose command line contains `match`. */
-export function childPids(parent: number, match: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== parent) continue;
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(match)) found.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
+// The pids of a process's children whose command line contains a text: shared with the tests.
+export { childPids } from "../../tests/support/processes";
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -104,6 +104,23 @@ export function commandsOfRun(runId: string): string[] {
   return found;
 }
 
+/** The pids of `parent`'s children whose command line contains `match`. */
+export function childPids(parent: number, match: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== parent) continue;
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(match)) found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 /** Whether a process is alive (a zombie, dead but not reaped, counts as dead). */
 export function isAlive(pid: number): boolean {
   try {

@@ -253,14 +253,9 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
           return done(status === "done" ? 0 : 1);
         }
         let outcome: { isError: boolean; result: string };
-        if ((!args.ok && AGENT_TOOLS.has(call.name)) || finishing?.success === false) {
-          // A failed call like any other (recorded, counted), answered so the model can retry.
-          const problem = args.ok ? finishProblem(finishing!.error!) : args.error;
-          outcome = {
-            isError: true,
-            result: `${call.name}: ${problem} (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with ${args.ok ? `{"summary": "…", "status": "done" | "blocked"}` : "a JSON object"}`,
-          };
-          await input.recorder.toolCall({
+        // A failed call of the agent's own tools is recorded and counted as the others are.
+        const ownFailed = () =>
+          input.recorder.toolCall({
             server: "",
             tool: call.name,
             // As every call's: the arguments as an object when they are JSON, else as given.
@@ -268,21 +263,20 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
             ...outcome,
             durationMs: 0,
           });
+        if ((!args.ok && AGENT_TOOLS.has(call.name)) || finishing?.success === false) {
+          // A failed call like any other (recorded, counted), answered so the model can retry.
+          const problem = args.ok ? finishProblem(finishing!.error!) : args.error;
+          outcome = {
+            isError: true,
+            result: `${call.name}: ${problem} (${capHead(call.arguments, TRANSCRIPT_ARGS_BYTES)}); call ${call.name} again with ${args.ok ? `{"summary": "…", "status": "done" | "blocked"}` : "a JSON object"}`,
+          };
+          await ownFailed();
         } else if (call.name === "update_step" && plan && args.ok) {
           const updated = await updateStep(input, complete, plan, args.value);
           plan = updated.plan;
           outcome = updated.outcome;
-          // A valid update is the plan's bookkeeping (its events); an invalid one is a failed
-          // call, recorded and counted as the others are.
-          if (outcome.isError) {
-            await input.recorder.toolCall({
-              server: "",
-              tool: call.name,
-              args: args.value,
-              ...outcome,
-              durationMs: 0,
-            });
-          }
+          // A valid update is the plan's bookkeeping (its events); an invalid one a failed call.
+          if (outcome.isError) await ownFailed();
         } else {
           // Unparseable arguments go to the hub as text: it reports them without calling.
           const given = args.ok ? args.value : call.arguments;

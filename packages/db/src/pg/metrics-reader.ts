@@ -6,6 +6,7 @@ import type {
   MetricsReader,
   ToolCallCount,
 } from "../metrics-reader";
+import { ulidFloor } from "../ulid-floor";
 import type { PgDb } from "./connection";
 import { liveRuns } from "./live-queries";
 import { iterations, runStatsHourly, runs, toolCalls } from "./schema";
@@ -15,16 +16,6 @@ type Tx = Parameters<Parameters<PgDb["transaction"]>[0]>[0];
 /** How far back runs created between two reads are looked for (clock skew between API hosts). */
 const CREATED_WINDOW_MS = 5 * 60_000;
 const PAGE = 2000;
-const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
-/** The smallest ULID of millisecond `ms`: ids at or above it were created at `ms` or later. */
-export function ulidFloor(ms: number): string {
-  let time = "";
-  for (let t = Math.max(0, Math.floor(ms)), i = 0; i < 10; i++, t = Math.floor(t / 32)) {
-    time = CROCKFORD[t % 32] + time;
-  }
-  return `${time}${"0".repeat(16)}`;
-}
 
 /** What the reader remembers of a run it watches. */
 interface Watched {

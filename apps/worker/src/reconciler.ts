@@ -1,7 +1,7 @@
-import { isAbsolute, relative, resolve, sep } from "node:path";
 import { killRunOrphans, RUN_JOB_NAME, type RunJob, runJobOptions } from "@looprun/core";
 import type { RunRepositoryPort } from "@looprun/db";
 import type { Queue } from "bullmq";
+import { inside } from "./workspace-cell";
 
 export interface ReconcilerOptions {
   repo: Pick<RunRepositoryPort, "listUnfinishedRuns" | "getRun" | "finalizeStop">;
@@ -73,13 +73,4 @@ export async function reconcile(
     opts.logger.warn(result, "reconciled runs with the queue");
   }
   return result;
-}
-
-/** Whether a path lies inside `root` (or is it). */
-function inside(root: string): (path: string) => boolean {
-  const base = resolve(root);
-  return (path) => {
-    const rel = relative(base, resolve(path));
-    return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
-  };
 }

@@ -245,6 +245,7 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
   });
 
   it("still answers when the stored token counts sum below zero (a server reported negative usage, before it was checked)", async () => {
+    const counted = sampleValue(await scrape(), "looprun_tokens_total");
     const run = await submit("metrics-negative-tokens");
     const metrics = {
       iterations: 0,
@@ -255,7 +256,17 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
       tokens: -10_000_000,
     };
     await store.commit(run.id, run.epoch, { run: { metrics } }, Date.now());
-    expect(sampleValue(await scrape(), "looprun_tokens_total")).toBe(0);
+    // A counter does not go back (as when retention deletes runs and their tokens).
+    expect(sampleValue(await scrape(), "looprun_tokens_total")).toBe(counted);
+    // Tokens spent afterwards count.
+    const next = await submit("metrics-more-tokens");
+    await store.commit(
+      next.id,
+      next.epoch,
+      { run: { metrics: { ...metrics, tokens: 5 } } },
+      Date.now(),
+    );
+    expect(sampleValue(await scrape(), "looprun_tokens_total")).toBe((counted ?? 0) + 5);
   });
 
   it("needs the bearer token when API_TOKEN is set", async () => {

@@ -85,6 +85,8 @@ export class MetricsCollector {
   });
 
   private readonly reader: MetricsReader;
+  /** The database's token sum at the previous read (null before the first). */
+  private tokenTotal: number | null = null;
   private last: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly sources: MetricsSources) {
@@ -119,9 +121,12 @@ export class MetricsCollector {
     for (const status of RUN_STATUSES) this.runs.set({ status }, 0);
     for (const row of read.runCountsByStatus) this.runs.set({ status: row.status }, row.count);
 
-    this.tokens.reset();
-    // A database written before usage counts were checked may hold a negative sum.
-    this.tokens.inc(Math.max(0, read.tokenTotal));
+    // The counter adds what the sum grew by: it never goes back when retention deletes runs
+    // (their tokens leave the sum; tokens spent between the same two scrapes are then not
+    // counted), nor below zero (a database written before usage counts were checked may hold a
+    // negative sum).
+    this.tokens.inc(Math.max(0, read.tokenTotal - (this.tokenTotal ?? 0)));
+    this.tokenTotal = read.tokenTotal;
 
     const calls = [...read.newToolCalls].sort((a, b) =>
       byteOrder(`${a.server}\0${a.tool}`, `${b.server}\0${b.tool}`),

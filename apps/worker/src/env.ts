@@ -31,6 +31,18 @@ export const WorkerEnv = z.object({
   LOOPRUN_STALLED_INTERVAL_MS: envInt(500).default(30_000),
   /** How often runs the DB holds as unfinished are checked against the queue (re-enqueued when lost). */
   LOOPRUN_RECONCILE_MS: envInt(100).default(30_000),
+  /**
+   * Runs that finished longer ago than this many days are deleted, with all that is recorded of
+   * them and their snapshots' refs (see retention.ts). Unset: every run is kept.
+   */
+  LOOPRUN_RETENTION_DAYS: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of days (e.g. 30 or 0.5)")
+    .transform(Number)
+    .pipe(z.number().positive("must be more than 0"))
+    .optional(),
+  /** How often a worker deletes the runs past the retention (and once at its start). */
+  LOOPRUN_RETENTION_CHECK_MS: envInt(100).default(3_600_000),
   /** How often a running iteration checks the DB for a stop request. */
   LOOPRUN_STOP_POLL_MS: envInt(10).default(500),
   /** Extra environment variable names that agent and validation commands may see. */

@@ -21,6 +21,7 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { snapshotsDirOf, type WorkerEnv, withoutWorkerSettings } from "./env";
 import { reconcile } from "./reconciler";
+import { startRetention } from "./retention-timer";
 
 export interface RunWorker {
   /** Stops taking jobs, hands the iterations in flight back to the queue, and closes. */
@@ -239,6 +240,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
   );
   const reconcileTimer = setInterval(reconcileNow, env.LOOPRUN_RECONCILE_MS);
   reconcileTimer.unref();
+  const retention = startRetention(env, repo, shutdown.signal, logger);
   logger.info(
     { concurrency: env.WORKER_CONCURRENCY, database: storage.location },
     "looprun worker ready",
@@ -249,6 +251,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       closing = true;
       clearInterval(reconcileTimer);
       shutdown.abort();
+      retention.stop();
       if (connection.status === "ready") {
         // The steps in flight hand their runs back to the queue, and BullMQ waits for them. If
         // Redis goes away meanwhile, that wait would never end: the connection's end ends it.
@@ -260,6 +263,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       }
       await Promise.allSettled(steps);
       await reconciling;
+      await retention.pruning;
       await queue.close();
       await subscriber.quit().catch(() => subscriber.disconnect());
       await connection.quit().catch(() => connection.disconnect());

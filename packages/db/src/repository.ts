@@ -15,6 +15,7 @@ import type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-sta
 import type { PatternFilter } from "./failure-patterns";
 import type { MetricsReader } from "./metrics-reader";
 import type { ReviewArtifactRow, ToolCallRow } from "./records";
+import type { RetentionPort } from "./retention";
 import type { NewRun, RunFilter } from "./run-repository";
 import type { StopRequest } from "./stop-requests";
 import type { ToolStats, ToolStatsFilter } from "./tool-stats";
@@ -79,4 +80,6 @@ export interface RunRepositoryPort {
   };
   requestStop(runId: string, now: number): MaybePromise<StopRequest>;
   finalizeStop(runId: string, now: number): MaybePromise<RunRecord | null>;
+  /** The deletion of runs older than the retention (the workers', see retention.ts). */
+  readonly retention: RetentionPort;
 }

@@ -43,6 +43,7 @@ import {
   toSessionRecord,
 } from "./records";
 import type { RunRepositoryPort } from "./repository";
+import { SqliteRetention } from "./retention";
 import { recordRollback } from "./rollbacks";
 import {
   events,
@@ -111,7 +112,11 @@ function isUniqueViolation(error: unknown): boolean {
  * write batcher runs `createRun` inside its group-commit transaction).
  */
 export class RunRepository implements RunRepositoryPort {
-  constructor(private readonly db: Db) {}
+  readonly retention: SqliteRetention;
+
+  constructor(private readonly db: Db) {
+    this.retention = new SqliteRetention(db);
+  }
 
   /**
    * Stores a queued run (and its session). Throws `RunAlreadyActiveError` when the session is

@@ -35,6 +35,8 @@ export interface SnapshotTarget {
 const DIFF_TREE_IDLE_MS = 30_000;
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Run ids are ULIDs; this keeps anything else out of a ref name. */
+const RUN_ID = /^[0-9A-Z]{26}$/;
 
 /**
  * Snapshots of run workspaces in git, without touching the workspace's own repository: a
@@ -223,6 +225,23 @@ export class WorkspaceSnapshots {
     const known = this.commitTrees.get(commit);
     if (known !== undefined) return known;
     return (await readCommitHeader(this.gitDir(sessionId), commit))?.tree ?? null;
+  }
+
+  /**
+   * Deletes the refs that keep the snapshots of `runIds` (runs of the session that retention
+   * deleted): `refs/looprun/<runId>` and a rollback's `refs/looprun/rollback/<runId>`. Their
+   * objects stay in the shared store (see snapshot-repository.ts). A session without a
+   * repository here has nothing to delete.
+   */
+  async forgetRuns(sessionId: string, runIds: readonly string[]): Promise<void> {
+    const gitDir = this.gitDir(sessionId);
+    const bad = runIds.find((id) => !RUN_ID.test(id));
+    if (bad !== undefined) throw new Error(`not a run id: ${JSON.stringify(bad)}`);
+    if (runIds.length === 0 || !existsSync(join(gitDir, "HEAD"))) return;
+    const stdin = runIds
+      .map((id) => `delete refs/looprun/${id}\ndelete refs/looprun/rollback/${id}\n`)
+      .join("");
+    await this.git(gitDir, null, ["update-ref", "--stdin"], undefined, undefined, stdin);
   }
 
   private objectsOf(gitDir: string): Set<string> {

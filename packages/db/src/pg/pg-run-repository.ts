@@ -39,6 +39,7 @@ import { liveRuns } from "./live-queries";
 import { PgMetricsReader } from "./metrics-reader";
 import { withoutNul } from "./nul-bytes";
 import { isPgUnavailable } from "./pg-errors";
+import { PgRetention } from "./retention";
 import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
 import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
@@ -54,7 +55,11 @@ const MAX_SEQ = 2_147_483_647;
  * answers as ../run-repository.ts on SQLite — ordering, paging cursors, statistics, errors.
  */
 export class PgRunRepository implements RunRepositoryPort {
-  constructor(private readonly db: PgDb) {}
+  readonly retention: PgRetention;
+
+  constructor(private readonly db: PgDb) {
+    this.retention = new PgRetention(db);
+  }
 
   isUnavailable(error: unknown): boolean {
     return isPgUnavailable(error);

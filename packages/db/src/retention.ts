@@ -1,0 +1,97 @@
+import { TERMINAL_STATUSES } from "@looprun/core";
+import { and, asc, eq, gt, inArray, lt, ne, notExists, sql } from "drizzle-orm";
+import type { Db } from "./connection";
+import type { MaybePromise } from "./repository";
+import { iterations, runs, toolCalls, workspaceHolds } from "./schema";
+import { ulidFloor } from "./ulid-floor";
+
+/**
+ * Retention (`LOOPRUN_RETENTION_DAYS`): finished runs older than the retention are deleted with
+ * everything recorded of them — iterations, events, tool calls, reviews, snapshot rows, the
+ * run's change, phase artifacts, idempotency keys (all `ON DELETE CASCADE`) — and the hourly
+ * statistics drop them (their delete triggers). Sessions stay, and so do the failure patterns
+ * (what runs learned outlives them).
+ */
+
+/** A finished run that retention may delete, and where its snapshots are. */
+export interface PrunableRun {
+  id: string;
+  sessionId: string;
+  workspace: string;
+}
+
+export interface RetentionPort {
+  /**
+   * Finished runs that ended before `finishedBefore`, by id (oldest first), after `afterId`
+   * (`""`: from the first).
+   */
+  candidates(finishedBefore: number, afterId: string, limit: number): MaybePromise<PrunableRun[]>;
+  /**
+   * Deletes those of `ids` that still ended before `finishedBefore` and that no rollback holds
+   * at `now` (its restore reads the run's snapshots); returns the ids deleted.
+   */
+  deleteRuns(ids: readonly string[], finishedBefore: number, now: number): MaybePromise<string[]>;
+}
+
+const finished = [...TERMINAL_STATUSES];
+
+export class SqliteRetention implements RetentionPort {
+  constructor(private readonly db: Db) {}
+
+  candidates(finishedBefore: number, afterId: string, limit: number): PrunableRun[] {
+    return this.db
+      .select({ id: runs.id, sessionId: runs.sessionId, workspace: runs.workspace })
+      .from(runs)
+      .where(
+        and(
+          gt(runs.id, afterId),
+          // A run that ended before the cut was made before it: its id is below the cut's
+          // floor, which bounds the walk on the primary key.
+          lt(runs.id, ulidFloor(finishedBefore)),
+          inArray(runs.status, finished),
+          lt(runs.finishedAt, finishedBefore),
+        ),
+      )
+      .orderBy(asc(runs.id))
+      .limit(limit)
+      .all();
+  }
+
+  deleteRuns(ids: readonly string[], finishedBefore: number, now: number): string[] {
+    if (ids.length === 0) return [];
+    return this.db.transaction(
+      (tx) =>
+        tx
+          .delete(runs)
+          .where(
+            and(
+              inArray(runs.id, [...ids]),
+              inArray(runs.status, finished),
+              lt(runs.finishedAt, finishedBefore),
+              notExists(
+                tx
+                  .select({ one: sql`1` })
+                  .from(workspaceHolds)
+                  .where(and(eq(workspaceHolds.runId, runs.id), gt(workspaceHolds.expiresAt, now))),
+              ),
+              // The rows with the largest rowid stay: SQLite gives a new row the largest rowid
+              // plus one, and the metrics read iterations and tool calls by a rowid cursor
+              // (metrics-reader.ts) — with the newest row gone, new rows could take rowids the
+              // cursor has passed, and never be counted.
+              ne(
+                runs.id,
+                sql`coalesce((select run_id from ${iterations} order by rowid desc limit 1), '')`,
+              ),
+              ne(
+                runs.id,
+                sql`coalesce((select run_id from ${toolCalls} order by rowid desc limit 1), '')`,
+              ),
+            ),
+          )
+          .returning({ id: runs.id })
+          .all()
+          .map((row) => row.id),
+      { behavior: "immediate" },
+    );
+  }
+}

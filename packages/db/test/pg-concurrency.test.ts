@@ -212,6 +212,36 @@ describe("PostgreSQL under concurrent writers", () => {
     const read = await repo.metricsReader().read(() => {});
     expect(read.runCountsByStatus.length).toBeGreaterThan(0);
   });
+
+  it("stores a tool call whose argument names hold a NUL byte or a lone surrogate, and its pattern", async () => {
+    const repo = new PgRunRepository(h.database.db);
+    const run = await repo.createRun(newRun({}));
+    const store = new PgRunStore(h.database.db);
+    const { epoch } = (await store.claimRun(run.id))!.run;
+    const args = { path: "a.txt", "n\0": "1", "\ud800k": "2" };
+    await store.commit(
+      run.id,
+      epoch,
+      {
+        toolCalls: [
+          {
+            iteration: 1,
+            server: "workspace",
+            tool: "write_file",
+            args,
+            isError: false,
+            result: "ok",
+            durationMs: 1,
+          },
+        ],
+      },
+      1,
+    );
+    const [call] = await repo.listToolCalls(run.id);
+    expect(call?.args).toEqual({ path: "a.txt", "n\uFFFD": "1", "\uFFFDk": "2" });
+    const patterns = await repo.failurePatterns({ workspace: run.workspace, limit: 10 });
+    expect(patterns.map((p) => p.shape)).toEqual(["{n\uFFFD:string,path:string,\uFFFDk:string}"]);
+  });
 });
 
 /** A run submitted with `body`, claimed, and its first iteration committed with `patch`. */

@@ -18,7 +18,9 @@ export function withoutNul<T>(value: T): T {
   if (Array.isArray(value)) return value.map(withoutNul) as T;
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = withoutNul(v);
+    // Keys too: a model names a tool call's arguments, and their names reach text columns
+    // (a failure pattern's argument shape).
+    for (const [k, v] of Object.entries(value)) out[withoutNul(k)] = withoutNul(v);
     return out as T;
   }
   return value;

@@ -5,6 +5,7 @@ import {
   buildPrompt,
   type FailurePattern,
   MistralChatModel,
+  observationsOf,
   promptCandidates,
   renderLearnedPatterns,
   runStep,
@@ -146,6 +147,29 @@ describe("renderLearnedPatterns", () => {
 
   it("has nothing to say without patterns", () => {
     expect(renderLearnedPatterns([])).toBeNull();
+  });
+
+  it("knows a long gate command by the cut key its pattern holds", () => {
+    const long = `npm test -- ${"spec/ünïcode-".repeat(60)}`;
+    const [observed] = observationsOf({
+      updateIteration: {
+        n: 1,
+        attempt: 1,
+        patch: {
+          status: "failed",
+          validation: [{ command: long, exitCode: 1, durationMs: 1, output: "" }],
+        },
+      },
+    });
+    expect(observed?.subject).not.toBe(long);
+    expect(Buffer.byteLength(observed?.subject ?? "")).toBeLessThanOrEqual(512);
+    expect(observed?.subject).toMatch(/^npm test -- spec\/ünïcode-.*…#[0-9a-f]{12}$/);
+    const patterns = [
+      pattern({ scope: "command", subject: observed?.subject, shape: "", failures: 2 }),
+    ];
+    expect(renderLearnedPatterns(patterns, [long])).toContain(
+      "Checks of this task that kept failing in this workspace",
+    );
   });
 });
 

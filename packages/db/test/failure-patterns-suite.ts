@@ -124,6 +124,73 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
       ]);
     });
 
+    it("stores the patterns of a 4,000-character command and of a call with 300 argument names, keyed by their start and a digest", async () => {
+      // Incompressible: PostgreSQL's index entries are at most 2,704 bytes.
+      const noise = (n: number, from: number) =>
+        Array.from({ length: n }, (_, i) => String.fromCodePoint(from + ((i * 7919) % 20000))).join(
+          "",
+        );
+      const long = `true # ${noise(3990, 0x4e00)}`;
+      const longToo = `${long.slice(0, -1)}x`;
+      const wide = Object.fromEntries(
+        Array.from({ length: 300 }, (_, i) => [`k${(i * 2654435761).toString(16)}`, "v"]),
+      );
+      const workspace = `/tmp/${"w".repeat(1000)}`;
+      const run = await h.createRun(newRun({ testCommand: long }, { workspace }));
+      const { epoch } = (await h.store.claimRun(run.id))!.run;
+      await h.store.commit(
+        run.id,
+        epoch,
+        {
+          insertIteration: iteration(run.id, 1, 1),
+          toolCalls: [
+            {
+              iteration: 1,
+              server: "workspace",
+              tool: "write_file",
+              args: wide,
+              isError: false,
+              result: "ok",
+              durationMs: 1,
+            },
+          ],
+        },
+        1000,
+      );
+      await h.store.commit(
+        run.id,
+        epoch,
+        {
+          updateIteration: {
+            n: 1,
+            attempt: 1,
+            patch: {
+              status: "failed",
+              outcome: "validation_failed",
+              validation: [check(long, 1), check(longToo, 0)],
+            },
+          },
+        },
+        1100,
+      );
+      const patterns = await h.store.failurePatterns(workspace, 10);
+      const commands = patterns.filter((p) => p.scope === "command");
+      // Two commands alike but for their last character are two patterns.
+      expect(commands.map((p) => [p.failures, p.successes])).toEqual(
+        expect.arrayContaining([
+          [1, 0],
+          [0, 1],
+        ]),
+      );
+      for (const p of patterns) {
+        expect(Buffer.byteLength(p.subject)).toBeLessThanOrEqual(512);
+        expect(Buffer.byteLength(p.shape)).toBeLessThanOrEqual(512);
+      }
+      expect(commands[0]?.subject.startsWith("true # ")).toBe(true);
+      expect(commands[0]?.subject).toMatch(/…#[0-9a-f]{12}$/);
+      expect(patterns.find((p) => p.scope === "tool")?.shape).toMatch(/^\{k.*…#[0-9a-f]{12}$/);
+    });
+
     it("keys run_command by its command, and chooses what worked apart from what failed", async () => {
       const ws = "/tmp/ws-learn-d";
       const run = await h.createRun(newRun({}, { workspace: ws }));

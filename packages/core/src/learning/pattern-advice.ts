@@ -1,4 +1,4 @@
-import { functionName, parseToolShape, type ToolShape } from "./pattern-keys";
+import { boundedKeyPart, functionName, parseToolShape, type ToolShape } from "./pattern-keys";
 import { byFailuresThenRecency, type FailurePattern, patternKey } from "./patterns";
 
 /*
@@ -184,7 +184,8 @@ export function renderLearnedPatterns(
   patterns: readonly FailurePattern[],
   gates: readonly string[] = [],
 ): string | null {
-  const gateSet = new Set(gates.map((g) => g.trim()));
+  // A long command's pattern holds it cut (boundedKeyPart).
+  const gateSet = new Set(gates.flatMap((g) => [g.trim(), boundedKeyPart(g)]));
   const { failed: anyFailed, worked } = relevant(patterns);
   const failed = anyFailed.filter((w) => !isGate(w, gateSet));
   const failedGates = anyFailed.filter((w) => w.kind.kind === "validation" && isGate(w, gateSet));

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { baseToolName } from "../tools/tool-names";
 import { argumentShape } from "./argument-shape";
 
@@ -28,6 +29,32 @@ const COMMAND_KEY_CHARS = 300;
 const ERROR_KIND_CHARS = 120;
 /** Argument values shorter than this are left in an error kind. */
 const MIN_REPLACED_CHARS = 3;
+
+/**
+ * Bytes (UTF-8) of a pattern's `subject`, and of its `shape`, stored in its key. The key also
+ * holds the workspace path (at most ~1,100 bytes): PostgreSQL's index entries are at most
+ * 2,704 bytes, and a longer key failed the run's write there (a 4,000-character command).
+ */
+export const KEY_PART_BYTES = 512;
+
+/**
+ * `text` as a pattern's key holds it: itself when it fits in KEY_PART_BYTES, else its start
+ * cut at a character, `…#` and 12 hex digits of its SHA-256 — still one key per text, and the
+ * same in every process and on both stores.
+ */
+export function boundedKeyPart(text: string): string {
+  if (Buffer.byteLength(text) <= KEY_PART_BYTES) return text;
+  const digest = createHash("sha256").update(text).digest("hex").slice(0, 12);
+  const room = KEY_PART_BYTES - Buffer.byteLength(`…#${digest}`);
+  let cut = "";
+  let bytes = 0;
+  for (const char of text) {
+    bytes += Buffer.byteLength(char);
+    if (bytes > room) break;
+    cut += char;
+  }
+  return `${cut}…#${digest}`;
+}
 
 /** The command of a `run_command` call, or null when the call is another tool's. */
 function commandOf(server: string, tool: string, args: unknown): string | null {

@@ -1,5 +1,5 @@
 import type { RunMutation } from "../engine/run-store";
-import { toolCallShape } from "./pattern-keys";
+import { boundedKeyPart, toolCallShape } from "./pattern-keys";
 
 /** What earlier runs learned about one approach: a tool with an argument shape, or a command. */
 export interface FailurePattern {
@@ -49,8 +49,8 @@ export function observationsOf(m: RunMutation): PatternObservation[] {
   for (const call of m.toolCalls ?? []) {
     seen.push({
       scope: "tool",
-      subject: `${call.server}.${call.tool}`,
-      shape: toolCallShape(call),
+      subject: boundedKeyPart(`${call.server}.${call.tool}`),
+      shape: boundedKeyPart(toolCallShape(call)),
       ok: !call.isError,
       durationMs: call.durationMs,
       error: call.isError ? errorText(call.result) : null,
@@ -62,7 +62,7 @@ export function observationsOf(m: RunMutation): PatternObservation[] {
       const ok = v.exitCode === 0;
       seen.push({
         scope: "command",
-        subject: v.command,
+        subject: boundedKeyPart(v.command),
         shape: "",
         ok,
         durationMs: v.durationMs,

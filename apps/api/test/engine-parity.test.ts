@@ -110,6 +110,44 @@ describe("the API on SQLite and on PostgreSQL", () => {
     await same("/api/runs/01JQ000000ZZZZZZZZZZZZZZZZ");
   });
 
+  it("answers 404 alike for an id with a NUL byte (PostgreSQL's text cannot hold one)", async () => {
+    for (const path of [
+      "/api/runs/%00",
+      "/api/runs/a%00b/events?after=1",
+      "/api/runs/%00/events/stream",
+      "/api/runs/%00/patch",
+      "/api/sessions/x%00y",
+      "/api/stats/tools?runId=%00",
+      "/runs/%00",
+    ]) {
+      expect(await same(path), path).toMatch(/^404\n/);
+    }
+    // In a query: refused (400) or matching nothing, alike.
+    for (const path of [
+      "/api/runs?cursor=%00",
+      "/api/runs?sessionId=%00",
+      "/api/runs?status=%00",
+      "/api/stats?sessionId=%00",
+      "/api/stats/tools?workspace=%00",
+    ]) {
+      expect(await same(path), path).toMatch(/^(200|400)\n/);
+    }
+    for (const path of ["/api/runs/%00/stop", "/api/runs/%00/approve", "/api/runs/%00/rollback"]) {
+      const answers = await Promise.all(
+        sides.map(async (side) => {
+          const res = await side.h.app.request(path, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: "{}",
+          });
+          return `${res.status} ${await res.text()}`;
+        }),
+      );
+      expect(answers[1], path).toBe(answers[0]);
+      expect(answers[0], path).toMatch(/^404 /);
+    }
+  });
+
   it("gives the same statistics over any window", async () => {
     const stats = JSON.parse((await same("/api/stats")).split("\n\n")[1] as string);
     expect(stats.runs.total).toBe(24);

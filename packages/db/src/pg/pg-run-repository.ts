@@ -119,6 +119,8 @@ export class PgRunRepository implements RunRepositoryPort {
   }
 
   async getRun(runId: string): Promise<RunRecord | null> {
+    // An id from a URL: a NUL byte cannot be in a stored id, and a query with one fails.
+    if (runId.includes("\0")) return null;
     const [row] = await this.db.select().from(runs).where(eq(runs.id, runId));
     return row ? toRunRecord(row) : null;
   }
@@ -179,6 +181,7 @@ export class PgRunRepository implements RunRepositoryPort {
   async getSession(
     sessionId: string,
   ): Promise<{ session: SessionRecord; runs: RunRecord[] } | null> {
+    if (sessionId.includes("\0")) return null;
     const [row] = await this.db.select().from(sessions).where(eq(sessions.id, sessionId));
     if (!row) return null;
     const list = await this.db
@@ -259,7 +262,8 @@ export class PgRunRepository implements RunRepositoryPort {
   };
 
   /** Marks the run `stopping` (idempotent); a finished run is left as it is. */
-  requestStop(runId: string, now: number): Promise<StopRequest> {
+  async requestStop(runId: string, now: number): Promise<StopRequest> {
+    if (runId.includes("\0")) return { kind: "not_found" };
     return requestStop(this.db, runId, now);
   }
 

@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { LeaseLostError, type NewEvent, RunAlreadyActiveError } from "@looprun/core";
 import { openPgDatabase, PgRunRepository, PgRunStore } from "@looprun/db/pg";
 import { describe, expect, it } from "vitest";
@@ -150,6 +154,33 @@ describe("PostgreSQL under concurrent writers", () => {
     expect((await repo.listIterations(run.id)).map((i) => i.n)).toEqual(
       Array.from({ length: written }, (_, i) => i + 1),
     );
+  });
+
+  it("sets a new connection up before its first query: no query is sent while another runs (pg warns, pg 9 refuses)", async () => {
+    // In a process of its own: pg warns once per process.
+    const fresh = await createDatabase(postgresAdminUrl());
+    const dir = mkdtempSync(join(tmpdir(), "looprun-pg-connect-"));
+    try {
+      const script = join(dir, "queries.mts");
+      writeFileSync(
+        script,
+        [
+          `import { openPgDatabase } from ${JSON.stringify(join(__dirname, "../src/pg/connection.ts"))};`,
+          `const database = await openPgDatabase(${JSON.stringify(fresh.url)}, { idleInTransactionTimeoutMs: 1234 });`,
+          "const sql = \"select pg_sleep(0.05), current_setting('idle_in_transaction_session_timeout') as t\";",
+          "const shown = await Promise.all([1, 2, 3, 4, 5, 6].map(() => database.pool.query(sql)));",
+          "console.log(JSON.stringify(shown.map((r) => r.rows[0].t)));",
+          "await database.close();",
+        ].join("\n"),
+      );
+      const child = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8" });
+      expect(child.stderr).not.toContain("DeprecationWarning");
+      expect(child.status, child.stderr).toBe(0);
+      expect(JSON.parse(child.stdout)).toEqual(Array(6).fill("1234ms"));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await fresh.drop();
+    }
   });
 
   it("ends a session left idle inside a transaction, so its row locks do not hold the run", async () => {

@@ -59,6 +59,7 @@ export async function openPgDatabase(
   url: string,
   opts: OpenPgDatabaseOptions = {},
 ): Promise<PgDatabase> {
+  const idleInTransactionMs = Math.trunc(opts.idleInTransactionTimeoutMs ?? 60_000);
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.maxConnections ?? 10,
@@ -66,16 +67,17 @@ export async function openPgDatabase(
     // A server that vanished (a host cut off) is noticed on idle connections too.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    // Set once a connection is open, not as a start-up parameter: a pooler such as PgBouncer
+    // refuses start-up parameters it does not know. Before the pool hands the connection out
+    // (a query sent from its "connect" event raced the first query: pg warns of a query sent
+    // while another runs, which pg 9 will refuse).
+    onConnect: async (client) => {
+      await client
+        .query(`SET idle_in_transaction_session_timeout = ${idleInTransactionMs}`)
+        .catch(() => {});
+    },
   });
   pool.on("error", opts.onIdleError ?? (() => {}));
-  // Set once a connection is open, not as a start-up parameter: a pooler such as PgBouncer
-  // refuses start-up parameters it does not know. Queued ahead of the connection's first query.
-  const idleInTransactionMs = Math.trunc(opts.idleInTransactionTimeoutMs ?? 60_000);
-  pool.on("connect", (client) => {
-    client
-      .query(`SET idle_in_transaction_session_timeout = ${idleInTransactionMs}`)
-      .catch(() => {});
-  });
   try {
     await applyPgMigrations(pool, opts.connectTimeoutMs ?? 30_000);
   } catch (error) {

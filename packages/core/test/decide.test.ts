@@ -58,6 +58,22 @@ describe("decideIteration", () => {
     );
   });
 
+  it("hands on a failed agent's last 4,000 characters as a terminal shows them, never half an emoji", () => {
+    const failed = { validationPassed: false, validationFeedback: "t failed", agentExitCode: 1 };
+    const emoji = decideIteration(facts({ ...failed, agentOutput: `x${"😀".repeat(3000)}\n` }));
+    const shown = decideIteration(
+      facts({
+        ...failed,
+        agentOutput: `${"a".repeat(5000)}\n\x1b[31mRED\x1b[0m plain\r\nNUL:a\u0000b\n10%\r20%\r30% done\n`,
+      }),
+    );
+    if (emoji.kind !== "retry" || shown.kind !== "retry") throw new Error("expected retries");
+    const output = (feedback: string) =>
+      feedback.slice(feedback.indexOf("ended with:\n") + 12, feedback.indexOf("\n\nValidation"));
+    expect(output(emoji.feedback)).toBe("😀".repeat(1999));
+    expect(output(shown.feedback)).toBe(`${"a".repeat(3973)}\nRED plain\nNUL:ab\n30% done`);
+  });
+
   it("keeps a blocking review's feedback to its first 16 KiB, its first issues and plan", () => {
     const many = Array.from({ length: 100 }, (_, i) => `issue ${i}: ${"y".repeat(3900)}`);
     const decision = decideIteration(

@@ -73,6 +73,15 @@ describe("runValidation", () => {
     for (let i = 0; i < 20; i++) expect(many).toContain(`the end of check-${i}`);
   });
 
+  it("gives a failed command's output as a terminal shows it, cut after it is rendered", () => {
+    const output = `${"bar\r".repeat(20_000)}ok\n\x1b[31mFAIL\x1b[0m cart\u0000 total\r\n`;
+    const feedback = validationFeedback([
+      { command: "npm test", exitCode: 1, durationMs: 1, output },
+    ]);
+    // A progress bar's 80,000 bytes were one line a terminal showed as "ok": nothing to cut.
+    expect(feedback).toBe("$ npm test\n(exit code 1)\nok\nFAIL cart total");
+  });
+
   it("leaves the room short outputs do not need to the long ones, and counts every byte a cut omitted", () => {
     const stored = capTail(`${"y".repeat(200_000)}\nthe end of the log`, 65_536, "earlier output");
     const feedback = validationFeedback([

@@ -2,6 +2,7 @@ import type { IterationOutcome, IterationStatus, RunReason } from "../domain/run
 import { reviewFeedback } from "../review/review-feedback";
 import type { ReviewFindings } from "../review/review-findings";
 import { capHead } from "../util/cut-marks";
+import { forPrompt } from "../util/for-prompt";
 
 /**
  * What the next prompt carries of a blocking review (its issues, then its fix plan, from the
@@ -62,7 +63,18 @@ export type IterationDecision =
 /** Three iterations in a row whose agent phase failed end the run. */
 export const MAX_CONSECUTIVE_FAILURES = 3;
 
-const tail = (text: string, max: number) => (text.length > max ? text.slice(-max) : text);
+/**
+ * The last `max` characters of `text` as a terminal shows it (escape codes, progress bars and
+ * control bytes would take the room of its last lines), never starting with half a character.
+ */
+function tail(text: string, max: number): string {
+  const shown = forPrompt(text);
+  if (shown.length <= max) return shown;
+  let start = shown.length - max;
+  const unit = shown.charCodeAt(start);
+  if (unit >= 0xdc00 && unit <= 0xdfff) start++;
+  return shown.slice(start);
+}
 
 /**
  * The gates alone decide success (validation, the completion promise, and a review without

@@ -1,6 +1,7 @@
 import type { ValidationResult } from "../domain/run";
 import { runCommand } from "../process/run-command";
 import { capTail } from "../util/cut-marks";
+import { forPrompt } from "../util/for-prompt";
 
 /**
  * What the next prompt carries of the failed commands' output, all of them together: the
@@ -90,7 +91,9 @@ export function validationFeedback(
   shortfall: string | null = null,
 ): string {
   const failed = results.filter((r) => r.exitCode !== 0);
-  const outputs = failed.map((r) => r.output.trimEnd());
+  // As a terminal shows it, then cut: the feedback is what the next prompt reads (its
+  // escape codes and progress bars would take the room of the output's last lines).
+  const outputs = failed.map((r) => forPrompt(r.output).trimEnd());
   const shares = feedbackShares(
     outputs.map((o) => Buffer.byteLength(o, "utf8")),
     FEEDBACK_OUTPUT_BYTES,

@@ -147,7 +147,7 @@ export function iterationItem(it, ctx) {
       ? details(
           `${key}.feedback`,
           "Feedback for the next iteration",
-          h("pre", { class: "output mono" }, it.feedback),
+          h("pre", { class: "output mono" }, plain(it.feedback)),
         )
       : null,
   );

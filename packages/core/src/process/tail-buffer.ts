@@ -25,7 +25,17 @@ export class TailBuffer {
 
   toString(): string {
     this.compact();
-    const text = Buffer.concat(this.chunks).toString("utf8");
-    return this.dropped > 0 ? keptTail(`${this.dropped} bytes of earlier output`, text) : text;
+    let kept = Buffer.concat(this.chunks);
+    let dropped = this.dropped;
+    if (dropped > 0) {
+      // The cut may fall inside a character: its continuation bytes (10xxxxxx, at most 3)
+      // would read as U+FFFD the command never printed. They go with what was omitted.
+      let start = 0;
+      while (start < 3 && start < kept.length && ((kept[start] ?? 0) & 0xc0) === 0x80) start++;
+      kept = kept.subarray(start);
+      dropped += start;
+    }
+    const text = kept.toString("utf8");
+    return dropped > 0 ? keptTail(`${dropped} bytes of earlier output`, text) : text;
   }
 }

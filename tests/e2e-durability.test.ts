@@ -206,7 +206,13 @@ describe("workers crashing, pausing and shutting down", () => {
       expectWellFormedEvents(events);
       expect(countEvents(events, "run_resumed")).toBe(1);
       expect(countEvents(events, "iteration_started")).toBe(2);
-      expect(countEvents(events, "agent_finished")).toBe(1);
+      // The fenced attempt's agent's end is written by the worker that took the run.
+      expect(countEvents(events, "agent_finished")).toBe(2);
+      expect(events.find((e) => e.type === "agent_finished")?.data).toMatchObject({
+        iteration: 1,
+        exitCode: null,
+        abandoned: true,
+      });
       expect(countEvents(events, "run_finished")).toBe(1);
       expect(events.at(-1)?.data).toMatchObject({ status: "succeeded", reason: "success" });
     } finally {

@@ -69,6 +69,16 @@ export function expectWellFormedEvents(events: EventView[]): void {
     }
     expect(Number.isNaN(Date.parse(e.at)), `time of event ${e.seq}`).toBe(false);
   }
+  // Every agent_started has its agent_finished before the next iteration or the run's end (a
+  // crashed worker's too: the run's next step, or the stop that ends it, writes it).
+  let agentRunning: number | null = null;
+  for (const e of events) {
+    if (e.type === "agent_started") agentRunning = e.seq;
+    else if (e.type === "agent_finished") agentRunning = null;
+    else if (e.type === "iteration_started" || e.type === "run_finished") {
+      expect(agentRunning, `the agent_finished of event ${agentRunning}`).toBeNull();
+    }
+  }
 }
 
 /** A command agent body with the given command (and no cooldown unless asked). */

@@ -38,6 +38,7 @@ export type {
 export {
   ACTIVE_STATUSES,
   AgentSpec,
+  abandonedAgentFinished,
   CommandAgentSpec,
   CommandReviewSpec,
   EMPTY_METRICS,

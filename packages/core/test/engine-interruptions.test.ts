@@ -15,6 +15,8 @@ import { isAlive, readPids, resources, waitFor } from "./support";
 
 useEngineFixture();
 
+const budget = { elapsedMs: 0, remainingIterations: 6 };
+
 describe("runStep: stops, hand-backs, crashes and lost leases", () => {
   it("stops on the stop signal, killing the agent's processes", async () => {
     const run = seed({ agent: { type: "command", command: BLOCKING_AGENT }, testCommand: "true" });
@@ -227,6 +229,11 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
           startedAt: Date.now(),
           finishedAt: null,
         },
+        // Written with the iteration, as the engine writes them.
+        events: [
+          { type: "iteration_started", data: { iteration: 1, attempt: 1, budget } },
+          { type: "agent_started", data: { iteration: 1, type: "command", budget } },
+        ],
       },
       Date.now(),
     );
@@ -243,7 +250,17 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       [1, 1, "abandoned", "error"],
       [1, 2, "passed", "complete"],
     ]);
-    expect(types(engine.store.eventsOf(run.id))[0]).toBe("run_resumed");
+    // Its agent's end is told (killed, with no result: its worker died), then the resume.
+    const events = engine.store.eventsOf(run.id);
+    expect(types(events).slice(0, 5)).toEqual([
+      "iteration_started",
+      "agent_started",
+      "agent_finished",
+      "run_resumed",
+      "iteration_started",
+    ]);
+    expect(events[2]?.data).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
+    expectEventInvariants(events);
   });
 
   it("stops a run whose worker crashed mid-iteration, marking that attempt abandoned", async () => {
@@ -259,7 +276,13 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status, i.outcome]),
     ).toEqual([[1, 1, "abandoned", "stopped"]]);
     expect(engine.store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
-    expect(types(engine.store.eventsOf(run.id))).toEqual(["run_finished"]);
+    expect(types(engine.store.eventsOf(run.id))).toEqual([
+      "iteration_started",
+      "agent_started",
+      "agent_finished",
+      "run_finished",
+    ]);
+    expectEventInvariants(engine.store.eventsOf(run.id));
   });
 
   it("gives up the run when another worker claims it, and writes nothing more", async () => {

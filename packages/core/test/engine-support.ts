@@ -46,6 +46,15 @@ export function expectEventInvariants(events: EventRecord[]): void {
       }),
     );
   }
+  // Every agent_started has its agent_finished before the next iteration or the run's end.
+  let agentRunning: EventRecord | null = null;
+  for (const e of events) {
+    if (e.type === "agent_started") agentRunning = e;
+    else if (e.type === "agent_finished") agentRunning = null;
+    else if (e.type === "iteration_started" || e.type === "run_finished") {
+      expect(agentRunning, `the agent_finished of event ${agentRunning?.seq}`).toBeNull();
+    }
+  }
 }
 
 /** An agent that records its pid and a background child's, then waits (until killed). */

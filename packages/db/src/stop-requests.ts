@@ -1,4 +1,11 @@
-import { budgetSnapshot, endWait, isTerminal, type NewEvent, type RunRecord } from "@looprun/core";
+import {
+  abandonedAgentFinished,
+  budgetSnapshot,
+  endWait,
+  isTerminal,
+  type NewEvent,
+  type RunRecord,
+} from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
@@ -33,7 +40,21 @@ export const stoppedChange = (row: RunRow, now: number) => ({
   epoch: row.epoch + 1,
 });
 
-export const stoppedEvents = (run: RunRecord, now: number): NewEvent[] => [
+/**
+ * The events of a `stopping` run ended with no worker holding it: the `agent_finished` of an
+ * attempt it abandons whose agent was what ran (a crashed worker's), then `run_finished`.
+ */
+export const stoppedEvents = (
+  run: RunRecord,
+  now: number,
+  abandoned: readonly { n: number; startedAt: number; agent: unknown }[] = [],
+): NewEvent[] => [
+  ...abandoned
+    .filter((attempt) => attempt.agent === null)
+    .map((attempt) => ({
+      type: "agent_finished" as const,
+      data: { ...abandonedAgentFinished(attempt, now), budget: budgetSnapshot(run, now) },
+    })),
   {
     type: "run_finished",
     data: {
@@ -81,14 +102,16 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
     (tx) => {
       const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
       if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
-      tx.update(iterations)
+      const abandoned = tx
+        .update(iterations)
         .set(abandonedByStop(now))
         .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
-        .run();
+        .returning({ n: iterations.n, startedAt: iterations.startedAt, agent: iterations.agent })
+        .all();
       const run = toRunRecord(
         tx.update(runs).set(stoppedChange(row, now)).where(eq(runs.id, runId)).returning().get(),
       );
-      appendEvents(db, runId, stoppedEvents(run, now), now);
+      appendEvents(db, runId, stoppedEvents(run, now, abandoned), now);
       return run;
     },
     { behavior: "immediate" },

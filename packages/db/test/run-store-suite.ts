@@ -287,14 +287,21 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
           finishedAt: 3000,
         }),
       ]);
-      expect((await h.listEvents(run.id, 0, 100)).at(-1)).toMatchObject({
-        type: "run_finished",
-        data: {
-          status: "stopped",
-          reason: "stopped",
-          budget: { elapsedMs: 2000, reason: "stopped" },
+      // Its agent, which was what ran (no result recorded), gets its agent_finished first.
+      expect((await h.listEvents(run.id, 0, 100)).slice(-2)).toMatchObject([
+        {
+          type: "agent_finished",
+          data: { iteration: 1, exitCode: null, durationMs: 2000, abandoned: true },
         },
-      });
+        {
+          type: "run_finished",
+          data: {
+            status: "stopped",
+            reason: "stopped",
+            budget: { elapsedMs: 2000, reason: "stopped" },
+          },
+        },
+      ]);
       // The earlier holder can write nothing more.
       await expect(
         h.store.commit(run.id, claimed.run.epoch, { run: { progress: "late" } }, 4000),

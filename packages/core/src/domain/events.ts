@@ -46,3 +46,20 @@ export interface EventRecord extends NewEvent {
   seq: number;
   at: number;
 }
+
+/**
+ * The data of the `agent_finished` of an attempt whose worker died (or lost the run) while its
+ * agent ran: the event is written with the agent's result, which such an attempt lacks. Killed
+ * (`exitCode: null`), after the time until the attempt was found abandoned.
+ */
+export function abandonedAgentFinished(
+  attempt: { n: number; startedAt: number },
+  now: number,
+): { iteration: number; exitCode: null; durationMs: number; abandoned: true } {
+  return {
+    iteration: attempt.n,
+    exitCode: null,
+    durationMs: Math.max(0, now - attempt.startedAt),
+    abandoned: true,
+  };
+}

@@ -1,7 +1,7 @@
 import { promptFilePath, removePromptFile } from "../agents/command-agent";
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
-import type { EventType, NewEvent } from "../domain/events";
+import { abandonedAgentFinished, type EventType, type NewEvent } from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
 import { killRunOrphans, RUN_ID_VARIABLE } from "../process/orphans";
@@ -292,10 +292,17 @@ export class RunContext {
     }
     const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
-    const iteration =
-      extra.iteration && this.iterationOpen()
-        ? this.updateIteration({ ...extra.iteration, finishedAt: now })
-        : {};
+    const open = extra.iteration && this.iterationOpen() ? this.lastIteration : null;
+    const iteration = open ? this.updateIteration({ ...extra.iteration, finishedAt: now }) : {};
+    // An attempt ended while its agent ran, with no result to record (its worker died, an
+    // error cut the step): its agent gets its `agent_finished`, as every agent does.
+    const agentEnd: EventSpec[] =
+      open?.status === "running" &&
+      open.agent === null &&
+      extra.iteration?.agent === undefined &&
+      !extra.events?.some(([type]) => type === "agent_finished")
+        ? [["agent_finished", abandonedAgentFinished(open, now)]]
+        : [];
     await this.commit(
       {
         ...extra.patch,
@@ -306,7 +313,12 @@ export class RunContext {
         progress: summary,
         activePgid: null,
       },
-      [...(extra.events ?? []), ...rollback, ["run_finished", { status, reason, summary }, reason]],
+      [
+        ...agentEnd,
+        ...(extra.events ?? []),
+        ...rollback,
+        ["run_finished", { status, reason, summary }, reason],
+      ],
       { ...extra.writes, ...iteration },
     );
     // Whatever ended it, nothing of a finished run runs on: what its commands left outside their

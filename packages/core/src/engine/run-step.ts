@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { checkBudget, deadlineFor } from "../budget/budget";
+import { abandonedAgentFinished } from "../domain/events";
 import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
@@ -284,6 +285,9 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   if (last?.status === "running") {
     // Its worker died or lost the run mid-iteration: the attempt ended in an error.
     iteration = ctx.updateIteration({ status: "abandoned", outcome: "error", finishedAt: now });
+    // Its agent, when that was what ran, gets its `agent_finished` (written with the agent's
+    // result, which the attempt lacks).
+    if (last.agent === null) events.push(["agent_finished", abandonedAgentFinished(last, now)]);
   }
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);

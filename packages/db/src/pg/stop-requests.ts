@@ -43,10 +43,11 @@ export async function finalizeStop(
   return db.transaction(async (tx) => {
     const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
     if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
-    await tx
+    const abandoned = await tx
       .update(iterations)
       .set(abandonedByStop(now))
-      .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")));
+      .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
+      .returning({ n: iterations.n, startedAt: iterations.startedAt, agent: iterations.agent });
     const [updated] = await tx
       .update(runs)
       .set(stoppedChange(row, now))
@@ -54,7 +55,7 @@ export async function finalizeStop(
       .returning();
     if (!updated) throw new Error(`run ${runId} vanished under its row lock`);
     const run = toRunRecord(updated);
-    await appendEvents(tx, runId, stoppedEvents(run, now), now);
+    await appendEvents(tx, runId, stoppedEvents(run, now, abandoned), now);
     return run;
   });
 }

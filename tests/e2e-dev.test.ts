@@ -1,4 +1,4 @@
-import { readdirSync, readlinkSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -69,7 +69,11 @@ const exitOf = async (proc: ManagedProcess) => ({ ...(await proc.exited), output
 describe("looprun dev", () => {
   it("starts its Redis, the API and a worker, runs a loop, and leaves nothing running after Ctrl-C", async () => {
     const port = await freePort();
-    const { proc, redisDir } = startDev(port);
+    // An API setting, and a variable of the user's own, in the one environment of both.
+    const { proc, redisDir } = startDev(port, {
+      LOOPRUN_SSE_HEARTBEAT_MS: "1000",
+      LOOPRUN_CUSTOM: "custom1",
+    });
     await untilReady(proc);
     const redisPids = processesIn(redisDir);
     expect(redisPids, proc.output()).toHaveLength(1);
@@ -87,7 +91,7 @@ describe("looprun dev", () => {
     const url = `http://127.0.0.1:${port}`;
     const submitted = await request(url, "POST", "/api/runs", {
       task: "count to two",
-      agent: { type: "command", command: "echo x >> lines" },
+      agent: { type: "command", command: "env | grep ^LOOPRUN_ | sort > env.txt; echo x >> lines" },
       testCommand: '[ "$(wc -l < lines)" -ge 2 ]',
       cooldownMs: 0,
     });
@@ -100,6 +104,11 @@ describe("looprun dev", () => {
       { timeoutMs: 30_000, message: "the run succeeding" },
     );
     expect(run.metrics.iterations).toBe(2);
+    // The agent sees the run's variables and the user's, not the API's own settings.
+    const names = readFileSync(join(run.workspace, "env.txt"), "utf8");
+    expect(names).toContain(`LOOPRUN_RUN_ID=${run.id}`);
+    expect(names).toContain("LOOPRUN_CUSTOM=custom1");
+    expect(names).not.toContain("LOOPRUN_SSE_HEARTBEAT_MS");
 
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);

@@ -61,7 +61,16 @@ export async function devCommand(): Promise<void> {
     await stopRedis();
   };
   shutdown.closeWith(stopApi);
-  const worker = await startWorker(workerEnv, process.env).catch(async (error: unknown) => {
+  // The environment the worker's commands draw on: without the API's own settings (its
+  // timers), as the worker hides its own — nor the CLI's (LOOPRUN_TSX).
+  const apiSettings = new Set([
+    ...Object.keys(apiEnv).filter((name) => name.startsWith("LOOPRUN_")),
+    "LOOPRUN_TSX",
+  ]);
+  const commandSource = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !apiSettings.has(name)),
+  );
+  const worker = await startWorker(workerEnv, commandSource).catch(async (error: unknown) => {
     await api.close().catch(() => {});
     await stopRedis();
     throw error;

@@ -159,6 +159,58 @@ describe.each(ENGINES)("review, snapshot and stats routes over app.request() on 
     expect(await patched.text()).toContain("diff --git");
   });
 
+  it("answers a patch larger than the workers store with 404 and the git command that gives it", async () => {
+    const submitted = await h.request("POST", "/api/runs", {
+      task: "a large change",
+      agent: { type: "command", command: "true" },
+      testCommand: "true",
+    });
+    expect(submitted.status).toBe(202);
+    const id: string = submitted.body.id;
+    const none = await h.request("GET", `/api/runs/${id}/patch`);
+    expect(none).toMatchObject({
+      status: 404,
+      body: {
+        error: {
+          code: "not_found",
+          message: `run ${id} has no patch yet: no iteration has been snapshotted`,
+        },
+      },
+    });
+    const { epoch } = (await h.store.claimRun(id))!.run;
+    const [base, head] = ["a".repeat(40), "b".repeat(40)];
+    await h.store.commit(
+      id,
+      epoch,
+      {
+        change: {
+          runId: id,
+          baselineSnapshot: base,
+          headSnapshot: head,
+          iteration: 1,
+          files: ["big.bin"],
+          stat: "",
+          patch: null,
+          patchBytes: 9_988_081,
+          updatedAt: 1,
+        },
+      },
+      Date.now(),
+    );
+    const sessionId = submitted.body.sessionId as string;
+    const large = h.appWith({ snapshotsDir: "/srv/looprun/snapshots" });
+    const res = await large.request(`/api/runs/${id}/patch`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({
+      error: {
+        code: "not_found",
+        message: `the patch of run ${id} is 9988081 bytes, more than the workers store; it lies between the snapshots ${base} and ${head}: git --git-dir=/srv/looprun/snapshots/${sessionId}.git diff --binary ${base} ${head}`,
+        baselineSnapshot: base,
+        headSnapshot: head,
+      },
+    });
+  });
+
   it("validates the review and phases fields, naming them", async () => {
     const base = { task: "t", agent: { type: "command", command: "true" } };
     const cases: [unknown, string][] = [

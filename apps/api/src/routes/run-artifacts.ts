@@ -1,6 +1,8 @@
+import { join } from "node:path";
+import { SNAPSHOT_DEFAULTS } from "@looprun/core";
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
-import { notFound } from "../errors";
+import { ApiError, notFound } from "../errors";
 import { presentPhaseArtifact } from "../presenters";
 
 /** Set on a diff that was cut at the stored cap. */
@@ -35,11 +37,21 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
   app.get("/:id/patch", async (c) => {
     const run = await loadRun(c.req.param("id"));
     const change = await deps.repo.artifacts.change(run.id);
-    if (change === null)
-      throw notFound(`a patch of run ${run.id} (no iteration has been snapshotted yet)`);
+    if (change === null) {
+      throw new ApiError(
+        404,
+        "not_found",
+        `run ${run.id} has no patch yet: no iteration has been snapshotted`,
+      );
+    }
     if (change.patch === null) {
-      throw notFound(
-        `a stored patch of run ${run.id}: it is ${change.patchBytes} bytes, more than the workers store; it lies between the snapshots ${change.baselineSnapshot} and ${change.headSnapshot}`,
+      // Not stored: the snapshots hold it, on the host of the workers (and of this API).
+      const gitDir = join(deps.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir, `${run.sessionId}.git`);
+      throw new ApiError(
+        404,
+        "not_found",
+        `the patch of run ${run.id} is ${change.patchBytes} bytes, more than the workers store; it lies between the snapshots ${change.baselineSnapshot} and ${change.headSnapshot}: git --git-dir=${gitDir} diff --binary ${change.baselineSnapshot} ${change.headSnapshot}`,
+        { baselineSnapshot: change.baselineSnapshot, headSnapshot: change.headSnapshot },
       );
     }
     c.header("X-Looprun-Snapshot", change.headSnapshot);

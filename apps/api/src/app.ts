@@ -70,6 +70,8 @@ export function createApp(deps: AppDeps, logger?: AppLogger): Hono {
       "/api/*",
       cors({
         origin: deps.corsOrigins,
+        // The API's methods (Hono's default list offers PUT, DELETE and PATCH too).
+        allowMethods: ["GET", "HEAD", "POST"],
         allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
       }),
     );

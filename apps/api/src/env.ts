@@ -48,8 +48,19 @@ export const ApiEnv = z
      * `looprun dev`: one host): the values of its variables whose names look secret are redacted here too.
      */
     AGENT_ENV_ALLOWLIST: commaList,
-    /** Comma-separated origins allowed by CORS; empty: no CORS. */
-    CORS_ORIGINS: commaList,
+    /**
+     * Comma-separated origins allowed by CORS; empty: no CORS. Each is an origin as a browser
+     * sends it (`https://app.example:8443`: scheme, host, port; no path, no trailing slash),
+     * or it would never match — a page refused with no hint why.
+     */
+    CORS_ORIGINS: commaList.pipe(
+      z.array(
+        z.string().refine(isOrigin, {
+          error: (issue) =>
+            `${JSON.stringify(issue.input)} is not an origin (scheme://host[:port], no path or trailing slash)`,
+        }),
+      ),
+    ),
     /**
      * Requests per client address per minute on /api (0: no limit). Unset: 1200 when HOST is
      * not a loopback address, no limit on loopback (local clients are trusted there, as they
@@ -88,4 +99,14 @@ export function parseApiEnv(source: Record<string, string | undefined>): ApiEnv 
     throw new Error(`invalid environment for the looprun API:\n${lines.join("\n")}`);
   }
   return parsed.data;
+}
+
+/** Whether `value` is an origin as a browser sends it in its `Origin` header. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
+  } catch {
+    return false;
+  }
 }

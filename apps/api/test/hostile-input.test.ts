@@ -176,6 +176,24 @@ describe("hostile input", () => {
     expect(() => parseApiEnv({ RATE_LIMIT_PER_MINUTE: "-1" })).toThrow(/RATE_LIMIT_PER_MINUTE/);
   });
 
+  it("takes CORS_ORIGINS as origins a browser sends, and names a bad one", () => {
+    expect(
+      parseApiEnv({ CORS_ORIGINS: "https://app.example, http://127.0.0.1:5173" }).CORS_ORIGINS,
+    ).toEqual(["https://app.example", "http://127.0.0.1:5173"]);
+    expect(parseApiEnv({}).CORS_ORIGINS).toEqual([]);
+    for (const bad of [
+      "notaurl",
+      "http://app.example/",
+      "https://app.example/ui",
+      "ftp://x.example",
+      "https://App.example",
+    ]) {
+      expect(() => parseApiEnv({ CORS_ORIGINS: `https://ok.example,${bad}` }), bad).toThrow(
+        /CORS_ORIGINS\.1: .* is not an origin/,
+      );
+    }
+  });
+
   it("takes whole numbers as decimal digits only: an empty PORT is no port 0, nor 0x4A00 port 18944", () => {
     expect(parseApiEnv({ PORT: "18904" }).PORT).toBe(18904);
     expect(parseApiEnv({}).PORT).toBe(8787);

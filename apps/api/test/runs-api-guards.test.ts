@@ -206,6 +206,13 @@ describe("runs API limits", () => {
       });
       const ok = await app.request("/api/runs", { headers: { origin: "https://ok.example" } });
       expect(ok.headers.get("access-control-allow-origin")).toBe("https://ok.example");
+      // A preflight offers the methods the API has.
+      const preflight = await app.request("/api/runs", {
+        method: "OPTIONS",
+        headers: { origin: "https://ok.example", "access-control-request-method": "POST" },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get("access-control-allow-methods")).toBe("GET,HEAD,POST");
     } finally {
       await h.close();
     }

@@ -342,6 +342,10 @@ describe("a blocked agent waits for a person's reply", () => {
     const empty = await stack.api("POST", `/api/runs/${run.id}/reply`, { message: "  " });
     expect(empty.status).toBe(400);
     expect(empty.body.error.issues[0].path).toBe("message");
+    // The CLI names its argument, not the API's field.
+    const blank = await runCli(["reply", run.id, "  "], cliEnv());
+    expect(blank.code).toBe(1);
+    expect(blank.output).toMatch(/400 invalid_request: <message>: must not be empty/);
     expect(fake.requests).toHaveLength(1);
 
     // `watch` shows the question and how to answer it, then follows the run to its end.

@@ -46,6 +46,7 @@ export {
   isPreparationPhase,
   isTerminal,
   MistralReviewSpec,
+  NOT_BLANK,
   normalizeSubmission,
   PhasesSpec,
   PIPELINE_PHASES,

@@ -1,4 +1,4 @@
-import { EditedPlan } from "@looprun/core";
+import { EditedPlan, NOT_BLANK } from "@looprun/core";
 import type { ApprovalAnswer } from "@looprun/db";
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -12,9 +12,11 @@ import { parseBody } from "../request-parsing";
 export const ApproveBody = z.strictObject({ plan: EditedPlan.optional() });
 export type ApproveBody = z.infer<typeof ApproveBody>;
 /** `POST /api/runs/:id/reject` body: why (it becomes the run's summary). */
-export const RejectBody = z.strictObject({ reason: z.string().trim().min(1).max(2000) });
+export const RejectBody = z.strictObject({ reason: z.string().trim().min(1, NOT_BLANK).max(2000) });
 /** `POST /api/runs/:id/reply` body: the answer to the blocked agent's question. */
-export const ReplyBody = z.strictObject({ message: z.string().trim().min(1).max(20_000) });
+export const ReplyBody = z.strictObject({
+  message: z.string().trim().min(1, NOT_BLANK).max(20_000),
+});
 
 type Done = Extract<ApprovalAnswer, { kind: "done" }>;
 

@@ -37,14 +37,22 @@ export async function approveCommand(id: string, opts: { plan?: string }): Promi
 
 /** `looprun reject ID --reason TEXT`: the run ends `stopped`. */
 export async function rejectCommand(id: string, opts: { reason: string }): Promise<void> {
-  const res = await clientFromEnv().request<Answered>("POST", runPath(id, "/reject"), {
-    reason: opts.reason,
-  });
+  const res = await clientFromEnv().request<Answered>(
+    "POST",
+    runPath(id, "/reject"),
+    { reason: opts.reason },
+    { flags: { reason: "--reason" } },
+  );
   process.stdout.write(`run ${res.id}: rejected, ${res.status}\n`);
 }
 
 /** `looprun reply ID MESSAGE`: answers a blocked agent; the run goes on with the answer. */
 export async function replyCommand(id: string, message: string): Promise<void> {
-  const res = await clientFromEnv().request<Answered>("POST", runPath(id, "/reply"), { message });
+  const res = await clientFromEnv().request<Answered>(
+    "POST",
+    runPath(id, "/reply"),
+    { message },
+    { flags: { message: "<message>" } },
+  );
   process.stdout.write(`run ${res.id}: answered, ${res.status} to go on\n`);
 }

@@ -25,6 +25,7 @@ export {
   CommandAgentSpec,
   CommandReviewSpec,
   MistralReviewSpec,
+  NOT_BLANK,
   normalizeSubmission,
   PhasesSpec,
   ReviewSpec,

@@ -4,7 +4,7 @@ import { PIPELINE_PHASES, type PipelinePhase } from "./artifacts";
 import { McpServerSpec } from "./mcp-server-spec";
 import { NO_NUL, NOT_BLANK, SPEC_LIMITS } from "./spec-limits";
 
-export { SPEC_LIMITS } from "./spec-limits";
+export { NOT_BLANK, SPEC_LIMITS } from "./spec-limits";
 
 const command = z
   .string()

@@ -1,55 +1,17 @@
-import type { RunStatus, RunStore } from "@looprun/core";
-import { RunRepository, type RunRepositoryPort, SqliteRunStore } from "@looprun/db";
-import { PgRunRepository, PgRunStore } from "@looprun/db/pg";
+import type { RunStatus } from "@looprun/core";
+import { RunRepository, SqliteRunStore } from "@looprun/db";
 import { ulid } from "ulid";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { freshPgDatabase, truncateAll } from "./pg-support";
+import { beforeEach, describe, expect, it } from "vitest";
+import { type RepoEngine, repoEngines } from "./repo-engines";
 import { event, iteration } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir } from "./support";
 
 // Retention (retention.ts) on both engines: the finished runs past the cut are deleted with
 // every row recorded of them; active runs, recent ones and those a rollback holds stay.
 
-interface Engine {
-  repo: RunRepositoryPort;
-  store: RunStore;
-}
+type Engine = RepoEngine;
 
-const engines: [string, () => Promise<{ engine: Engine; close(): Promise<void> }>][] = [
-  [
-    "SQLite",
-    async () => {
-      const { dir, database } = await freshDatabase();
-      return {
-        engine: { repo: new RunRepository(database.db), store: new SqliteRunStore(database.db) },
-        close: async () => {
-          database.close();
-          await removeDir(dir);
-        },
-      };
-    },
-  ],
-];
-
-let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
-beforeAll(async () => {
-  pg = await freshPgDatabase();
-});
-afterAll(async () => {
-  await pg?.drop();
-});
-engines.push([
-  "PostgreSQL",
-  async () => {
-    if (!pg) throw new Error("no PostgreSQL database");
-    await truncateAll(pg.database);
-    const db = pg.database.db;
-    return {
-      engine: { repo: new PgRunRepository(db), store: new PgRunStore(db) },
-      close: async () => {},
-    };
-  },
-]);
+const engines = repoEngines();
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2030, 0, 1);

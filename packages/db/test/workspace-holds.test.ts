@@ -1,55 +1,15 @@
-import type { RunStore } from "@looprun/core";
-import { RunRepository, type RunRepositoryPort, SqliteRunStore } from "@looprun/db";
-import { PgRunRepository, PgRunStore } from "@looprun/db/pg";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { freshPgDatabase, truncateAll } from "./pg-support";
-import { freshDatabase, newRun, removeDir } from "./support";
+import { beforeEach, describe, expect, it } from "vitest";
+import { type RepoEngine, repoEngines } from "./repo-engines";
+import { newRun } from "./support";
 
 // A rollback's hold of a workspace (workspace-holds.ts), on both engines: refused while a run
 // is active in the session or the workspace, or while another rollback holds it; a run's
 // worker sees it (RunStore.workspaceHeldUntil) and waits.
 
-interface Engine {
-  repo: RunRepositoryPort;
-  store: RunStore;
-}
+type Engine = RepoEngine;
 
 const TTL = 60_000;
-const engines: [string, () => Promise<{ engine: Engine; close(): Promise<void> }>][] = [
-  [
-    "SQLite",
-    async () => {
-      const { dir, database } = await freshDatabase();
-      return {
-        engine: { repo: new RunRepository(database.db), store: new SqliteRunStore(database.db) },
-        close: async () => {
-          database.close();
-          await removeDir(dir);
-        },
-      };
-    },
-  ],
-];
-
-let pg: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
-beforeAll(async () => {
-  pg = await freshPgDatabase();
-});
-afterAll(async () => {
-  await pg?.drop();
-});
-engines.push([
-  "PostgreSQL",
-  async () => {
-    if (!pg) throw new Error("no PostgreSQL database");
-    await truncateAll(pg.database);
-    const db = pg.database.db;
-    return {
-      engine: { repo: new PgRunRepository(db), store: new PgRunStore(db) },
-      close: async () => {},
-    };
-  },
-]);
+const engines = repoEngines();
 
 describe.each(engines)("workspace holds on %s", (_name, open) => {
   let engine: Engine;

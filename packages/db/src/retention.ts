@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
-import { and, asc, eq, gt, inArray, lt, ne, notExists, sql } from "drizzle-orm";
+import { and, asc, gt, inArray, lt, ne, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import type { MaybePromise } from "./repository";
 import { iterations, runs, toolCalls, workspaceHolds } from "./schema";
@@ -35,6 +35,37 @@ export interface RetentionPort {
 
 const finished = [...TERMINAL_STATUSES];
 
+/*
+ * The conditions, on either store (drizzle renders the same column names for both; the
+ * PostgreSQL queries of pg/retention.ts use them too).
+ */
+
+/** Finished runs that ended before `finishedBefore`, after `afterId` by id. */
+export function candidateConditions(finishedBefore: number, afterId: string): SQL | undefined {
+  return and(
+    gt(runs.id, afterId),
+    // A run that ended before the cut was made before it: its id is below the cut's floor,
+    // which bounds the walk on the primary key.
+    lt(runs.id, ulidFloor(finishedBefore)),
+    inArray(runs.status, finished),
+    lt(runs.finishedAt, finishedBefore),
+  );
+}
+
+/** Those of `ids` still finished before `finishedBefore`, and held by no rollback at `now`. */
+export function deletableConditions(
+  ids: readonly string[],
+  finishedBefore: number,
+  now: number,
+): SQL | undefined {
+  return and(
+    inArray(runs.id, [...ids]),
+    inArray(runs.status, finished),
+    lt(runs.finishedAt, finishedBefore),
+    sql`not exists (select 1 from ${workspaceHolds} where ${workspaceHolds.runId} = ${runs.id} and ${workspaceHolds.expiresAt} > ${now})`,
+  );
+}
+
 export class SqliteRetention implements RetentionPort {
   constructor(private readonly db: Db) {}
 
@@ -42,16 +73,7 @@ export class SqliteRetention implements RetentionPort {
     return this.db
       .select({ id: runs.id, sessionId: runs.sessionId, workspace: runs.workspace })
       .from(runs)
-      .where(
-        and(
-          gt(runs.id, afterId),
-          // A run that ended before the cut was made before it: its id is below the cut's
-          // floor, which bounds the walk on the primary key.
-          lt(runs.id, ulidFloor(finishedBefore)),
-          inArray(runs.status, finished),
-          lt(runs.finishedAt, finishedBefore),
-        ),
-      )
+      .where(candidateConditions(finishedBefore, afterId))
       .orderBy(asc(runs.id))
       .limit(limit)
       .all();
@@ -65,15 +87,7 @@ export class SqliteRetention implements RetentionPort {
           .delete(runs)
           .where(
             and(
-              inArray(runs.id, [...ids]),
-              inArray(runs.status, finished),
-              lt(runs.finishedAt, finishedBefore),
-              notExists(
-                tx
-                  .select({ one: sql`1` })
-                  .from(workspaceHolds)
-                  .where(and(eq(workspaceHolds.runId, runs.id), gt(workspaceHolds.expiresAt, now))),
-              ),
+              deletableConditions(ids, finishedBefore, now),
               // The rows with the largest rowid stay: SQLite gives a new row the largest rowid
               // plus one, and the metrics read iterations and tool calls by a rowid cursor
               // (metrics-reader.ts) — with the newest row gone, new rows could take rowids the

@@ -1,13 +1,14 @@
-import { TERMINAL_STATUSES } from "@looprun/core";
-import { and, asc, eq, gt, inArray, lt, notExists, sql } from "drizzle-orm";
-import type { PrunableRun, RetentionPort } from "../retention";
-import { ulidFloor } from "../ulid-floor";
+import { asc } from "drizzle-orm";
+import {
+  candidateConditions,
+  deletableConditions,
+  type PrunableRun,
+  type RetentionPort,
+} from "../retention";
 import type { PgDb } from "./connection";
-import { runs, workspaceHolds } from "./schema";
+import { runs } from "./schema";
 
-const finished = [...TERMINAL_STATUSES];
-
-/** ../retention.ts on PostgreSQL. */
+/** ../retention.ts on PostgreSQL (no rowid cursor to keep: its metrics watch runs). */
 export class PgRetention implements RetentionPort {
   constructor(private readonly db: PgDb) {}
 
@@ -15,14 +16,7 @@ export class PgRetention implements RetentionPort {
     return await this.db
       .select({ id: runs.id, sessionId: runs.sessionId, workspace: runs.workspace })
       .from(runs)
-      .where(
-        and(
-          gt(runs.id, afterId),
-          lt(runs.id, ulidFloor(finishedBefore)),
-          inArray(runs.status, finished),
-          lt(runs.finishedAt, finishedBefore),
-        ),
-      )
+      .where(candidateConditions(finishedBefore, afterId))
       .orderBy(asc(runs.id))
       .limit(limit);
   }
@@ -31,19 +25,7 @@ export class PgRetention implements RetentionPort {
     if (ids.length === 0) return [];
     const rows = await this.db
       .delete(runs)
-      .where(
-        and(
-          inArray(runs.id, [...ids]),
-          inArray(runs.status, finished),
-          lt(runs.finishedAt, finishedBefore),
-          notExists(
-            this.db
-              .select({ one: sql`1` })
-              .from(workspaceHolds)
-              .where(and(eq(workspaceHolds.runId, runs.id), gt(workspaceHolds.expiresAt, now))),
-          ),
-        ),
-      )
+      .where(deletableConditions(ids, finishedBefore, now))
       .returning({ id: runs.id });
     return rows.map((row) => row.id);
   }

@@ -1,3 +1,4 @@
+import { setImmediate } from "node:timers/promises";
 import type { WorkspaceSnapshots } from "@looprun/core";
 import type { PrunableRun, RunRepositoryPort } from "@looprun/db";
 import { inside } from "./workspace-cell";
@@ -51,6 +52,10 @@ export async function pruneHistory(opts: RetentionOptions): Promise<{ runs: numb
       });
     }
     if (page.length < batch) break;
+    // SQLite answers synchronously: without a turn of the event loop between batches, a pass
+    // over a long history would hold the worker's timers (its jobs' lock renewals) for its
+    // whole length.
+    await setImmediate();
   }
   if (deleted > 0) {
     opts.logger.info(

@@ -147,6 +147,65 @@ describe("pruneHistory", () => {
   });
 });
 
+describe("pruneHistory on SQLite (synchronous)", () => {
+  it("lets the worker's timers run between batches", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "looprun-retention-"));
+    const storage = await openStorage({ path: join(dir, "looprun.db") });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const createdAt = NOW - (9 - i) * DAY;
+        const id = ulid(createdAt);
+        await storage.repo.createRun({
+          id,
+          sessionId: `s${i}`,
+          sessionWorkspace: join(dir, `w${i}`),
+          workspace: join(dir, `w${i}`),
+          spec,
+          createdAt,
+        });
+        const { epoch } = (await storage.store.claimRun(id))!.run;
+        await storage.store.commit(
+          id,
+          epoch,
+          { run: { status: "failed", reason: "error", finishedAt: createdAt + 1 } },
+          createdAt + 1,
+        );
+      }
+      // A timer due at once, as a lock renewal would be: it runs before the pass ends.
+      let ranAt = -1;
+      let deletedSoFar = 0;
+      setTimeout(() => {
+        ranAt = deletedSoFar;
+      }, 0);
+      const repo = {
+        retention: {
+          candidates: storage.repo.retention.candidates.bind(storage.repo.retention),
+          deleteRuns: (ids: readonly string[], finishedBefore: number, now: number) => {
+            const deleted = storage.repo.retention.deleteRuns(ids, finishedBefore, now) as string[];
+            deletedSoFar += deleted.length;
+            return deleted;
+          },
+        },
+      };
+      const snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots") });
+      const result = await pruneHistory({
+        repo,
+        snapshots,
+        retentionMs: DAY,
+        batch: 1,
+        now: () => NOW,
+        logger: { info() {}, warn() {} },
+      });
+      expect(result).toEqual({ runs: 5 });
+      expect(ranAt).toBeGreaterThanOrEqual(0);
+      expect(ranAt).toBeLessThan(5);
+    } finally {
+      await storage.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("LOOPRUN_RETENTION_DAYS", () => {
   it("takes a positive number of days, and names the variable of a bad one", () => {
     expect(parseWorkerEnv({}).LOOPRUN_RETENTION_DAYS).toBeUndefined();

@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
-import { and, asc, gt, inArray, lt, ne, type SQL, sql } from "drizzle-orm";
+import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import type { MaybePromise } from "./repository";
 import { iterations, runs, toolCalls, workspaceHolds } from "./schema";
@@ -40,14 +40,21 @@ const finished = [...TERMINAL_STATUSES];
  * PostgreSQL queries of pg/retention.ts use them too).
  */
 
-/** Finished runs that ended before `finishedBefore`, after `afterId` by id. */
-export function candidateConditions(finishedBefore: number, afterId: string): SQL | undefined {
+/**
+ * Finished runs that ended before `finishedBefore`, after `afterId` by id. `status`: the
+ * column as the query names it (SQLite's keeps the status index out of the choice, below).
+ */
+export function candidateConditions(
+  finishedBefore: number,
+  afterId: string,
+  status: SQLWrapper = runs.status,
+): SQL | undefined {
   return and(
     gt(runs.id, afterId),
     // A run that ended before the cut was made before it: its id is below the cut's floor,
     // which bounds the walk on the primary key.
     lt(runs.id, ulidFloor(finishedBefore)),
-    inArray(runs.status, finished),
+    inArray(status, finished),
     lt(runs.finishedAt, finishedBefore),
   );
 }
@@ -70,13 +77,18 @@ export class SqliteRetention implements RetentionPort {
   constructor(private readonly db: Db) {}
 
   candidates(finishedBefore: number, afterId: string, limit: number): PrunableRun[] {
-    return this.db
-      .select({ id: runs.id, sessionId: runs.sessionId, workspace: runs.workspace })
-      .from(runs)
-      .where(candidateConditions(finishedBefore, afterId))
-      .orderBy(asc(runs.id))
-      .limit(limit)
-      .all();
+    return (
+      this.db
+        .select({ id: runs.id, sessionId: runs.sessionId, workspace: runs.workspace })
+        .from(runs)
+        // The unary + keeps SQLite off the (status, id) index: with it, each batch sorted every
+        // finished run before the cut by id (a temporary B-tree) to give 50 of them; on the
+        // primary key the walk is in id order and stops at the 50th.
+        .where(candidateConditions(finishedBefore, afterId, sql`+${runs.status}`))
+        .orderBy(asc(runs.id))
+        .limit(limit)
+        .all()
+    );
   }
 
   deleteRuns(ids: readonly string[], finishedBefore: number, now: number): string[] {

@@ -1,8 +1,9 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
 import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
+import { IDEMPOTENCY_TTL_MS } from "./idempotency-ttl";
 import type { MaybePromise } from "./repository";
-import { iterations, runs, toolCalls, workspaceHolds } from "./schema";
+import { idempotencyKeys, iterations, runs, toolCalls, workspaceHolds } from "./schema";
 import { ulidFloor } from "./ulid-floor";
 
 /**
@@ -59,7 +60,11 @@ export function candidateConditions(
   );
 }
 
-/** Those of `ids` still finished before `finishedBefore`, and held by no rollback at `now`. */
+/**
+ * Those of `ids` still finished before `finishedBefore`, held by no rollback at `now`, and
+ * whose `Idempotency-Key` (if any) is past its 24 hours: a client retrying its submit with the
+ * key gets this run, not a new one (the key would go with the run).
+ */
 export function deletableConditions(
   ids: readonly string[],
   finishedBefore: number,
@@ -70,6 +75,7 @@ export function deletableConditions(
     inArray(runs.status, finished),
     lt(runs.finishedAt, finishedBefore),
     sql`not exists (select 1 from ${workspaceHolds} where ${workspaceHolds.runId} = ${runs.id} and ${workspaceHolds.expiresAt} > ${now})`,
+    sql`not exists (select 1 from ${idempotencyKeys} where ${idempotencyKeys.runId} = ${runs.id} and ${idempotencyKeys.createdAt} >= ${now - IDEMPOTENCY_TTL_MS})`,
   );
 }
 

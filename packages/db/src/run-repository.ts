@@ -26,6 +26,7 @@ import {
   convergenceStats,
 } from "./convergence-stats";
 import { listPatterns, type PatternFilter } from "./failure-patterns";
+import { IDEMPOTENCY_TTL_MS } from "./idempotency-ttl";
 import { liveRuns } from "./live-queries";
 import { type MetricsReader, SqliteMetricsReader } from "./metrics-reader";
 import {
@@ -82,9 +83,6 @@ export class IdempotencyConflictError extends Error {
     super(`Idempotency-Key ${key} was used with a different request`);
   }
 }
-
-/** Keys are remembered this long. */
-const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 export interface RunFilter {
   sessionId?: string;

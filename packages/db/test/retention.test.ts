@@ -181,6 +181,30 @@ describe.each(engines)("retention on %s", (_name, open) => {
     expect(await engine.repo.retention.candidates(CUT, "", 10)).toEqual([]);
   });
 
+  it("keeps a run whose Idempotency-Key is younger than 24 hours: a retry gets it, not a new run", async () => {
+    const createdAt = CUT - DAY / 2;
+    const input = { ...newRun({}, { id: ulid(createdAt), createdAt }) };
+    const keyed = { ...input, idempotency: { key: "retry-me", requestHash: "h" } };
+    await engine.repo.createRun(keyed);
+    const { epoch } = (await engine.store.claimRun(input.id))!.run;
+    await engine.store.commit(
+      input.id,
+      epoch,
+      { run: { status: "succeeded", reason: "success", finishedAt: createdAt + 1000 } },
+      createdAt + 1000,
+    );
+    await run(CUT + DAY, null); // the newest iteration's run (see the SQLite test below)
+    // Past the retention (a cut after its end), but its key is 12 hours old.
+    expect(await engine.repo.retention.deleteRuns([input.id], CUT, CUT)).toEqual([]);
+    const retry = newRun({}, { id: ulid(CUT + 1), createdAt: CUT + 1 });
+    expect(
+      await engine.repo.createRun({ ...retry, idempotency: { key: "retry-me", requestHash: "h" } }),
+    ).toMatchObject({ id: input.id, replayed: true });
+    // Once the key is 24 hours old, the run goes, with its key.
+    const later = createdAt + DAY + 1;
+    expect(await engine.repo.retention.deleteRuns([input.id], CUT, later)).toEqual([input.id]);
+  });
+
   it("walks the candidates a page at a time, by id", async () => {
     const runs = [];
     for (let i = 0; i < 5; i++) runs.push(await run(T0 + i * DAY, T0 + i * DAY + 5000));

@@ -6,15 +6,13 @@ import {
   type RunRecord,
 } from "@looprun/core";
 import { and, eq, inArray, lt, sql } from "drizzle-orm";
+import { IDEMPOTENCY_TTL_MS } from "../idempotency-ttl";
 import { toRunRecord } from "../records";
 import { IdempotencyConflictError, type NewRun } from "../run-repository";
 import type { PgDb } from "./connection";
 import { withoutNul } from "./nul-bytes";
 import { isPgUniqueViolation } from "./pg-errors";
 import { idempotencyKeys, runs } from "./schema";
-
-/** Keys are remembered this long (as in ../run-repository.ts). */
-const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 type Writer = Pick<PgDb, "execute">;
 

@@ -149,6 +149,37 @@ describe("renderLearnedPatterns", () => {
     expect(renderLearnedPatterns([])).toBeNull();
   });
 
+  it("weighs a tool's failures against its successes however long its argument shape", () => {
+    for (const names of [10, 20, 25, 200]) {
+      const args = Object.fromEntries(
+        Array.from({ length: names }, (_, i) => [
+          `argument_name_${String(i).padStart(3, "0")}`,
+          "x",
+        ]),
+      );
+      const call = (isError: boolean) => ({
+        iteration: 1,
+        server: "files",
+        tool: "write",
+        args,
+        isError,
+        result: isError ? "permission denied while writing the file" : "ok",
+        durationMs: 1,
+      });
+      const [ok] = observationsOf({ toolCalls: [call(false)] });
+      const [bad] = observationsOf({ toolCalls: [call(true)] });
+      expect(Buffer.byteLength(ok?.shape ?? "")).toBeLessThanOrEqual(512);
+      // The failure's row names the successes' shape, then its error kind.
+      expect(bad?.shape.startsWith(`${ok?.shape} ! permission denied`), String(names)).toBe(true);
+      const text = renderLearnedPatterns([
+        pattern({ subject: ok?.subject, shape: ok?.shape, successes: 100 }),
+        pattern({ subject: bad?.subject, shape: bad?.shape, failures: 2, lastErrors: ["denied"] }),
+      ]);
+      expect(text, String(names)).not.toContain("failed before");
+      expect(text, String(names)).toContain("succeeded 100 of 102 times");
+    }
+  });
+
   it("knows a long gate command by the cut key its pattern holds", () => {
     const long = `npm test -- ${"spec/ünïcode-".repeat(60)}`;
     const [observed] = observationsOf({

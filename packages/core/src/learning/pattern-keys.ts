@@ -31,7 +31,8 @@ const ERROR_KIND_CHARS = 120;
 const MIN_REPLACED_CHARS = 3;
 
 /**
- * Bytes (UTF-8) of a pattern's `subject`, and of its `shape`, stored in its key. The key also
+ * Bytes (UTF-8) of a pattern's `subject`, and of a tool call's argument shape or command, in
+ * its key (a failed call's shape adds its error kind: at most 120 characters). The key also
  * holds the workspace path (at most ~1,100 bytes): PostgreSQL's index entries are at most
  * 2,704 bytes, and a longer key failed the run's write there (a 4,000-character command).
  */
@@ -104,8 +105,11 @@ export function toolCallShape(call: {
   result: string;
 }): string {
   const command = commandOf(call.server, call.tool, call.args);
-  if (command !== null) return `${COMMAND_SHAPE_PREFIX}${command}`;
-  const shape = argumentShape(call.args);
+  if (command !== null) return boundedKeyPart(`${COMMAND_SHAPE_PREFIX}${command}`);
+  // Bounded before the error kind is added: a failure's row names the same shape as the
+  // successes' row (they are weighed together), and the kind (at most 120 characters) stays
+  // readable after it.
+  const shape = boundedKeyPart(argumentShape(call.args));
   return call.isError
     ? `${shape}${ERROR_KIND_SEPARATOR}${errorKind(call.args, call.result)}`
     : shape;

@@ -50,7 +50,7 @@ export function observationsOf(m: RunMutation): PatternObservation[] {
     seen.push({
       scope: "tool",
       subject: boundedKeyPart(`${call.server}.${call.tool}`),
-      shape: boundedKeyPart(toolCallShape(call)),
+      shape: toolCallShape(call),
       ok: !call.isError,
       durationMs: call.durationMs,
       error: call.isError ? errorText(call.result) : null,

@@ -39,7 +39,9 @@ export interface HoldRequest {
 export type HoldResult =
   | { held: true }
   | { held: false; activeRunId: string; heldByRun?: undefined }
-  | { held: false; activeRunId?: undefined; heldByRun: string };
+  | { held: false; activeRunId?: undefined; heldByRun: string }
+  /** The run is gone (deleted by retention since it was read): nothing to restore. */
+  | { held: false; activeRunId?: undefined; heldByRun?: undefined; runGone: true };
 
 /**
  * Whether the workspace in `column` is `path`, lies inside it, or holds it: a restore of one
@@ -119,6 +121,10 @@ export function holdKeys(req: Pick<HoldRequest, "workspace" | "sessionId">): str
 export function holdWorkspace(db: Db, req: HoldRequest): HoldResult {
   return db.transaction(
     (tx) => {
+      // In the transaction retention's delete also takes (its deletes skip held runs).
+      if (!tx.select({ id: runs.id }).from(runs).where(eq(runs.id, req.runId)).get()) {
+        return { held: false, runGone: true };
+      }
       const active = tx.select({ id: runs.id }).from(runs).where(runsBarring(req)).limit(1).get();
       if (active) return { held: false, activeRunId: active.id };
       const keys = holdKeys(req);

@@ -146,6 +146,15 @@ describe.each(engines)("workspace holds on %s", (_name, open) => {
     expect(await hold(outer)).toEqual({ held: true });
   });
 
+  it("refuses a hold for a run that is gone (retention deleted it since the rollback read it)", async () => {
+    const done = await finishedRun("s1", "/ws/a");
+    expect(
+      await engine.repo.retention.deleteRuns([done.id], Date.now() + 1000, Date.now()),
+    ).toEqual([done.id]);
+    expect(await hold(done)).toEqual({ held: false, runGone: true });
+    expect(await heldUntil("/ws/a", 2000)).toBeNull();
+  });
+
   it("takes over a hold that expired (its API died mid-restore)", async () => {
     const done = await finishedRun("s1", "/ws/a");
     expect(await hold(done, 1000)).toEqual({ held: true });

@@ -42,6 +42,8 @@ export function rollbackRoutes(deps: AppDeps): Hono {
       ttlMs: HOLD_TTL_MS,
     });
     if (!hold.held) {
+      // Deleted by retention since it was read.
+      if ("runGone" in hold) throw notFound(`run ${id}`);
       throw new ApiError(
         409,
         "session_busy",

@@ -25,6 +25,9 @@ export async function holdWorkspace(db: PgDb, req: HoldRequest): Promise<HoldRes
     return await db.transaction(async (tx): Promise<HoldResult> => {
       await tx.execute(sql`lock table workspace_holds in share row exclusive mode`);
       await tx.execute(sql`lock table runs in share mode`);
+      // After the lock: a retention delete in flight has committed (its deletes skip held runs).
+      const [found] = await tx.select({ id: runs.id }).from(runs).where(eq(runs.id, req.runId));
+      if (!found) return { held: false, runGone: true };
       const [active] = await tx.select({ id: runs.id }).from(runs).where(runsBarring(req)).limit(1);
       if (active) return { held: false, activeRunId: active.id };
       const keys = holdKeys(req);

@@ -1,4 +1,4 @@
-import { commaList, envInt, MIN_SECRET_LENGTH } from "@looprun/core";
+import { commaList, envInt, envMs, MIN_SECRET_LENGTH } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 import { isLoopbackAddress } from "./loopback";
@@ -68,9 +68,9 @@ export const ApiEnv = z
      */
     RATE_LIMIT_PER_MINUTE: envInt(0).optional(),
     /** How often a live stream (SSE) reads the database for new events and run changes. */
-    LOOPRUN_SSE_POLL_MS: envInt(10).default(250),
+    LOOPRUN_SSE_POLL_MS: envMs(10).default(250),
     /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */
-    LOOPRUN_SSE_HEARTBEAT_MS: envInt(10).default(15_000),
+    LOOPRUN_SSE_HEARTBEAT_MS: envMs(10).default(15_000),
     LOG_LEVEL: z
       .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
       .default("info"),

@@ -1,5 +1,5 @@
 import { dirname, join, resolve } from "node:path";
-import { commaList, envInt } from "@looprun/core";
+import { commaList, envInt, envMs } from "@looprun/core";
 import { StorageSettings } from "@looprun/db";
 import { z } from "zod";
 
@@ -26,11 +26,11 @@ export const WorkerEnv = z.object({
     .default("looprun"),
   WORKER_CONCURRENCY: envInt(1, 256).default(2),
   /** Job lock (lease) duration; renewed every half of it while a run's iteration is in flight. */
-  LOOPRUN_LOCK_MS: envInt(1000).default(60_000),
+  LOOPRUN_LOCK_MS: envMs(1000).default(60_000),
   /** How often stalled jobs (a dead worker's) are looked for and handed to another worker. */
-  LOOPRUN_STALLED_INTERVAL_MS: envInt(500).default(30_000),
+  LOOPRUN_STALLED_INTERVAL_MS: envMs(500).default(30_000),
   /** How often runs the DB holds as unfinished are checked against the queue (re-enqueued when lost). */
-  LOOPRUN_RECONCILE_MS: envInt(100).default(30_000),
+  LOOPRUN_RECONCILE_MS: envMs(100).default(30_000),
   /**
    * Runs that finished longer ago than this many days are deleted, with all that is recorded of
    * them and their snapshots' refs (see retention.ts). Unset: every run is kept.
@@ -42,9 +42,9 @@ export const WorkerEnv = z.object({
     .pipe(z.number().positive("must be more than 0"))
     .optional(),
   /** How often a worker deletes the runs past the retention (and once at its start). */
-  LOOPRUN_RETENTION_CHECK_MS: envInt(100).default(3_600_000),
+  LOOPRUN_RETENTION_CHECK_MS: envMs(100).default(3_600_000),
   /** How often a running iteration checks the DB for a stop request. */
-  LOOPRUN_STOP_POLL_MS: envInt(10).default(500),
+  LOOPRUN_STOP_POLL_MS: envMs(10).default(500),
   /** Extra environment variable names that agent and validation commands may see. */
   AGENT_ENV_ALLOWLIST: list,
   /** Names of further variables whose values are secrets: redacted from everything stored or logged. */
@@ -58,9 +58,9 @@ export const WorkerEnv = z.object({
   /** The model of runs that name none. */
   LOOPRUN_MISTRAL_MODEL: z.string().min(1).default("mistral-large-latest"),
   /** Time for one LLM call, retries included. */
-  LOOPRUN_LLM_TIMEOUT_MS: envInt(1000).default(120_000),
+  LOOPRUN_LLM_TIMEOUT_MS: envMs(1000).default(120_000),
   /** Longest wait between LLM retries (a Retry-After is honoured up to it). */
-  LOOPRUN_LLM_RETRY_MAX_MS: envInt(10).default(30_000),
+  LOOPRUN_LLM_RETRY_MAX_MS: envMs(10).default(30_000),
   /**
    * Where workspace snapshots live: one bare git dir per session (needs git on PATH).
    * Unset: `snapshots` next to the database, i.e. `.looprun/snapshots` by default.

@@ -206,6 +206,23 @@ describe("pruneHistory on SQLite (synchronous)", () => {
   });
 });
 
+describe("the worker's timer settings", () => {
+  it("refuse a delay Node's timers cannot keep (a longer one fires every millisecond)", () => {
+    expect(
+      parseWorkerEnv({ LOOPRUN_RETENTION_CHECK_MS: "2147483647" }).LOOPRUN_RETENTION_CHECK_MS,
+    ).toBe(2_147_483_647);
+    for (const name of [
+      "LOOPRUN_RETENTION_CHECK_MS",
+      "LOOPRUN_RECONCILE_MS",
+      "LOOPRUN_STOP_POLL_MS",
+    ]) {
+      expect(() => parseWorkerEnv({ [name]: "3000000000" })).toThrow(
+        new RegExp(`${name}: Too big`),
+      );
+    }
+  });
+});
+
 describe("LOOPRUN_RETENTION_DAYS", () => {
   it("takes a positive number of days, and names the variable of a bad one", () => {
     expect(parseWorkerEnv({}).LOOPRUN_RETENTION_DAYS).toBeUndefined();

@@ -11,3 +11,12 @@ export const envInt = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .regex(/^\d+$/, "must be a whole number (decimal digits)")
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+
+/** The longest delay Node's timers keep: a longer one fires at once (after 1 ms). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A duration in milliseconds that a timer waits (a poll, a lease, a pass every N ms): at most
+ * MAX_TIMER_MS — `setInterval` runs a longer one back to back, every millisecond.
+ */
+export const envMs = (min: number) => envInt(min, MAX_TIMER_MS);

@@ -72,6 +72,8 @@ describe("looprun dev", () => {
     // An API setting, and a variable of the user's own, in the one environment of both.
     const { proc, redisDir } = startDev(port, {
       LOOPRUN_SSE_HEARTBEAT_MS: "1000",
+      LOOPRUN_SSE_POLL_MS: "200",
+      AGENT_ENV_ALLOWLIST: "LOOPRUN_SSE_POLL_MS",
       LOOPRUN_CUSTOM: "custom1",
     });
     await untilReady(proc);
@@ -109,6 +111,8 @@ describe("looprun dev", () => {
     expect(names).toContain(`LOOPRUN_RUN_ID=${run.id}`);
     expect(names).toContain("LOOPRUN_CUSTOM=custom1");
     expect(names).not.toContain("LOOPRUN_SSE_HEARTBEAT_MS");
+    // Unless it is listed in AGENT_ENV_ALLOWLIST.
+    expect(names).toContain("LOOPRUN_SSE_POLL_MS=200");
 
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);

@@ -62,11 +62,14 @@ export async function devCommand(): Promise<void> {
   };
   shutdown.closeWith(stopApi);
   // The environment the worker's commands draw on: without the API's own settings (its
-  // timers), as the worker hides its own — nor the CLI's (LOOPRUN_TSX).
-  const apiSettings = new Set([
-    ...Object.keys(apiEnv).filter((name) => name.startsWith("LOOPRUN_")),
-    "LOOPRUN_TSX",
-  ]);
+  // timers), as the worker hides its own — nor the CLI's (LOOPRUN_TSX); one listed in
+  // AGENT_ENV_ALLOWLIST passes, as the worker's own do.
+  const allowed = new Set(workerEnv.AGENT_ENV_ALLOWLIST);
+  const apiSettings = new Set(
+    [...Object.keys(apiEnv).filter((name) => name.startsWith("LOOPRUN_")), "LOOPRUN_TSX"].filter(
+      (name) => !allowed.has(name),
+    ),
+  );
   const commandSource = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !apiSettings.has(name)),
   );

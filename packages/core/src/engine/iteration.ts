@@ -301,12 +301,14 @@ export async function runIteration(
       }
     }
 
+    // The feedback cuts the outputs again (their last lines): redacted first, so that no cut
+    // leaves a piece of a secret that the whole text's redaction could no longer recognise.
     const decision = decideIteration({
       agentExitCode: agent.exitCode,
-      agentOutput: agent.output,
+      agentOutput: ctx.redact(agent.output),
       validationPassed: gates.ok,
       validationFeedback: validationFeedback(
-        validation.results,
+        validation.results.map((r) => ({ ...r, output: ctx.redact(r.output) })),
         describeShortfall(gates, spec.successThreshold),
       ),
       promiseFound,

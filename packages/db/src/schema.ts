@@ -198,14 +198,20 @@ export const phaseArtifacts = sqliteTable(
 );
 
 /** `Idempotency-Key` of a submit: the same key and body give the same run. */
-export const idempotencyKeys = sqliteTable("idempotency_keys", {
-  key: text("key").primaryKey(),
-  requestHash: text("request_hash").notNull(),
-  runId: text("run_id")
-    .notNull()
-    .references(() => runs.id, { onDelete: "cascade" }),
-  createdAt: integer("created_at").notNull(),
-});
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    key: text("key").primaryKey(),
+    requestHash: text("request_hash").notNull(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    createdAt: integer("created_at").notNull(),
+  },
+  // A run's key, found without a scan: when retention deletes the run (the cascade, and its
+  // check that the key is past its 24 hours).
+  (t) => [index("idempotency_keys_run_id_idx").on(t.runId)],
+);
 
 /**
  * A workspace being restored by a rollback (`POST /api/runs/:id/rollback`): while its hold

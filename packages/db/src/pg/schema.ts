@@ -225,14 +225,18 @@ export const phaseArtifacts = pgTable(
 );
 
 /** `Idempotency-Key` of a submit: the same key and body give the same run. */
-export const idempotencyKeys = pgTable("idempotency_keys", {
-  key: text("key").primaryKey(),
-  requestHash: text("request_hash").notNull(),
-  runId: byteOrderedText("run_id")
-    .notNull()
-    .references(() => runs.id, { onDelete: "cascade" }),
-  createdAt: int8("created_at").notNull(),
-});
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    key: text("key").primaryKey(),
+    requestHash: text("request_hash").notNull(),
+    runId: byteOrderedText("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    createdAt: int8("created_at").notNull(),
+  },
+  (t) => [index("idempotency_keys_run_id_idx").on(t.runId)],
+);
 
 /** A workspace being restored by a rollback (see ../schema.ts). */
 export const workspaceHolds = pgTable("workspace_holds", {

@@ -1,0 +1,1 @@
+CREATE INDEX "idempotency_keys_run_id_idx" ON "idempotency_keys" USING btree ("run_id");

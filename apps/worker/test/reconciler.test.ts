@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -172,5 +172,21 @@ describe.each(["sqlite", "postgres"] as const)("the reconciler on %s", (engine) 
     expect(result.enqueued).toEqual(["run-a"]);
     expect(await queue.getJob("run-b")).toBeUndefined();
     expect(await queue.getJob("run-c")).toBeUndefined();
+  });
+
+  it("knows its cell's runs by their real path when its workspaces root is a symlink", async () => {
+    const { dir, storage, queue, submit } = await setup();
+    mkdirSync(join(dir, "real/workspaces"), { recursive: true });
+    symlinkSync(join(dir, "real/workspaces"), join(dir, "link"));
+    // The API stores a workspace with symlinks resolved.
+    await submit("run-real", join(dir, "real/workspaces/s1"));
+    const result = await reconcile({
+      repo: storage.repo,
+      queue,
+      failRun: async () => {},
+      logger: silent,
+      workspacesRoot: join(dir, "link"),
+    });
+    expect(result.enqueued).toEqual(["run-real"]);
   });
 });

@@ -301,14 +301,17 @@ export async function runIteration(
       }
     }
 
-    // The feedback cuts the outputs again (their last lines): redacted first, so that no cut
-    // leaves a piece of a secret that the whole text's redaction could no longer recognise.
+    // The feedback cuts the outputs of what failed again (their last lines): redacted first,
+    // so that no cut leaves a piece of a secret that the whole text's redaction could no
+    // longer recognise.
     const decision = decideIteration({
       agentExitCode: agent.exitCode,
-      agentOutput: ctx.redact(agent.output),
+      agentOutput: agent.exitCode === 0 ? agent.output : ctx.redact(agent.output),
       validationPassed: gates.ok,
       validationFeedback: validationFeedback(
-        validation.results.map((r) => ({ ...r, output: ctx.redact(r.output) })),
+        validation.results.map((r) =>
+          r.exitCode === 0 ? r : { ...r, output: ctx.redact(r.output) },
+        ),
         describeShortfall(gates, spec.successThreshold),
       ),
       promiseFound,

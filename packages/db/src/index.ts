@@ -5,6 +5,7 @@ export { MIGRATIONS_FOLDER, openDatabase } from "./connection";
 export type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-stats";
 export { convergenceStats } from "./convergence-stats";
 export type { PatternFilter } from "./failure-patterns";
+export { idempotencyKeyHash } from "./idempotency";
 export type { IterationSample } from "./live-queries";
 export type {
   FinishedIteration,

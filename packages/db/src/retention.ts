@@ -1,7 +1,7 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
 import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
-import { IDEMPOTENCY_TTL_MS } from "./idempotency-ttl";
+import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import type { MaybePromise } from "./repository";
 import { idempotencyKeys, iterations, runs, toolCalls, workspaceHolds } from "./schema";
 import { ulidFloor } from "./ulid-floor";

@@ -26,7 +26,7 @@ import {
   convergenceStats,
 } from "./convergence-stats";
 import { listPatterns, type PatternFilter } from "./failure-patterns";
-import { IDEMPOTENCY_TTL_MS } from "./idempotency-ttl";
+import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import { liveRuns } from "./live-queries";
 import { type MetricsReader, SqliteMetricsReader } from "./metrics-reader";
 import {

@@ -8,7 +8,7 @@ import {
   RunAlreadyActiveError,
   RunSubmission,
 } from "@looprun/core";
-import { IdempotencyConflictError } from "@looprun/db";
+import { IdempotencyConflictError, idempotencyKeyHash } from "@looprun/db";
 import { Hono } from "hono";
 import { monotonicFactory } from "ulid";
 import { z } from "zod";
@@ -90,8 +90,8 @@ function idempotencyOf(header: string | undefined, body: unknown) {
     ]);
   }
   // Stored as its hash: a client may use anything as a key, a token included.
-  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
-  return { key: sha256(header), requestHash: sha256(canonical(body)) };
+  const requestHash = createHash("sha256").update(canonical(body)).digest("hex");
+  return { key: idempotencyKeyHash(header), requestHash };
 }
 
 export function runRoutes(deps: AppDeps): Hono {

@@ -6,7 +6,7 @@ import {
   type RunRecord,
 } from "@looprun/core";
 import { and, eq, inArray, lt, sql } from "drizzle-orm";
-import { IDEMPOTENCY_TTL_MS } from "../idempotency-ttl";
+import { IDEMPOTENCY_TTL_MS } from "../idempotency";
 import { toRunRecord } from "../records";
 import { IdempotencyConflictError, type NewRun } from "../run-repository";
 import type { PgDb } from "./connection";

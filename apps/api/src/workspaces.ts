@@ -115,6 +115,23 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
  * root that changed, or be the root itself (stored before that was refused). Resolved as a
  * submit resolves a name (symlinks followed).
  */
+/**
+ * Why a run's stored workspace is no place to restore a snapshot into, or null: WORKSPACES_ROOT
+ * itself (an older looprun took `"workspace": "."`; a restore would rewrite every session's
+ * workspace), or outside the root.
+ */
+export function unrestorableWorkspace(root: string, stored: string): string | null {
+  const workspace = withoutTrailingSlash(stored);
+  const realRoot = realRootOf(root);
+  if (workspace === realRoot) {
+    return `the run's workspace is WORKSPACES_ROOT itself (kept from an older looprun): a restore would rewrite every session's workspace`;
+  }
+  if (!inside(realRoot, workspace)) {
+    return `the run's workspace ${workspace} is not inside WORKSPACES_ROOT (any more)`;
+  }
+  return null;
+}
+
 export function checkSessionWorkspace(root: string, stored: string): string {
   // One stored before names were normalised may end with a slash.
   const workspace = withoutTrailingSlash(stored);

@@ -3,6 +3,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -11,6 +12,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
+import type { Database } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { type ApiHarness, apiHarness, VALID_RUN } from "./api-harness";
 
@@ -109,5 +111,23 @@ describe("rollback of a run whose workspace is gone", () => {
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
+  });
+
+  it("answers 409 workspace_missing, touching nothing, for a run of an older looprun whose workspace is WORKSPACES_ROOT", async () => {
+    const run = await finishedRun();
+    // As a version that took `"workspace": "."` stored it: the root itself.
+    const root = realpathSync(h.workspacesRoot);
+    (h.storage.database as Database).sqlite
+      .prepare("update runs set workspace = ? where id = ?")
+      .run(root, run.id);
+    mkdirSync(join(root, "other-session"), { recursive: true });
+    writeFileSync(join(root, "other-session", "user.txt"), "another session's\n");
+    const refused = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "workspace_missing", workspace: root });
+    expect(refused.body.error.message).toContain("is WORKSPACES_ROOT itself");
+    expect(readFileSync(join(root, "other-session", "user.txt"), "utf8")).toBe(
+      "another session's\n",
+    );
   });
 });

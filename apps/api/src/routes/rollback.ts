@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, notFound } from "../errors";
 import { parseBody } from "../request-parsing";
+import { unrestorableWorkspace } from "../workspaces";
 
 /** `POST /api/runs/:id/rollback` body: the iteration whose snapshot to restore (0: the baseline). */
 export const RollbackBody = z.strictObject({
@@ -31,6 +32,12 @@ export function rollbackRoutes(deps: AppDeps): Hono {
     const id = c.req.param("id");
     const run = await deps.repo.getRun(id);
     if (!run) throw notFound(`run ${id}`);
+    const unrestorable = unrestorableWorkspace(deps.workspacesRoot, run.workspace);
+    if (unrestorable !== null) {
+      throw new ApiError(409, "workspace_missing", `${unrestorable}: not restored`, {
+        workspace: run.workspace,
+      });
+    }
     const { iteration } = await parseBody(c, RollbackBody);
     // The workspace is this rollback's while it restores: refused while a run is active in the
     // session or the workspace, or another rollback restores it; runs submitted meanwhile wait.

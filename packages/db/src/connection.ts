@@ -4,7 +4,7 @@ import { makeDirs } from "@looprun/core";
 import BetterSqlite3 from "better-sqlite3";
 import { type BetterSQLite3Database, drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { rehashLegacySqliteKeys } from "./idempotency";
+import { idempotencyKeyHash } from "./idempotency";
 import * as schema from "./schema";
 
 export type Db = BetterSQLite3Database<typeof schema>;
@@ -47,8 +47,11 @@ export function openDatabase(path: string, opts: OpenDatabaseOptions = {}): Data
   sqlite.pragma(`synchronous = ${opts.synchronous === "NORMAL" ? "NORMAL" : "FULL"}`);
   sqlite.pragma("foreign_keys = ON");
   const db = drizzle(sqlite, { schema });
+  // For the migration that hashes the Idempotency-Keys of older versions (0012).
+  sqlite.function("looprun_sha256", { deterministic: true }, (text) =>
+    idempotencyKeyHash(String(text)),
+  );
   retriedAtOpen(() => migrate(db, { migrationsFolder: MIGRATIONS_FOLDER }));
-  retriedAtOpen(() => rehashLegacySqliteKeys(sqlite));
   return { db, sqlite, close: () => sqlite.close() };
 }
 

@@ -1,44 +1,67 @@
-import { idempotencyKeyHash, openDatabase, RunRepository } from "@looprun/db";
-import { openPgDatabase, PgRunRepository } from "@looprun/db/pg";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { idempotencyKeyHash, MIGRATIONS_FOLDER, openDatabase, RunRepository } from "@looprun/db";
+import { openPgDatabase, PG_MIGRATIONS_FOLDER, PgRunRepository } from "@looprun/db/pg";
 import { describe, expect, it } from "vitest";
 import { freshPgDatabase } from "./pg-support";
 import { freshDatabase, newRun, removeDir } from "./support";
 
-// Keys a version before their hashing stored as written: hashed when the database is opened,
-// so that a client's retry across the upgrade gets its run (it got a second one).
+// Keys a version before their hashing stored as written: hashed by a migration (SQLite 0012,
+// PostgreSQL 0007), so that a client's retry across the upgrade gets its run (it got a second
+// one). Each test makes the database of that version: migrated, its record of the migration
+// removed, the rows as it wrote them.
+
+/** When the migration `tag` of a migrations folder was made (its record's `created_at`). */
+function migrationTime(folder: string, tag: string): number {
+  const journal = JSON.parse(readFileSync(join(folder, "meta/_journal.json"), "utf8")) as {
+    entries: { tag: string; when: number }[];
+  };
+  const entry = journal.entries.find((e) => e.tag === tag);
+  if (!entry) throw new Error(`no migration ${tag}`);
+  return entry.when;
+}
 
 const seedRows = [
   "insert into sessions (id, workspace, created_at) values ('s', '/w', 0)",
   "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r1', 's', 't', '{}', '/w', 'succeeded', '{}', 0)",
   "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r2', 's', 't', '{}', '/w', 'succeeded', '{}', 0)",
 ];
-/** As the old version stored them, and `retried`'s hash as a retry after the upgrade did. */
+/**
+ * As the old version stored them; `retried-key`'s hash as a retry made by a hashing version
+ * before the migration ran did; and a key that was 64 hex digits as sent (taken for a hash).
+ */
 const keyRows = (now: number) => [
   ["legacy-key", "h1", "r1", now],
   ["retried-key", "h2", "r1", now],
   [idempotencyKeyHash("retried-key"), "h2", "r2", now],
+  ["a".repeat(64), "h3", "r2", now],
 ];
+const expected = [
+  { key: idempotencyKeyHash("legacy-key"), runId: "r1" },
+  { key: "a".repeat(64), runId: "r2" },
+  { key: idempotencyKeyHash("retried-key"), runId: "r2" },
+].sort((a, b) => (a.runId + a.key < b.runId + b.key ? -1 : 1));
 
 describe("Idempotency-Keys stored as written by an older version", () => {
-  it("are hashed when the SQLite file is opened: a retry gets its run", async () => {
+  it("are hashed by the SQLite migration: a retry gets its run", async () => {
     const { dir, path, database } = await freshDatabase();
     try {
-      for (const row of seedRows) database.sqlite.prepare(row).run();
-      const insert = database.sqlite.prepare(
+      const { sqlite } = database;
+      for (const row of seedRows) sqlite.prepare(row).run();
+      const insert = sqlite.prepare(
         "insert into idempotency_keys (key, request_hash, run_id, created_at) values (?, ?, ?, ?)",
       );
       for (const row of keyRows(Date.now())) insert.run(...row);
+      const when = migrationTime(MIGRATIONS_FOLDER, "0012_hash_legacy_idempotency_keys");
+      sqlite.prepare("delete from __drizzle_migrations where created_at >= ?").run(when);
       database.close();
 
       const reopened = openDatabase(path);
       try {
         const keys = reopened.sqlite
-          .prepare("select key, run_id as runId from idempotency_keys order by run_id, key")
+          .prepare("select key, run_id as runId from idempotency_keys order by run_id || key")
           .all();
-        expect(keys).toEqual([
-          { key: idempotencyKeyHash("legacy-key"), runId: "r1" },
-          { key: idempotencyKeyHash("retried-key"), runId: "r2" },
-        ]);
+        expect(keys).toEqual(expected);
         const repo = new RunRepository(reopened.db);
         const retry = newRun({}, { sessionId: "s2" });
         expect(
@@ -55,25 +78,25 @@ describe("Idempotency-Keys stored as written by an older version", () => {
     }
   });
 
-  it("are hashed when the PostgreSQL database is opened: a retry gets its run", async () => {
+  it("are hashed by the PostgreSQL migration: a retry gets its run", async () => {
     const pg = await freshPgDatabase();
     try {
-      for (const row of seedRows) await pg.database.pool.query(row);
+      const { pool } = pg.database;
+      for (const row of seedRows) await pool.query(row);
       for (const row of keyRows(Date.now())) {
-        await pg.database.pool.query(
+        await pool.query(
           "insert into idempotency_keys (key, request_hash, run_id, created_at) values ($1, $2, $3, $4)",
           row,
         );
       }
+      const when = migrationTime(PG_MIGRATIONS_FOLDER, "0007_hash_legacy_idempotency_keys");
+      await pool.query("delete from drizzle.__drizzle_migrations where created_at >= $1", [when]);
       const reopened = await openPgDatabase(pg.url);
       try {
         const { rows } = await reopened.pool.query(
-          'select key, run_id as "runId" from idempotency_keys order by run_id, key',
+          `select key, run_id as "runId" from idempotency_keys order by run_id || key collate "C"`,
         );
-        expect(rows).toEqual([
-          { key: idempotencyKeyHash("legacy-key"), runId: "r1" },
-          { key: idempotencyKeyHash("retried-key"), runId: "r2" },
-        ]);
+        expect(rows).toEqual(expected);
         const repo = new PgRunRepository(reopened.db);
         const retry = newRun({}, { sessionId: "s2" });
         expect(

@@ -3,7 +3,6 @@ import { fileURLToPath } from "node:url";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
-import { rehashLegacyKeys } from "../idempotency";
 import { isPgUnavailable } from "./pg-errors";
 import * as schema from "./schema";
 
@@ -109,7 +108,6 @@ async function applyPgMigrations(pool: pg.Pool, connectTimeoutMs: number): Promi
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
     try {
       await migrate(drizzle(client), { migrationsFolder: PG_MIGRATIONS_FOLDER });
-      await rehashLegacyPgKeys(client);
     } finally {
       await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
     }
@@ -117,33 +115,6 @@ async function applyPgMigrations(pool: pg.Pool, connectTimeoutMs: number): Promi
   } catch (error) {
     // A connection in an unknown state is not given back to the pool.
     client.release(error instanceof Error ? error : true);
-    throw error;
-  }
-}
-
-/** ../idempotency.ts' rehashLegacyKeys on PostgreSQL, under the migrations' lock. */
-async function rehashLegacyPgKeys(client: pg.PoolClient): Promise<void> {
-  const { rows } = await client.query<{ key: string }>(
-    "select key from idempotency_keys where key !~ '^[0-9a-f]{64}$'",
-  );
-  if (rows.length === 0) return;
-  const renames: [string, string][] = [];
-  rehashLegacyKeys(
-    rows.map((r) => r.key),
-    (key, hash) => renames.push([key, hash]),
-  );
-  await client.query("begin");
-  try {
-    for (const [key, hash] of renames) {
-      const { rowCount } = await client.query("select 1 from idempotency_keys where key = $1", [
-        hash,
-      ]);
-      if (rowCount) await client.query("delete from idempotency_keys where key = $1", [key]);
-      else await client.query("update idempotency_keys set key = $1 where key = $2", [hash, key]);
-    }
-    await client.query("commit");
-  } catch (error) {
-    await client.query("rollback").catch(() => {});
     throw error;
   }
 }

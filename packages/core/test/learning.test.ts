@@ -168,7 +168,7 @@ describe("renderLearnedPatterns", () => {
       });
       const [ok] = observationsOf({ toolCalls: [call(false)] });
       const [bad] = observationsOf({ toolCalls: [call(true)] });
-      expect(Buffer.byteLength(ok?.shape ?? "")).toBeLessThanOrEqual(512);
+      expect(Buffer.byteLength(ok?.shape ?? "")).toBeLessThanOrEqual(400);
       // The failure's row names the successes' shape, then its error kind.
       expect(bad?.shape.startsWith(`${ok?.shape} ! permission denied`), String(names)).toBe(true);
       const text = renderLearnedPatterns([
@@ -193,7 +193,7 @@ describe("renderLearnedPatterns", () => {
       },
     });
     expect(observed?.subject).not.toBe(long);
-    expect(Buffer.byteLength(observed?.subject ?? "")).toBeLessThanOrEqual(512);
+    expect(Buffer.byteLength(observed?.subject ?? "")).toBeLessThanOrEqual(400);
     expect(observed?.subject).toMatch(/^npm test -- spec\/ünïcode-.*…#[0-9a-f]{12}$/);
     const patterns = [
       pattern({ scope: "command", subject: observed?.subject, shape: "", failures: 2 }),

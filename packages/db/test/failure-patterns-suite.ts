@@ -183,8 +183,8 @@ export function failurePatternSuite(engine: string, open: () => Promise<StoreHar
         ]),
       );
       for (const p of patterns) {
-        expect(Buffer.byteLength(p.subject)).toBeLessThanOrEqual(512);
-        expect(Buffer.byteLength(p.shape)).toBeLessThanOrEqual(512);
+        expect(Buffer.byteLength(p.subject)).toBeLessThanOrEqual(400);
+        expect(Buffer.byteLength(p.shape)).toBeLessThanOrEqual(400);
       }
       expect(commands[0]?.subject.startsWith("true # ")).toBe(true);
       expect(commands[0]?.subject).toMatch(/…#[0-9a-f]{12}$/);

@@ -32,11 +32,13 @@ const MIN_REPLACED_CHARS = 3;
 
 /**
  * Bytes (UTF-8) of a pattern's `subject`, and of a tool call's argument shape or command, in
- * its key (a failed call's shape adds its error kind: at most 120 characters). The key also
- * holds the workspace path (at most ~1,100 bytes): PostgreSQL's index entries are at most
- * 2,704 bytes, and a longer key failed the run's write there (a 4,000-character command).
+ * its key (a failed call's shape adds ` ! ` and its error kind: at most 121 characters, 363
+ * bytes). PostgreSQL's index entries are at most 2,704 bytes, and a longer key failed the
+ * run's write there (a 4,000-character command): with the workspace path (at most 1,000
+ * characters under WORKSPACES_ROOT) and the scope, a key stays under it for a root of up to
+ * ~500 bytes.
  */
-export const KEY_PART_BYTES = 512;
+export const KEY_PART_BYTES = 400;
 
 /**
  * `text` as a pattern's key holds it: itself when it fits in KEY_PART_BYTES, else its start

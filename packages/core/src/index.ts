@@ -204,7 +204,7 @@ export {
 } from "./tools/index";
 export { assertNever } from "./util/assert-never";
 export { commaList } from "./util/comma-list";
-export { envInt, envMs, MAX_TIMER_MS } from "./util/env-int";
+export { envInt, envMs } from "./util/env-int";
 export { LeaseLostError, messageOf, RunAlreadyActiveError } from "./util/errors";
 export { forPrompt } from "./util/for-prompt";
 export { keepYoungGenerationSmall } from "./util/heap-settings";

@@ -12,7 +12,7 @@ export const envInt = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
-/** The longest delay Node's timers keep: a longer one fires at once (after 1 ms). */
+/** The longest delay Node's timers keep (2³¹ − 1 ms): a longer one fires at once (after 1 ms). */
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**

@@ -1,5 +1,4 @@
-/** The longest a Node timer waits (2³¹ − 1 ms); a longer delay fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from "./env-int";
 
 /** A signal that also aborts after a time, and the means to let it go once it is not needed. */
 export interface TimeoutSignal {

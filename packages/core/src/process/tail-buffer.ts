@@ -1,4 +1,4 @@
-import { keptTail } from "../util/cut-marks";
+import { capTailBytes } from "../util/cut-marks";
 
 /** Keeps the last `capBytes` bytes written to it, and counts what it dropped. */
 export class TailBuffer {
@@ -25,17 +25,9 @@ export class TailBuffer {
 
   toString(): string {
     this.compact();
-    let kept = Buffer.concat(this.chunks);
-    let dropped = this.dropped;
-    if (dropped > 0) {
-      // The cut may fall inside a character: its continuation bytes (10xxxxxx, at most 3)
-      // would read as U+FFFD the command never printed. They go with what was omitted.
-      let start = 0;
-      while (start < 3 && start < kept.length && ((kept[start] ?? 0) & 0xc0) === 0x80) start++;
-      kept = kept.subarray(start);
-      dropped += start;
-    }
-    const text = kept.toString("utf8");
-    return dropped > 0 ? keptTail(`${dropped} bytes of earlier output`, text) : text;
+    const kept = Buffer.concat(this.chunks);
+    // A cut inside a character leaves no continuation bytes (U+FFFD the command never
+    // printed): they count with what was omitted.
+    return capTailBytes(kept, this.capBytes, kept.length + this.dropped, "earlier output");
   }
 }

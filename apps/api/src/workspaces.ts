@@ -110,33 +110,45 @@ export function resolveWorkspaceFilter(root: string, name: string): string {
 }
 
 /**
- * A session's stored workspace, checked again as a named one is: it may have become a symlink
- * out of WORKSPACES_ROOT since (a command can replace a directory with a link), lie outside a
- * root that changed, or be the root itself (stored before that was refused). Resolved as a
- * submit resolves a name (symlinks followed).
+ * Where a stored workspace lies: `root` (WORKSPACES_ROOT itself, as an older looprun stored
+ * `"workspace": "."`), `outside` the root (one that changed), or `inside` it — with the path as
+ * compared (one stored before names were normalised may end with a slash) and the real root.
  */
-/**
- * Why a run's stored workspace is no place to restore a snapshot into, or null: WORKSPACES_ROOT
- * itself (an older looprun took `"workspace": "."`; a restore would rewrite every session's
- * workspace), or outside the root.
- */
-export function unrestorableWorkspace(root: string, stored: string): string | null {
+function storedPlace(
+  root: string,
+  stored: string,
+): { place: "root" | "outside" | "inside"; workspace: string; realRoot: string } {
   const workspace = withoutTrailingSlash(stored);
   const realRoot = realRootOf(root);
-  if (workspace === realRoot) {
+  const place =
+    workspace === realRoot ? "root" : inside(realRoot, workspace) ? "inside" : "outside";
+  return { place, workspace, realRoot };
+}
+
+/**
+ * Why a run's stored workspace is no place to restore a snapshot into, or null: WORKSPACES_ROOT
+ * itself (a restore would rewrite every session's workspace), or outside the root.
+ */
+export function unrestorableWorkspace(root: string, stored: string): string | null {
+  const { place, workspace } = storedPlace(root, stored);
+  if (place === "root") {
     return `the run's workspace is WORKSPACES_ROOT itself (kept from an older looprun): a restore would rewrite every session's workspace`;
   }
-  if (!inside(realRoot, workspace)) {
+  if (place === "outside") {
     return `the run's workspace ${workspace} is not inside WORKSPACES_ROOT (any more)`;
   }
   return null;
 }
 
+/**
+ * A session's stored workspace, checked again as a named one is: it may have become a symlink
+ * out of WORKSPACES_ROOT since (a command can replace a directory with a link), lie outside a
+ * root that changed, or be the root itself (stored before that was refused). Resolved as a
+ * submit resolves a name (symlinks followed).
+ */
 export function checkSessionWorkspace(root: string, stored: string): string {
-  // One stored before names were normalised may end with a slash.
-  const workspace = withoutTrailingSlash(stored);
-  const realRoot = realRootOf(root);
-  if (workspace === realRoot) {
+  const { place, workspace, realRoot } = storedPlace(root, stored);
+  if (place === "root") {
     throw refuse(
       "the session's workspace is WORKSPACES_ROOT itself (kept from an older looprun): name a directory under it",
     );
@@ -145,7 +157,7 @@ export function checkSessionWorkspace(root: string, stored: string): string {
     refuse(
       `the session's workspace ${workspace} is not inside WORKSPACES_ROOT (any more): name a directory under it`,
     );
-  if (!inside(realRoot, workspace)) throw outside();
+  if (place === "outside") throw outside();
   const resolved = realPathUnder(realRoot, workspace, outside);
   if (resolved === realRoot) throw refuse(NOT_THE_ROOT);
   return resolved;

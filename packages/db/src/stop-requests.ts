@@ -49,12 +49,17 @@ export const stoppedEvents = (
   now: number,
   abandoned: readonly { n: number; startedAt: number; agent: unknown }[] = [],
 ): NewEvent[] => [
-  ...abandoned
-    .filter((attempt) => attempt.agent === null)
-    .map((attempt) => ({
-      type: "agent_finished" as const,
-      data: { ...abandonedAgentFinished(attempt, now), budget: budgetSnapshot(run, now) },
-    })),
+  ...abandoned.flatMap((attempt) => {
+    const agentEnd = abandonedAgentFinished(attempt, now);
+    return agentEnd
+      ? [
+          {
+            type: "agent_finished" as const,
+            data: { ...agentEnd, budget: budgetSnapshot(run, now) },
+          },
+        ]
+      : [];
+  }),
   {
     type: "run_finished",
     data: {

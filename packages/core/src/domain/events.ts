@@ -49,13 +49,15 @@ export interface EventRecord extends NewEvent {
 
 /**
  * The data of the `agent_finished` of an attempt whose worker died (or lost the run) while its
- * agent ran: the event is written with the agent's result, which such an attempt lacks. Killed
- * (`exitCode: null`), after the time until the attempt was found abandoned.
+ * agent ran — written with the agent's result, which such an attempt lacks (`agent: null`);
+ * null when it has one (its `agent_finished` was written then). Killed (`exitCode: null`),
+ * after the time until the attempt was found abandoned.
  */
 export function abandonedAgentFinished(
-  attempt: { n: number; startedAt: number },
+  attempt: { n: number; startedAt: number; agent: unknown },
   now: number,
-): { iteration: number; exitCode: null; durationMs: number; abandoned: true } {
+): { iteration: number; exitCode: null; durationMs: number; abandoned: true } | null {
+  if (attempt.agent !== null) return null;
   return {
     iteration: attempt.n,
     exitCode: null,

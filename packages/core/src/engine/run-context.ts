@@ -296,13 +296,13 @@ export class RunContext {
     const iteration = open ? this.updateIteration({ ...extra.iteration, finishedAt: now }) : {};
     // An attempt ended while its agent ran, with no result to record (its worker died, an
     // error cut the step): its agent gets its `agent_finished`, as every agent does.
-    const agentEnd: EventSpec[] =
+    const abandoned =
       open?.status === "running" &&
-      open.agent === null &&
       extra.iteration?.agent === undefined &&
       !extra.events?.some(([type]) => type === "agent_finished")
-        ? [["agent_finished", abandonedAgentFinished(open, now)]]
-        : [];
+        ? abandonedAgentFinished(open, now)
+        : null;
+    const agentEnd: EventSpec[] = abandoned ? [["agent_finished", abandoned]] : [];
     await this.commit(
       {
         ...extra.patch,

@@ -287,7 +287,8 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
     iteration = ctx.updateIteration({ status: "abandoned", outcome: "error", finishedAt: now });
     // Its agent, when that was what ran, gets its `agent_finished` (written with the agent's
     // result, which the attempt lacks).
-    if (last.agent === null) events.push(["agent_finished", abandonedAgentFinished(last, now)]);
+    const agentEnd = abandonedAgentFinished(last, now);
+    if (agentEnd) events.push(["agent_finished", agentEnd]);
   }
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type RunRecord, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { snapshotsOf } from "../src/engine/snapshot-step";
 import {
   FaultyStore,
   makeRun,
@@ -15,8 +16,9 @@ import {
 } from "./support";
 
 /**
- * With cooldown 0 and no reviewer, an iteration's snapshot diffs are computed while the next
- * iteration starts, and written with its first write after the agent (RunContext.defer).
+ * With cooldown 0 and no reviewer, an iteration's snapshot diffs are computed beside a later
+ * iteration — the next one once it has run a while, or the one after 16 quicker ones, in one
+ * git request — and written when ready, or with the run's end (RunContext.deferSnapshot).
  */
 
 /** A store whose `commit` never returns for one chosen write: the worker died during it. */
@@ -101,9 +103,9 @@ describe("snapshot rows written after their iteration's decision", () => {
       ws,
     );
     store.add(run);
-    // The write of iteration 1's snapshot rows (as soon as iteration 2's agent runs) never
-    // lands, nor anything after it.
-    store.faultOn = (m) => m.insertSnapshot?.n === 1;
+    // The write of iteration 1's snapshot rows never lands, nor anything after it: the three
+    // iterations are quick, so that write is the run's end, with the rows of all three.
+    store.faultOn = (m) => m.insertSnapshots?.some((s) => s.n === 1) === true;
     const dead = runStep(resources(store), run.id);
     const deadline = Date.now() + 10_000;
     while (store.faultOn !== null && Date.now() < deadline)
@@ -131,11 +133,53 @@ describe("snapshot rows written after their iteration's decision", () => {
       },
     );
     expect(first?.diff).toBe(diff);
-    // Iteration 2 was rerun (attempt 2; the dead worker's agent had run: 3 lines, success)
-    // and every decided iteration has its rows.
+    const second = snapshots.find((s) => s.n === 2);
+    expect(second?.parentId).toBe(first?.snapshotId);
+    expect(second?.diff).toContain("+line 2\n");
+    expect(second?.diff).not.toContain("+line 1\n");
+    // Iteration 3 was rerun (attempt 2; the dead worker's agent had run: 4 lines, success)
+    // and every decided iteration has its rows: the walk back from the last decided one
+    // found both that the dead worker left out.
     expect(snapshots.map((s) => [s.n, s.attempt])).toEqual([
       [1, 1],
-      [2, 2],
+      [2, 1],
+      [3, 2],
     ]);
+    expect(store.changes.get(run.id)).toMatchObject({
+      iteration: 3,
+      headSnapshot: final.latestSnapshot,
+    });
+  });
+
+  it("of quick iterations are computed together: sixteen in one git request, the rest with the run's end", async () => {
+    const store = new MemoryRunStore();
+    const run = makeRun(
+      {
+        agent: { type: "command", command: AGENT },
+        testCommand: '[ "$(wc -l < lines.txt)" -ge 20 ]',
+        cooldownMs: 0,
+        maxIterations: 20,
+      },
+      ws,
+    );
+    store.add(run);
+    // No iteration runs long enough for the rows to be computed beside it.
+    const res = resources(store, { snapshotRowsAfterMs: 60_000 });
+    expect(await runStep(res, run.id)).toMatchObject({ status: "succeeded" });
+    const snapshots = store.snapshotsOf(run.id);
+    expect(snapshots.map((s) => s.n)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const final = (await store.getRun(run.id))!;
+    snapshots.forEach((s, i) => {
+      expect(s.diff).toContain(`+line ${i + 1}\n`);
+      expect(s.diff).not.toContain(`+line ${i}\n`);
+      expect(s.parentId).toBe(i === 0 ? final.baselineSnapshot : snapshots[i - 1]?.snapshotId);
+    });
+    expect(store.changes.get(run.id)).toMatchObject({
+      iteration: 20,
+      headSnapshot: final.latestSnapshot,
+    });
+    // Iterations 1–16 when the 17th started, 17–20 with the run's end.
+    const { longLived, oneShot } = snapshotsOf(res).diffTrees;
+    expect(longLived + oneShot).toBe(2);
   });
 });

@@ -15,7 +15,7 @@ export function writeArtifacts(db: Db, runId: string, m: RunMutation): void {
     statement.run(params);
   };
   if (m.insertReview) write(st.review, m.insertReview);
-  if (m.insertSnapshot) write(st.snapshot, m.insertSnapshot);
+  for (const snapshot of m.insertSnapshots ?? []) write(st.snapshot, snapshot);
   if (m.change) write(st.change, m.change);
   if (m.phaseArtifact) write(st.phase, m.phaseArtifact);
 }

@@ -41,7 +41,7 @@ export function engineOnStoreSuite(engine: string, harness: () => StoreHarness):
         get(store, key) {
           if (key === "commit") {
             return (...args: Parameters<typeof store.commit>) => {
-              if (dead || args[2].insertSnapshot?.n === 1) {
+              if (dead || args[2].insertSnapshots?.some((s) => s.n === 1)) {
                 dead = true;
                 return new Promise(() => {});
               }

@@ -425,7 +425,7 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         {
           run: { baselineSnapshot: "base", latestSnapshot: "s1", latestReviewId: "r" },
           insertReview: review(run.id, run.sessionId, 1, ["x"]),
-          insertSnapshot: snapshot,
+          insertSnapshots: [snapshot],
           change: {
             runId: run.id,
             baselineSnapshot: "base",
@@ -446,7 +446,7 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
         run.id,
         epoch,
         {
-          insertSnapshot: { ...snapshot, snapshotId: "s1b", diffTruncated: true },
+          insertSnapshots: [{ ...snapshot, snapshotId: "s1b", diffTruncated: true }],
           phaseArtifact: { runId: run.id, phase: "planning", content: "the plan", createdAt: 6 },
           change: {
             runId: run.id,

@@ -2,6 +2,7 @@ import { buildPrompt } from "../agents/prompt";
 import { tokensLeft } from "../budget/budget";
 import type { ReviewArtifact } from "../domain/artifacts";
 import type { AgentResult, IterationRecord, ValidationResult } from "../domain/run";
+import type { RunChange } from "../domain/snapshots";
 import { PATTERNS_FOR_PROMPT } from "../learning/patterns";
 import { assertNever } from "../util/assert-never";
 import { describeShortfall, type GateReport, gateReport } from "../validation/gates";
@@ -12,7 +13,7 @@ import { type Interruption, watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
-import { type SnapshotArtifacts, snapshotIteration } from "./snapshot-step";
+import { type PendingSnapshot, snapshotIteration } from "./snapshot-step";
 import { validationEvents } from "./validation-events";
 import { workspaceMoved } from "./workspace-check";
 
@@ -35,8 +36,10 @@ export type IterationResult = ValidationOutcome &
         review: { artifact: ReviewArtifact; notes: string | null } | null;
         /** The iteration's snapshot. */
         snapshotId: string;
-        /** Its diffs and rows, computed when first asked for (see snapshotIteration). */
-        artifacts: () => Promise<SnapshotArtifacts>;
+        /** Its rows, when they are still to compute (see RunContext.deferSnapshot). */
+        pending: PendingSnapshot | null;
+        /** The run's change up to the snapshot, when its rows were computed already. */
+        change: RunChange | null;
         /** The validation commands under the run's `successThreshold`. */
         gates: GateReport;
         /** The iteration changed the workspace (its snapshot differs from the previous one). */
@@ -128,6 +131,8 @@ export async function runIteration(
     { keepDeferred: true },
   );
   ctx.lastIteration = record;
+  // The snapshot rows of earlier iterations are computed beside this one (once it runs a while).
+  ctx.scheduleRows();
 
   const watch = watchInterruptions(res, ctx, opts);
   try {
@@ -138,8 +143,6 @@ export async function runIteration(
     // The process group of the command in flight is recorded, so that whoever resumes the
     // run after a crash of this worker can kill what it left behind.
     const onSpawn = (pgid: number) => {
-      // The previous iteration's snapshot diffs (a git process) run beside this command.
-      ctx.startDeferred();
       ctx.commit({ activePgid: pgid }, [], {}, { keepDeferred: true }).catch((error: unknown) => {
         res.logger.warn({ err: error, runId: ctx.run.id }, "could not record the process group");
       });
@@ -209,7 +212,13 @@ export async function runIteration(
       signal: watch.signal,
       onSpawn,
       onCommandStart: async (index, command) => {
-        if (index > 0) await ctx.commit({ progress: validating(index, command) });
+        if (index > 0)
+          await ctx.commit(
+            { progress: validating(index, command) },
+            [],
+            {},
+            { keepDeferred: true },
+          );
       },
     });
     const afterValidation = watch.interruption(left());
@@ -329,7 +338,8 @@ export async function runIteration(
       validation: validation.results,
       review,
       snapshotId: snapshot.snapshotId,
-      artifacts: snapshot.artifacts,
+      pending: snapshot.pending,
+      change: snapshot.change,
       gates,
       changed: snapshot.changed,
       promiseMissing: promiseFound === false,

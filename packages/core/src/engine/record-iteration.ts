@@ -131,12 +131,10 @@ export async function recordIteration(
     ...(review ? { reviewId: review.artifact.id } : {}),
   };
   const reviewed = reviewWrites(n, review);
-  // The snapshot's rows (when not stored yet) and the review's: written with the decision —
-  // except when the next iteration starts at once, which writes the snapshot's (see below).
-  const snapshot = await (spec.cooldownMs === 0 && decision.kind === "retry"
-    ? null
-    : result.artifacts());
-  const writes = { ...snapshot?.writes, ...reviewed.writes };
+  // The snapshot's rows, when not stored yet: written with the write that ends the run or the
+  // step — or later, when the next iteration starts at once (see RunContext.deferSnapshot).
+  if (result.pending !== null) ctx.deferSnapshot(result.pending);
+  const { writes } = reviewed;
   const decided: RunPatch = { ...reviewed.patch, latestSnapshot: result.snapshotId };
   metrics.reviewBlockings += reviewed.blocking ? 1 : 0;
   // The promise gate's own event: without it, an iteration whose commands passed would be
@@ -145,8 +143,6 @@ export async function recordIteration(
     ? [["promise_missing", { iteration: n, completionPromise: spec.completionPromise }]]
     : [];
   const gateEvents = [...validationEvents, ...promiseEvents, ...reviewed.events];
-  // What a decision that ends the run writes: the snapshot's rows, whenever they were computed.
-  const endingWrites = async () => ({ ...(await result.artifacts()).writes, ...writes });
   // A stop that came in before this decision ends the run stopped, not as decided (one that
   // comes while the decision is written loses to it). What the iteration did is kept: its
   // gates' events, its review, its snapshot.
@@ -156,7 +152,7 @@ export async function recordIteration(
       patch: { metrics, ...decided },
       events: gateEvents,
       iteration: { ...iterationPatch, status: "failed", outcome: "stopped", feedback: null },
-      writes: await endingWrites(),
+      writes,
     });
     return finished(ctx);
   };
@@ -166,7 +162,11 @@ export async function recordIteration(
       if (stopped) return stopped;
       const partial = partialWrites(result.gates);
       const summary = `succeeded after ${metrics.iterations} iteration${metrics.iterations === 1 ? "" : "s"}${partial.summary}`;
-      const packaged = packagingWrites(ctx, (await result.artifacts()).change, now);
+      // The snapshot rows go with the run's end; packaging needs the run's change.
+      const rows = await ctx.takeDeferredRows();
+      const change = rows.change ?? result.change;
+      if (!change) throw new Error("the run's change was not computed");
+      const packaged = packagingWrites(ctx, change, now);
       await ctx.finish("succeeded", "success", summary, {
         patch: {
           metrics,
@@ -177,7 +177,7 @@ export async function recordIteration(
         },
         events: [...gateEvents, ...packaged.events],
         iteration: iterationPatch,
-        writes: { ...writes, ...packaged.writes },
+        writes: { ...rows, ...writes, ...packaged.writes },
       });
       return finished(ctx);
     }
@@ -219,7 +219,7 @@ export async function recordIteration(
           patch,
           events,
           iteration: iterationPatch,
-          writes: await endingWrites(),
+          writes,
         });
         return finished(ctx);
       };
@@ -237,10 +237,9 @@ export async function recordIteration(
       const iteration = { ...writes, ...ctx.updateIteration(iterationPatch) };
       ctx.lastDecided = ctx.lastIteration;
       if (spec.cooldownMs === 0) {
-        await ctx.commit(patch, gateEvents, iteration);
-        // The snapshot's diffs (a git process) are computed while the next iteration runs,
-        // and written with a later write (see RunContext.defer).
-        ctx.defer(() => result.artifacts().then((a) => a.writes));
+        // The snapshot's diffs (a git process) are computed beside a later iteration, and
+        // written then (see RunContext.deferSnapshot).
+        await ctx.commit(patch, gateEvents, iteration, { keepDeferred: true });
         return "continue";
       }
       await ctx.commit(

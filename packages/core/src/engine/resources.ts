@@ -42,6 +42,11 @@ export interface EngineResources {
   diffCapBytes?: number;
   /** @defaultValue 8388608 — a run's whole patch larger than this is not stored */
   patchCapBytes?: number;
+  /**
+   * @defaultValue 100 — how long an iteration runs before the snapshot diffs of the quicker
+   * ones before it are computed beside it (see RunContext.scheduleRows)
+   */
+  snapshotRowsAfterMs?: number;
   /** @defaultValue 100000 — characters of the change an LLM reviewer is shown */
   reviewDiffCapChars?: number;
   /** @defaultValue ulid — ids of review artifacts */

@@ -7,14 +7,29 @@ import { buildCommandEnv } from "../process/command-env";
 import { killRunOrphans, RUN_ID_VARIABLE } from "../process/orphans";
 import { LeaseLostError } from "../util/errors";
 import { Redactor } from "../util/redactor";
+import {
+  DeferredRows,
+  mergeRows,
+  ROWS_AFTER_MS,
+  type RowsBatch,
+  type SnapshotRowWrites,
+} from "./deferred-rows";
 import type { EngineResources } from "./resources";
 import { restoresOnFailure, rollbackOnFailure } from "./rollback-on-failure";
 import type { IterationPatch, MutationExtras, RunMutation, RunPatch } from "./run-store";
+import { type PendingSnapshot, snapshotRows } from "./snapshot-step";
 
 export type EventSpec = [type: EventType, data?: Record<string, unknown>, reason?: string];
 
 /** How many of the session's earlier runs a prompt recalls. */
 const HISTORY_RUNS = 10;
+
+interface WriteOptions {
+  /** The write does not wait for the deferred snapshot rows (see deferSnapshot). */
+  keepDeferred?: boolean;
+  /** Writes only this batch of rows, now ready (unless another write took it). */
+  rowsOf?: RowsBatch;
+}
 
 /**
  * What the store gets for a write of `run`: the events carry the run's budget as it is after
@@ -50,6 +65,16 @@ export class RunContext {
     public lastDecided: IterationRecord | null,
   ) {
     this.redactor = res.redactor;
+    this.rows = new DeferredRows({
+      compute: async (pending) => (await snapshotRows(res, this, pending)).writes,
+      ready: (batch) => {
+        this.commit({}, [], {}, { rowsOf: batch }).catch((error: unknown) => {
+          if (error instanceof LeaseLostError) return;
+          res.logger.warn({ err: error, runId: this.run.id }, "could not write snapshot rows");
+        });
+      },
+      afterMs: res.snapshotRowsAfterMs ?? ROWS_AFTER_MS,
+    });
   }
 
   /**
@@ -94,46 +119,45 @@ export class RunContext {
     this.prompt = null;
     await removePromptFile(path);
   }
-  /** Rows of a decided iteration not written yet (see `defer`), and their computation once started. */
-  private deferred: (() => Promise<MutationExtras>) | null = null;
-  private deferredRun: Promise<
-    { ok: true; writes: MutationExtras } | { ok: false; error: unknown }
-  > | null = null;
+
+  /** Snapshot rows of decided iterations, not written yet (see deferSnapshot). */
+  private readonly rows: DeferredRows;
   /** The writes of this context, one after the other (see `commit`). */
   private writing: Promise<unknown> = Promise.resolve();
 
   /**
-   * Hands over rows still to compute (an iteration's snapshot diffs: a git process), so that
-   * the next iteration starts without waiting for them: `startDeferred` starts them (once the
-   * next agent runs), and they are written as soon as they are ready, or by the first write
-   * that does not pass `keepDeferred` before that. A worker that dies first leaves them out;
-   * the run's next step writes them again (see backfillSnapshot).
+   * Hands over a decided iteration's snapshot whose rows (its diffs: a git process) are still
+   * to compute, so that the next iteration starts without waiting for them. They are computed
+   * beside a later iteration (see deferred-rows.ts) and written when ready, or by the first
+   * write that does not pass `keepDeferred` before that. A worker that dies first leaves them
+   * out; the run's next step writes them again (see backfillSnapshot).
    */
-  defer(compute: () => Promise<MutationExtras>): void {
-    if (this.deferred !== null) throw new Error("rows are already deferred: write them first");
-    this.deferred = compute;
-    this.deferredRun = null;
+  deferSnapshot(pending: PendingSnapshot): void {
+    this.rows.defer(pending);
   }
 
-  startDeferred(): void {
-    const compute = this.deferred;
-    if (compute === null || this.deferredRun !== null) return;
-    const run = compute().then(
-      (writes) => ({ ok: true as const, writes }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-    this.deferredRun = run;
-    void run.then(() => {
-      if (this.deferred !== compute) return; // a write took them meanwhile
-      this.commit({}).catch((error: unknown) => {
-        if (error instanceof LeaseLostError) return;
-        this.res.logger.warn({ err: error, runId: this.run.id }, "could not write snapshot rows");
-      });
-    });
+  /** An iteration starts: the deferred rows may be computed beside it (deferred-rows.ts). */
+  scheduleRows(): void {
+    this.rows.schedule();
+  }
+
+  /** Stops what this context left to timers (its step is over). */
+  dispose(): void {
+    this.rows.dispose();
+  }
+
+  /**
+   * The deferred rows, computed now if they are not yet, for the caller to write itself (with
+   * the decision that ends the run, which needs the run's change).
+   */
+  takeDeferredRows(): Promise<SnapshotRowWrites> {
+    const taken = this.writing.then(() => this.rows.drain());
+    this.writing = taken.catch(() => {});
+    return taken;
   }
 
   get hasDeferred(): boolean {
-    return this.deferred !== null;
+    return this.rows.any;
   }
 
   now(): number {
@@ -173,15 +197,15 @@ export class RunContext {
 
   /**
    * Applies a run patch, iteration changes and events in one fenced write — with the rows
-   * handed to `defer`, unless `keepDeferred` (a write that must not wait for them). The writes
-   * of a context go one after the other, in the order they were asked for (a write that
+   * handed to `deferSnapshot`, unless `keepDeferred` (a write that must not wait for them). The
+   * writes of a context go one after the other, in the order they were asked for (a write that
    * records a command's process group runs beside the engine's own).
    */
   commit(
     patch: RunPatch,
     events: EventSpec[] = [],
     iteration: MutationExtras = {},
-    opts: { keepDeferred?: boolean } = {},
+    opts: WriteOptions = {},
   ): Promise<RunRecord> {
     const done = this.writing.then(() => this.write(patch, events, iteration, opts));
     this.writing = done.catch(() => {});
@@ -192,22 +216,17 @@ export class RunContext {
     patch: RunPatch,
     events: EventSpec[],
     iteration: MutationExtras,
-    opts: { keepDeferred?: boolean },
+    opts: WriteOptions,
   ): Promise<RunRecord> {
     let extras = iteration;
-    if (this.deferred !== null && !opts.keepDeferred) {
-      this.startDeferred();
-      const running = this.deferredRun;
-      this.deferred = null;
-      this.deferredRun = null;
-      const settled = await running;
-      if (settled && !settled.ok) throw settled.error;
-      if (settled) {
-        // Rows of the same kind (this write's own snapshot and change) go after them.
-        const clash = Object.keys(settled.writes).some((key) => key in iteration);
-        if (clash) await this.write({}, [], settled.writes, { keepDeferred: true });
-        else extras = { ...settled.writes, ...iteration };
-      }
+    if (opts.rowsOf !== undefined) {
+      // A batch of rows, ready: unless a write took it meanwhile.
+      const rows = this.rows.take(opts.rowsOf);
+      if (rows === null) return this.run;
+      extras = mergeRows(await rows, iteration);
+    } else if (this.rows.any && !opts.keepDeferred) {
+      // This write's own rows (a newer snapshot's, and its change) go after them.
+      extras = mergeRows(await this.rows.drain(), iteration);
     }
     // Nothing to write (the rows it was for went with another write).
     if (Object.keys(patch).length === 0 && events.length === 0 && Object.keys(extras).length === 0)

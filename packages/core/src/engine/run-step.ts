@@ -52,6 +52,7 @@ export async function runStep(
   try {
     return await stepOnce(res, ctx, opts, claimed.started);
   } finally {
+    ctx.dispose();
     await ctx.releasePromptFile().catch(() => {});
   }
 }

@@ -55,8 +55,8 @@ export interface RunMutation {
   toolCalls?: NewToolCall[];
   /** A reviewed iteration's artifact (the iteration's `reviewId` and the run's `latestReviewId` point to it). */
   insertReview?: ReviewArtifact;
-  /** An iteration's workspace snapshot and its diff. */
-  insertSnapshot?: IterationSnapshot;
+  /** Iterations' workspace snapshots and their diffs (one per iteration attempt). */
+  insertSnapshots?: IterationSnapshot[];
   /** The run's whole change so far (replaces the previous one). */
   change?: RunChange;
   /** A pipeline phase's artifact (replaces an earlier one of the same phase). */

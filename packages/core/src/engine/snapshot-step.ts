@@ -1,5 +1,5 @@
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
-import { iterationDiffs } from "../snapshots/iteration-diffs";
+import { batchDiffs } from "../snapshots/iteration-diffs";
 import { WorkspaceSnapshots } from "../snapshots/workspace-snapshots";
 import { messageOf } from "../util/errors";
 import type { EngineResources } from "./resources";
@@ -53,11 +53,23 @@ export async function ensureBaseline(
   return null;
 }
 
-/** What an iteration's snapshot stores: its row (with its diff) and the run's change so far. */
-export interface SnapshotArtifacts {
-  /** The rows to write (empty when they are stored already: before a review). */
-  writes: Pick<MutationExtras, "insertSnapshot" | "change">;
+/**
+ * A decided iteration's snapshot whose rows are not stored yet (see RunContext.deferSnapshot):
+ * its diff against `parent` (the previous iteration's snapshot, or the baseline).
+ */
+export interface PendingSnapshot {
+  n: number;
+  attempt: number;
+  parent: string;
+  head: string;
+}
+
+/** What snapshots store: their rows (with their diffs) and the run's change up to the last. */
+export interface SnapshotRows {
+  writes: Pick<MutationExtras, "insertSnapshots" | "change">;
   change: RunChange;
+  /** The run's change as a patch (for a reviewer). */
+  reviewDiff: string;
 }
 
 export type IterationSnapshotResult =
@@ -69,11 +81,12 @@ export type IterationSnapshotResult =
       /** The run's change so far (baseline → this snapshot), for the reviewer. */
       reviewDiff: string;
       /**
-       * The diffs and rows — computed when first asked for when `deferred`: the decision
-       * needs only `changed`, and the git process of the diffs can run while the next
-       * iteration's agent does.
+       * Its rows when they are still to compute (`deferred`: the decision needs only
+       * `changed`; see RunContext.deferSnapshot), else null: stored already.
        */
-      artifacts: () => Promise<SnapshotArtifacts>;
+      pending: PendingSnapshot | null;
+      /** The run's change up to this snapshot, when its rows were computed here. */
+      change: RunChange | null;
     }
   | { ok: false; error: string };
 
@@ -81,8 +94,8 @@ export type IterationSnapshotResult =
  * Snapshots the workspace after iteration `n`, then computes its diff against the previous
  * snapshot (capped) and the run's whole change (baseline → now). With a review to follow
  * they are computed and stored at once, so that the diff is there while the reviewer runs;
- * else (`deferred`) the caller computes them when it wants them and writes them later (see
- * RunContext.defer: with the next write of the run, or its end).
+ * else (`deferred`) the caller hands them to RunContext.deferSnapshot, which computes them
+ * with those of other iterations and writes them later.
  */
 export async function snapshotIteration(
   res: EngineResources,
@@ -111,114 +124,133 @@ export async function snapshotIteration(
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
-  const artifacts = (abort?: AbortSignal) =>
-    snapshotArtifacts(res, ctx, { n, attempt, baseline, parent, head: id }, abort);
+  const pending: PendingSnapshot = { n, attempt, parent, head: id };
   const [parentTree, headTree] = trees;
   if (deferred && parentTree && headTree) {
-    // Started by whoever needs them first, once (not tied to this iteration's signal: the
-    // iteration ends before).
-    let later: Promise<SnapshotArtifacts> | null = null;
     return {
       ok: true,
       snapshotId: id,
       changed: parentTree !== headTree,
       reviewDiff: "",
-      artifacts: () => {
-        later ??= artifacts();
-        return later;
-      },
+      pending,
+      change: null,
     };
   }
-  let computed: SnapshotArtifacts & { reviewDiff: string };
+  let computed: SnapshotRows;
   try {
-    computed = await artifacts(signal);
+    computed = await snapshotRows(res, ctx, [pending], signal);
   } catch (error) {
     return { ok: false, error: `could not snapshot the workspace: ${messageOf(error)}` };
   }
-  const changed = (computed.writes.insertSnapshot?.diffBytes ?? 0) > 0;
-  if (deferred)
-    return { ok: true, snapshotId: id, changed, reviewDiff: "", artifacts: async () => computed };
+  const changed = (computed.writes.insertSnapshots?.[0]?.diffBytes ?? 0) > 0;
   await ctx.commit({}, [], computed.writes);
   return {
     ok: true,
     snapshotId: id,
     changed,
     reviewDiff: computed.reviewDiff,
-    artifacts: async () => ({ writes: {}, change: computed.change }),
+    pending: null,
+    change: computed.change,
   };
 }
 
+/** How many decided iterations without rows a resumed run looks back over (see below). */
+const BACKFILL_MAX = 64;
+
+const SNAPSHOT_LABEL = /^looprun (\S+) iteration (\d+) attempt (\d+)$/;
+
 /**
- * Writes the snapshot rows of the run's last decided iteration when they are missing: its
- * worker died between the decision and the deferred write (see RunContext.defer). They are
- * computed again from the snapshot, whose commit names its parent.
+ * Writes the snapshot rows of the run's last decided iterations when they are missing: their
+ * worker died between the decisions and the deferred write (see RunContext.deferSnapshot).
+ * They are computed again from the snapshots, whose commits name their parents: the walk goes
+ * back from the latest one to the first whose rows are stored.
  */
 export async function backfillSnapshot(res: EngineResources, ctx: RunContext): Promise<void> {
   const { run, lastDecided } = ctx;
-  const head = run.latestSnapshot;
-  if (lastDecided === null || head === null || run.baselineSnapshot === null) return;
-  if (head === run.baselineSnapshot) return;
+  const baseline = run.baselineSnapshot;
+  const latest = run.latestSnapshot;
+  if (lastDecided === null || latest === null || baseline === null) return;
+  if (latest === baseline) return;
   if (await res.store.hasSnapshot(run.id, lastDecided.n, lastDecided.attempt)) return;
-  const parent = await snapshotsOf(res).parentOf(run.sessionId, head);
-  if (parent === null) return;
-  const pair = { n: lastDecided.n, attempt: lastDecided.attempt, baseline: run.baselineSnapshot };
-  const { writes } = await snapshotArtifacts(res, ctx, { ...pair, parent, head });
+  const snapshots = snapshotsOf(res);
+  const missing: PendingSnapshot[] = [];
+  let next: Omit<PendingSnapshot, "parent"> | null = {
+    n: lastDecided.n,
+    attempt: lastDecided.attempt,
+    head: latest,
+  };
+  while (next !== null && missing.length < BACKFILL_MAX) {
+    const commit = await snapshots.commitOf(run.sessionId, next.head);
+    if (commit?.parent == null) break;
+    missing.unshift({ ...next, parent: commit.parent });
+    next = null;
+    if (commit.parent === baseline) break;
+    const before = await snapshots.commitOf(run.sessionId, commit.parent);
+    const label = SNAPSHOT_LABEL.exec(before?.message ?? "");
+    if (label === null || label[1] !== run.id) break;
+    const [n, attempt] = [Number(label[2]), Number(label[3])];
+    if (!(await res.store.hasSnapshot(run.id, n, attempt)))
+      next = { n, attempt, head: commit.parent };
+  }
+  if (missing.length === 0) return;
+  const { writes } = await snapshotRows(res, ctx, missing);
   await ctx.commit({}, [], writes);
   res.logger.info(
-    { runId: run.id, iteration: lastDecided.n },
+    { runId: run.id, iterations: missing.map((m) => m.n) },
     "wrote the snapshot rows an interrupted worker left out",
   );
 }
 
-interface SnapshotPair {
-  n: number;
-  attempt: number;
-  baseline: string;
-  parent: string;
-  head: string;
-}
-
-/** The diffs of snapshot `head` (one git process, see iteration-diffs.ts) as rows to write. */
-async function snapshotArtifacts(
+/**
+ * The rows of `pending` snapshots (iterations that followed one another, oldest first): each
+ * one's diff, and the run's change up to the last — from one git process (see
+ * iteration-diffs.ts).
+ */
+export async function snapshotRows(
   res: EngineResources,
   ctx: RunContext,
-  { n, attempt, baseline, parent, head }: SnapshotPair,
+  pending: readonly PendingSnapshot[],
   signal?: AbortSignal,
-): Promise<SnapshotArtifacts & { reviewDiff: string }> {
+): Promise<SnapshotRows> {
   const { run } = ctx;
-  const { diff, change: whole } = await iterationDiffs(snapshotsOf(res), {
+  const baseline = run.baselineSnapshot;
+  const last = pending.at(-1);
+  if (baseline === null || last === undefined) throw new Error("no snapshot rows to compute");
+  const { diffs, change: whole } = await batchDiffs(snapshotsOf(res), {
     sessionId: run.sessionId,
     baseline,
-    parent,
-    head,
+    pairs: pending.map(({ parent, head }) => ({ parent, head })),
     diffCapBytes: res.diffCapBytes ?? SNAPSHOT_DEFAULTS.diffCapBytes,
     patchCapBytes: res.patchCapBytes ?? SNAPSHOT_DEFAULTS.patchCapBytes,
     ...(signal ? { signal } : {}),
   });
   const now = ctx.now();
-  const snapshot: IterationSnapshot = {
-    runId: run.id,
-    n,
-    attempt,
-    snapshotId: head,
-    parentId: parent,
-    diff: diff.text,
-    diffBytes: diff.bytes,
-    diffTruncated: diff.truncated,
-    createdAt: now,
-  };
+  const rows: IterationSnapshot[] = pending.map(({ n, attempt, parent, head }, i) => {
+    const diff = diffs[i] as (typeof diffs)[number];
+    return {
+      runId: run.id,
+      n,
+      attempt,
+      snapshotId: head,
+      parentId: parent,
+      diff: diff.text,
+      diffBytes: diff.bytes,
+      diffTruncated: diff.truncated,
+      createdAt: now,
+    };
+  });
   const change: RunChange = {
     runId: run.id,
     baselineSnapshot: baseline,
-    headSnapshot: head,
-    iteration: n,
+    headSnapshot: last.head,
+    iteration: last.n,
     files: whole.files,
     stat: whole.stat,
     patch: whole.patch.truncated ? null : whole.patch.text,
     patchBytes: whole.patch.bytes,
     updatedAt: now,
   };
-  // The run's `latestSnapshot` moves on when the iteration is decided: an attempt that is
+  // The run's `latestSnapshot` moves on when an iteration is decided: an attempt that is
   // interrupted now leaves the next attempt comparing with the same parent.
-  return { writes: { insertSnapshot: snapshot, change }, change, reviewDiff: whole.patch.text };
+  return { writes: { insertSnapshots: rows, change }, change, reviewDiff: whole.patch.text };
 }

@@ -137,24 +137,29 @@ export function parseChangeOutput(out: Buffer, truncated: boolean): ChangeOutput
 }
 
 /**
- * `git diff-tree --stdin` prints each input line (`TREE_A TREE_B`) before that pair's diff.
- * Splits its output of two pairs at the second pair's line. Such a line cannot occur inside a
- * diff (no patch, stat or binary line is two object ids and a space), so the split is exact.
- * Returns null when the second pair's line is not in the kept output (it was capped before).
+ * `git diff-tree --stdin` prints each input line (`TREE_A TREE_B`) before that pair's diff
+ * (an empty one for equal trees). Splits its output at the pairs' lines, in their order: each
+ * part is a pair's output after its line, and `offset` where it starts. Such a line cannot
+ * occur inside a diff (no patch, stat or binary line is two object ids and a space), so the
+ * split is exact. Returns null when a pair's line is not in the kept output (it was capped
+ * before).
  */
-export function splitTwoPairs(
+export function splitPairs(
   out: Buffer,
-  first: string,
-  second: string,
-): { first: Buffer; second: Buffer; secondOffset: number } | null {
+  lines: readonly string[],
+): { output: Buffer; offset: number }[] | null {
+  const [first, ...rest] = lines;
+  if (first === undefined) return [];
   const head = Buffer.from(`${first}\n`);
   if (!out.subarray(0, head.length).equals(head)) return null;
-  const marker = out.indexOf(`\n${second}\n`, head.length - 1);
-  if (marker === -1) return null;
-  const secondOffset = marker + second.length + 2;
-  return {
-    first: out.subarray(head.length, marker + 1),
-    second: out.subarray(secondOffset),
-    secondOffset,
-  };
+  const parts: { output: Buffer; offset: number }[] = [];
+  let offset = head.length;
+  for (const line of rest) {
+    const marker = out.indexOf(`\n${line}\n`, offset - 1);
+    if (marker === -1) return null;
+    parts.push({ output: out.subarray(offset, marker + 1), offset });
+    offset = marker + line.length + 2;
+  }
+  parts.push({ output: out.subarray(offset), offset });
+  return parts;
 }

@@ -102,13 +102,13 @@ export function writeCommit(gitDir: string, fields: CommitFields): string {
 }
 
 /**
- * The tree and first parent (null for a root commit) of a commit stored as a loose object,
- * or null (not loose, or not a commit).
+ * The tree, first parent (null for a root commit) and message of a commit stored as a loose
+ * object, or null (not loose, or not a commit).
  */
 export async function readCommitHeader(
   gitDir: string,
   id: string,
-): Promise<{ tree: string; parent: string | null } | null> {
+): Promise<{ tree: string; parent: string | null; message: string } | null> {
   if (!isSha1(id)) return null;
   let raw: Buffer;
   try {
@@ -121,7 +121,10 @@ export async function readCommitHeader(
   const match = /^tree ([0-9a-f]{40})\n(?:parent ([0-9a-f]{40})\n)?/.exec(
     raw.toString("latin1", body + 1, body + 1 + 96),
   );
-  return match?.[1] ? { tree: match[1], parent: match[2] ?? null } : null;
+  if (!match?.[1]) return null;
+  const blank = raw.indexOf("\n\n", body + 1);
+  const message = blank === -1 ? "" : raw.toString("utf8", blank + 2).trimEnd();
+  return { tree: match[1], parent: match[2] ?? null, message };
 }
 
 const REF_NAME = /^refs\/[A-Za-z0-9_/-]+$/;

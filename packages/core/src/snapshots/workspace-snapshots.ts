@@ -217,7 +217,19 @@ export class WorkspaceSnapshots {
 
   /** The parent of a snapshot this store wrote (null: a root, or a commit git wrote). */
   async parentOf(sessionId: string, commit: string): Promise<string | null> {
-    return (await readCommitHeader(this.gitDir(sessionId), commit))?.parent ?? null;
+    return (await this.commitOf(sessionId, commit))?.parent ?? null;
+  }
+
+  /**
+   * A snapshot's parent (null for a root) and message (`looprun <runId> <label>`, as `take`
+   * writes it), or null when it is not a commit stored as a loose object.
+   */
+  async commitOf(
+    sessionId: string,
+    commit: string,
+  ): Promise<{ parent: string | null; message: string } | null> {
+    const header = await readCommitHeader(this.gitDir(sessionId), commit);
+    return header === null ? null : { parent: header.parent, message: header.message };
   }
 
   /** The tree of a snapshot: remembered when this process wrote it, else read from its object. */

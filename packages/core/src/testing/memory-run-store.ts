@@ -109,8 +109,8 @@ export class MemoryRunStore implements RunStore {
       if (it) Object.assign(it, structuredClone(patch));
     }
     if (m.insertReview) this.reviews.push(structuredClone(m.insertReview));
-    if (m.insertSnapshot) {
-      const { n, attempt } = m.insertSnapshot;
+    for (const snapshot of m.insertSnapshots ?? []) {
+      const { n, attempt } = snapshot;
       const others = this.snapshots.filter(
         (x) => !(x.runId === runId && x.n === n && x.attempt === attempt),
       );
@@ -118,7 +118,7 @@ export class MemoryRunStore implements RunStore {
         0,
         this.snapshots.length,
         ...others,
-        structuredClone({ ...m.insertSnapshot, runId }),
+        structuredClone({ ...snapshot, runId }),
       );
     }
     if (m.change) this.changes.set(runId, structuredClone({ ...m.change, runId }));

@@ -9,8 +9,7 @@ export async function writeArtifacts(tx: Tx, runId: string, m: RunMutation): Pro
   if (m.insertReview) {
     await tx.insert(reviewArtifacts).values({ ...m.insertReview, runId });
   }
-  if (m.insertSnapshot) {
-    const { runId: _ignored, ...snapshot } = m.insertSnapshot;
+  for (const { runId: _ignored, ...snapshot } of m.insertSnapshots ?? []) {
     await tx
       .insert(iterationSnapshots)
       .values({ ...snapshot, runId })

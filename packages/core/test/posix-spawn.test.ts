@@ -8,7 +8,7 @@ import { gitEnv, runGit } from "../src/snapshots/git";
 import { removeDir, tempDir } from "./support";
 
 /**
- * What spawning through posix_spawn (packages/spawn, src/process/posix-launch.ts) must keep of
+ * What spawning through the spawn addon (packages/spawn, src/process/posix-launch.ts) must keep of
  * Node's spawn; the rest of runCommand's behaviour is run-command.test.ts's, which runs through
  * it too.
  */
@@ -37,7 +37,7 @@ const run = (command: string, stdin?: string) =>
     ...(stdin !== undefined ? { stdin } : {}),
   });
 
-describe("spawning through posix_spawn", () => {
+describe("spawning without copying this process (the spawn addon)", () => {
   it("is built on Linux, as better-sqlite3 is (a C compiler is there)", () => {
     expect(process.platform).toBe("linux");
     expect(unavailable).toBeNull();
@@ -65,6 +65,25 @@ describe("spawning through posix_spawn", () => {
     const result = await run("yes | head -n 1");
     expect(result.exitCode).toBe(0);
     expect(result.output).toBe("y\n");
+  });
+
+  it("starts it with no signal ignored or blocked, whatever this process ignores, catches or blocks", async () => {
+    // This process ignores SIGPIPE (Node) and here SIGHUP too, and catches SIGUSR2: the child
+    // resets what the parent's /proc status names before it unblocks any signal.
+    const onUsr2 = () => {};
+    process.on("SIGUSR2", onUsr2);
+    const hup = process.listeners("SIGHUP");
+    process.on("SIGHUP", () => {});
+    try {
+      const own = readFileSync("/proc/self/status", "utf8");
+      expect(own).toMatch(/\nSigCgt:\t[0-9a-f]*[1-9a-f][0-9a-f]*\n/);
+      const result = await run("grep -E '^Sig(Ign|Blk):' /proc/self/status");
+      expect(result.output).toBe("SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+    } finally {
+      process.off("SIGUSR2", onUsr2);
+      process.removeAllListeners("SIGHUP");
+      for (const listener of hup) process.on("SIGHUP", listener);
+    }
   });
 
   it("feeds a string to its stdin, and tells the signal that killed it", async () => {

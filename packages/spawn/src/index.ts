@@ -1,8 +1,9 @@
 import { createRequire } from "node:module";
 
 /**
- * The posix_spawn addon (posix_spawn.c), built at install by build.mjs on Linux. `null` where it
- * was not built or cannot work here (then `unavailable` says why): callers spawn another way.
+ * The spawn addon (posix_spawn.c: what glibc's posix_spawn does, on a stack it keeps), built at
+ * install by build.mjs on Linux. `null` where it was not built or cannot work here (then
+ * `unavailable` says why): callers spawn another way.
  */
 export interface PosixSpawn {
   /** A pipe: [read end, write end], both close-on-exec. */

@@ -182,45 +182,60 @@ export async function runIteration(
     const validating = (index: number, command: string) =>
       `iteration ${n}/${spec.maxIterations}: running validation ${index + 1}/${total}: ${command}`;
     const first = spec.validationCommands[0];
-    await ctx.commit(
-      {
-        activePgid: null,
-        // The first validation command starts right after this write: its progress goes in it.
-        progress:
-          first === undefined
-            ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}`
-            : validating(0, first),
-      },
-      [
-        [
-          "agent_finished",
-          { iteration: n, exitCode: agent.exitCode, durationMs: agent.durationMs },
-        ],
-      ],
-      ctx.updateIteration({ agent }),
-      // Not waiting for the previous iteration's snapshot rows: they are written when ready.
-      { keepDeferred: true },
-    );
-
-    const validation = await runValidation({
-      commands: spec.validationCommands,
-      workspace: ctx.run.workspace,
-      env,
-      timeoutMs: spec.validationTimeoutMs,
-      deadlineMs: Math.max(1, left()),
-      outputCapBytes,
-      signal: watch.signal,
-      onSpawn,
-      onCommandStart: async (index, command) => {
-        if (index > 0)
-          await ctx.commit(
-            { progress: validating(index, command) },
-            [],
-            {},
-            { keepDeferred: true },
-          );
-      },
-    });
+    // The agent's end is written once the first validation command runs, with its process
+    // group: not between the two commands (one write less on the iteration's path, 0.5 ms on
+    // this machine); at once when there is no validation command.
+    const agentEnd = (pgid: number | null) =>
+      handledLater(
+        ctx.commit(
+          {
+            activePgid: pgid,
+            progress:
+              first === undefined
+                ? `iteration ${n}/${spec.maxIterations}: agent exited ${agent.exitCode}`
+                : validating(0, first),
+          },
+          [
+            [
+              "agent_finished",
+              { iteration: n, exitCode: agent.exitCode, durationMs: agent.durationMs },
+            ],
+          ],
+          ctx.updateIteration({ agent }),
+          // Not waiting for the previous iterations' snapshot rows: they are written when ready.
+          { keepDeferred: true },
+        ),
+      );
+    let agentWritten = first === undefined ? agentEnd(null) : null;
+    let validation: Awaited<ReturnType<typeof runValidation>>;
+    try {
+      validation = await runValidation({
+        commands: spec.validationCommands,
+        workspace: ctx.run.workspace,
+        env,
+        timeoutMs: spec.validationTimeoutMs,
+        deadlineMs: Math.max(1, left()),
+        outputCapBytes,
+        signal: watch.signal,
+        onSpawn: (pgid) => {
+          if (agentWritten === null) agentWritten = agentEnd(pgid);
+          else onSpawn(pgid);
+        },
+        onCommandStart: async (index, command) => {
+          if (index > 0)
+            await ctx.commit(
+              { progress: validating(index, command) },
+              [],
+              {},
+              { keepDeferred: true },
+            );
+        },
+      });
+    } finally {
+      // No validation command started (one could not be run, an interruption came first).
+      agentWritten ??= agentEnd(null);
+    }
+    await agentWritten;
     const afterValidation = watch.interruption(left());
     if (afterValidation || validation.interrupted) {
       const why =
@@ -363,6 +378,12 @@ export function describeInterruption(why: Interruption): string {
     default:
       return assertNever(why);
   }
+}
+
+/** `promise`, awaited later: its failure is not an unhandled rejection meanwhile. */
+function handledLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 /** The workspace phase's failure when the workspace leads elsewhere now (workspace-check.ts). */

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { WorkspaceSnapshots } from "@looprun/core";
@@ -150,5 +150,34 @@ describe.skipIf(process.platform !== "linux")("a session's long-lived git diff-t
     expect(ok.stdoutRaw.toString()).toBe(oneShot(good));
     expect(ok.stdoutRaw.toString()).toContain("+line\n");
     expect(snapshots.diffTrees).toEqual({ longLived: 1, oneShot: 1 });
+  });
+
+  it("does not keep its process alive while idle", async () => {
+    const [baseline, first] = (await iterations(1)) as [string, string];
+    const tree = (id: string) => git("rev-parse", `${id}^{tree}`).trim();
+    const script = join(dir, "idle.mts");
+    const core = new URL("../src/index.ts", import.meta.url).pathname;
+    writeFileSync(
+      script,
+      [
+        'import { writeFileSync } from "node:fs";',
+        `import { WorkspaceSnapshots } from ${JSON.stringify(core)};`,
+        `const snapshots = new WorkspaceSnapshots({ root: ${JSON.stringify(join(dir, "snapshots"))} });`,
+        `const pairs = ${JSON.stringify(`${tree(baseline)} ${tree(first)}\n`)};`,
+        'const out = await snapshots.diffTree("s1", ["-r", "-p"], pairs, 1 << 20);',
+        `writeFileSync(${JSON.stringify(join(dir, "idle.json"))}, JSON.stringify({ diff: out.stdoutRaw.toString(), ...snapshots.diffTrees }));`,
+        // No close(): the idle diff-tree process (30 s before it ends) must not hold this one.
+      ].join("\n"),
+    );
+    // Killed at the timeout (a signal) if the idle process held it.
+    const child = spawnSync(process.execPath, ["--import", "tsx", script], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    expect(child.signal).toBeNull();
+    expect(child.stderr).toBe("");
+    const got = JSON.parse(readFileSync(join(dir, "idle.json"), "utf8"));
+    expect(got).toMatchObject({ longLived: 1, oneShot: 0 });
+    expect(got.diff).toContain("+line\n");
   });
 });

@@ -24,6 +24,11 @@ export interface PosixSpawn {
     newSession: boolean,
     onExit: (code: number | null, signal: number | null) => void,
   ): number;
+  /**
+   * Whether the watch of a process it started (until it is reaped) keeps the event loop alive,
+   * as a ChildProcess's `ref()` and `unref()`. False when it watches no such process.
+   */
+  ref(pid: number, on: boolean): boolean;
 }
 
 interface Binding extends PosixSpawn {

@@ -14,6 +14,7 @@
  *   spawn(file, argv, envp, cwd | null, [stdin, stdout, stderr], newSession, onExit) -> pid
  *     onExit(code | null, signalNumber | null) is called once the process is reaped: a pidfd
  *     in the event loop tells when it has exited. Errors carry a negative errno, as Node's.
+ *   ref(pid, on) -> whether it watches pid; its watch keeps the event loop alive or not
  *   usable: false with `reason` when this kernel has no pidfd_open (Linux < 5.3).
  */
 #define _GNU_SOURCE
@@ -422,6 +423,34 @@ static napi_value js_spawn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * ref(pid, on): whether the watch of a running process keeps the event loop alive (a process
+ * kept for later requests, idle, does not). False when no such process is watched.
+ */
+static napi_value js_ref(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t pid = 0;
+  bool on = true;
+  napi_value result;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &pid) != napi_ok ||
+      napi_get_value_bool(env, argv[1], &on) != napi_ok) {
+    napi_throw_type_error(env, NULL, "ref(pid, on)");
+    return NULL;
+  }
+  state_t *state;
+  napi_get_instance_data(env, (void **)&state);
+  watch_t *w = state->watched;
+  while (w != NULL && w->pid != pid) w = w->next;
+  if (w != NULL) {
+    if (on) uv_ref((uv_handle_t *)&w->poll);
+    else uv_unref((uv_handle_t *)&w->poll);
+  }
+  napi_get_boolean(env, w != NULL, &result);
+  return result;
+}
+
 /* The environment ends (a worker thread exits) with processes still watched: stop watching. */
 static void cleanup(napi_async_cleanup_hook_handle handle, void *data) {
   state_t *state = data;
@@ -470,8 +499,9 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
       {"pipe", NULL, js_pipe, NULL, NULL, NULL, napi_default, NULL},
       {"spawn", NULL, js_spawn, NULL, NULL, NULL, napi_default, NULL},
+      {"ref", NULL, js_ref, NULL, NULL, NULL, napi_default, NULL},
   };
-  napi_define_properties(env, exports, 2, methods);
+  napi_define_properties(env, exports, 3, methods);
   return exports;
 }
 

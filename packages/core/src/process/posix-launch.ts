@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants, openSync, statSync } from "node:fs";
 import { Socket } from "node:net";
 import { constants as os } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { Readable } from "node:stream";
+import { Readable, Writable } from "node:stream";
 import { type PosixSpawn, posixSpawn, unavailable } from "@looprun/spawn";
 import type { Launched, LaunchOptions } from "./launch";
 
@@ -70,10 +70,33 @@ function resolveProgram(file: string, env: Record<string, string>, cwd?: string)
   throw spawnError(file, denied ? "EACCES" : "ENOENT");
 }
 
+/** A process whose stdin stays open for its caller (see launchKept). */
+export interface KeptProcess extends Launched {
+  /** Its stdin, open until the caller ends it. */
+  readonly stdin: Writable;
+  /** Whether the process and its pipes keep this process alive, as a ChildProcess's ref. */
+  setRef(on: boolean): void;
+}
+
+/**
+ * Starts `file args` through posix_spawn with its stdin a pipe the caller keeps writing to (a
+ * process kept for requests, see diff-tree-process.ts); null where the addon is not built.
+ * A process that cannot start emits `error`, as Node's does.
+ */
+export function launchKept(
+  file: string,
+  args: readonly string[],
+  opts: Pick<LaunchOptions, "cwd" | "env">,
+): KeptProcess | null {
+  if (!posixSpawnAvailable) return null;
+  const notStarted = (error: NodeJS.ErrnoException) => new PosixProcess().notStarted(error);
+  return posixLaunch(file, args, { ...opts, keepStdin: true }, notStarted) as PosixProcess;
+}
+
 export function posixLaunch(
   file: string,
   args: readonly string[],
-  opts: LaunchOptions,
+  opts: LaunchOptions & { keepStdin?: boolean },
   notStarted: (error: NodeJS.ErrnoException) => Launched,
 ): Launched {
   const binding = posixSpawn as PosixSpawn;
@@ -87,7 +110,7 @@ export function posixLaunch(
     if (opts.stdinFile !== undefined) {
       stdin = openSync(opts.stdinFile, "r");
       childEnds.push(stdin);
-    } else if (opts.stdin) {
+    } else if (opts.stdin || opts.keepStdin) {
       const [read, write] = binding.pipe();
       childEnds.push(read);
       parentEnds.push(write);
@@ -136,7 +159,13 @@ export function posixLaunch(
     // killed first, when its streams cannot be made (which does not happen in practice).
     begin = () => {
       try {
-        return child.started(pid, outRead, errRead, stdinWrite, opts.stdin ?? "");
+        return child.started(
+          pid,
+          outRead,
+          errRead,
+          stdinWrite,
+          opts.keepStdin ? null : (opts.stdin ?? ""),
+        );
       } catch (error) {
         try {
           process.kill(opts.detached ? -pid : pid, "SIGKILL");
@@ -152,12 +181,14 @@ export function posixLaunch(
 }
 
 /** A process posix_spawn started, as a ChildProcess shows it. */
-class PosixProcess extends EventEmitter implements Launched {
+class PosixProcess extends EventEmitter implements KeptProcess {
   pid: number | undefined = undefined;
   // Set in started(), before the caller sees this object.
   stdout!: Socket;
   /** An empty stream when stderr goes to stdout's pipe (`mergeOutput`). */
   stderr!: Readable;
+  /** Its stdin, when the caller keeps it open (see launchKept). */
+  stdin!: Writable;
   private open = 0;
   private status: [number | null, NodeJS.Signals | null] | null = null;
   private closed = false;
@@ -167,16 +198,20 @@ class PosixProcess extends EventEmitter implements Launched {
     out: number,
     err: number | null,
     stdinWrite: number | null,
-    input: string,
+    /** Written to its stdin, which is then closed; null: the caller keeps it (launchKept). */
+    input: string | null,
   ): this {
     this.pid = pid;
     this.stdout = this.output(out);
     this.stderr = err === null ? Readable.from([]) : this.output(err);
     if (stdinWrite !== null) {
       const stdin = new Socket({ fd: stdinWrite, readable: false, writable: true });
-      // The process did not read its stdin (EPIPE): not an error of ours.
-      stdin.on("error", () => {});
-      stdin.end(input);
+      if (input === null) this.stdin = stdin;
+      else {
+        // The process did not read its stdin (EPIPE): not an error of ours.
+        stdin.on("error", () => {});
+        stdin.end(input);
+      }
     }
     process.nextTick(() => this.emit("spawn"));
     return this;
@@ -192,6 +227,25 @@ class PosixProcess extends EventEmitter implements Launched {
       }
     }
     this.maybeClose();
+  }
+
+  /** A process that could not start (launchKept): `error`, and streams that take and give nothing. */
+  notStarted(error: NodeJS.ErrnoException): this {
+    this.stdout = new Socket();
+    this.stderr = Readable.from([]);
+    this.stdin = new Writable({ write: (_chunk, _encoding, done) => done() });
+    process.nextTick(() => this.emit("error", error));
+    return this;
+  }
+
+  setRef(on: boolean): void {
+    if (this.pid !== undefined && this.status === null) posixSpawn?.ref(this.pid, on);
+    for (const stream of [this.stdin, this.stdout, this.stderr]) {
+      if (stream instanceof Socket) {
+        if (on) stream.ref();
+        else stream.unref();
+      }
+    }
   }
 
   kill(signal: NodeJS.Signals = "SIGTERM"): boolean {

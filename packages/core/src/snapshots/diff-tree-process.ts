@@ -1,6 +1,7 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
+import { launchKept } from "../process/posix-launch";
 
 /**
  * `git diff-tree --stdin` kept running for a snapshot git dir, so that an iteration's diffs
@@ -14,10 +15,41 @@ import type { Socket } from "node:net";
  * output ends with that marker. One request at a time; whatever goes wrong (git says anything
  * on stderr, exits, times out, or the caller aborts) kills the process and answers `null`, and
  * the caller runs git the usual way. An idle process ends after `idleMs`; it never keeps its
- * own process alive, and it ends with it (its stdin closes). It is spawned here, not through
- * the launcher (launch.ts), whose processes take their stdin at once: once per git dir, not
- * once per request.
+ * own process alive, and it ends with it (its stdin closes). It is spawned through posix_spawn
+ * where the addon is built (launchKept: Node's spawn blocked a worker's event loop 9–14 ms for
+ * each new session's first diffs, bench/RESULTS.md), else by Node's spawn — not through the
+ * launcher (launch.ts), whose processes take their stdin at once.
  */
+
+/** What this file uses of a spawned git: a ChildProcess or a process posix_spawn started. */
+interface GitProcess {
+  stdin: {
+    write(text: string): unknown;
+    end(): unknown;
+    on(event: "error", f: () => void): unknown;
+  };
+  stdout: { on(event: "data", f: (chunk: Buffer) => void): unknown };
+  stderr: { on(event: "data", f: (chunk: Buffer) => void): unknown };
+  on(event: "error" | "close", f: () => void): unknown;
+  kill(signal: NodeJS.Signals): boolean;
+  setRef(on: boolean): void;
+}
+
+function spawnGit(args: readonly string[], env: Record<string, string>): GitProcess {
+  const kept = launchKept("git", args, { env });
+  if (kept !== null) return kept;
+  const child = spawn("git", [...args], { env, stdio: ["pipe", "pipe", "pipe"] });
+  return Object.assign(child, {
+    setRef(on: boolean) {
+      // The pipes of a spawned process are sockets (its stdio types say streams).
+      const { stdin, stdout, stderr } = child as unknown as Record<string, Socket>;
+      for (const handle of [child, stdin, stdout, stderr]) {
+        if (on) handle?.ref();
+        else handle?.unref();
+      }
+    },
+  });
+}
 
 export interface DiffTreeOutput {
   /** The head of the output, up to the cap. */
@@ -49,7 +81,7 @@ export interface DiffTreeProcessOptions {
 }
 
 export class DiffTreeProcess {
-  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly child: GitProcess;
   private readonly nonce = randomBytes(12).toString("hex");
   private seq = 0;
   private pending: Pending | null = null;
@@ -58,7 +90,7 @@ export class DiffTreeProcess {
   dead = false;
 
   constructor(private readonly opts: DiffTreeProcessOptions) {
-    this.child = spawn("git", [...opts.args], { env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.child = spawnGit(opts.args, opts.env);
     this.child.on("error", () => this.kill());
     this.child.on("close", () => this.kill());
     this.child.stdin.on("error", () => this.kill());
@@ -169,12 +201,7 @@ export class DiffTreeProcess {
 
   /** Busy, the process and its pipes keep this process alive; idle, they do not. */
   private setRef(on: boolean): void {
-    // The pipes of a spawned process are sockets (its stdio types say streams).
-    const { stdin, stdout, stderr } = this.child as unknown as Record<string, Socket>;
-    for (const handle of [this.child, stdin, stdout, stderr]) {
-      if (on) handle?.ref();
-      else handle?.unref();
-    }
+    this.child.setRef(on);
   }
 }
 

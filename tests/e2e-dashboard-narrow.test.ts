@@ -52,8 +52,12 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium on a narrow screen", 
       await d.waitText("#run-status", "running");
       await page.locator("#stop-run:not([disabled])").waitFor();
       await d.shot("narrow-run-long-task");
-      // The task scrolls in its few lines: the run's state is near the top.
-      expect((await page.locator("#run-status").boundingBox())!.y).toBeLessThan(PHONE.height);
+      // The task scrolls in its few lines: the run's state is near the top. Asked again while the
+      // page redraws the badge (each event it replays, or its refresh, replaces the element:
+      // between the two, it has no box).
+      await expect
+        .poll(async () => (await page.locator("#run-status").boundingBox())?.y ?? Infinity)
+        .toBeLessThan(PHONE.height);
       expect(await pageWidth()).toBeLessThanOrEqual(PHONE.width);
       const stop = await page.locator("#stop-run").boundingBox();
       expect(stop).not.toBeNull();

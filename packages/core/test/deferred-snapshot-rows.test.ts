@@ -103,10 +103,11 @@ describe("snapshot rows written after their iteration's decision", () => {
       ws,
     );
     store.add(run);
-    // The write of iteration 1's snapshot rows never lands, nor anything after it: the three
-    // iterations are quick, so that write is the run's end, with the rows of all three.
+    // The write of iteration 1's snapshot rows never lands, nor anything after it: none of the
+    // iterations runs long enough for the rows to be computed beside it (however slow the
+    // machine), so that write is the run's end, with the rows of all three.
     store.faultOn = (m) => m.insertSnapshots?.some((s) => s.n === 1) === true;
-    const dead = runStep(resources(store), run.id);
+    const dead = runStep(resources(store, { snapshotRowsAfterMs: 60_000 }), run.id);
     const deadline = Date.now() + 10_000;
     while (store.faultOn !== null && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));

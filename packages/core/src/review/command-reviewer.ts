@@ -34,8 +34,9 @@ const STDERR_KEPT_BYTES = 4096;
  * come, `stdbuf -o0`: a `head` killed before its end would lose what it holds), `tail` its
  * last (read to the end: a reviewer is never stopped for what it logs), each in a file of its
  * own, so stderr cannot corrupt the JSON and fills no disk. Once the reviewer exits they get a
- * moment to keep what is left in the FIFO (they end at once unless something the reviewer
- * left in the background holds its stderr: then only the start is kept), and the command ends
+ * second to keep what is left in the FIFO (they end at once unless something the reviewer
+ * left in the background holds its stderr: then only the start is kept; 0.2 s was too short
+ * for `tail` to be scheduled on a loaded 2-core machine, and its end was lost), and the command ends
  * with the reviewer's status: what it left in the background is killed with its process
  * group, as an agent's is. (With its stdout through `head` as well, the command waited for
  * such a child, holding a review that had been printed until its timeout.)
@@ -49,7 +50,7 @@ const REVIEWER = [
   "status=$?",
   // The shell's own notes ("Terminated") would go to stdout, the review's.
   "exec 2> /dev/null",
-  '{ sleep 0.2; kill "$kept"; } &',
+  '{ sleep 1; kill "$kept"; } &',
   'wait "$kept"',
   'exit "$status"',
 ].join("\n");

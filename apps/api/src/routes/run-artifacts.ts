@@ -3,6 +3,7 @@ import { SNAPSHOT_DEFAULTS } from "@looprun/core";
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
 import { ApiError, notFound } from "../errors";
+import { jsonBody } from "../json-body";
 import { presentPhaseArtifact } from "../presenters";
 
 /** Set on a diff that was cut at the stored cap. */
@@ -65,7 +66,7 @@ export function runArtifactRoutes(deps: AppDeps): Hono {
       deps.repo.artifacts.change(run.id),
       deps.repo.artifacts.phases(run.id),
     ]);
-    return c.json({
+    return jsonBody(c, {
       items: phases.map(presentPhaseArtifact),
       change:
         change === null

@@ -14,6 +14,7 @@ import { monotonicFactory } from "ulid";
 import { z } from "zod";
 import type { AppDeps } from "../app-deps";
 import { ApiError, invalidRequest, notFound, unavailable } from "../errors";
+import { jsonBody } from "../json-body";
 import { pooledRandom } from "../pooled-random";
 import {
   presentEvent,
@@ -183,7 +184,10 @@ export function runRoutes(deps: AppDeps): Hono {
     const q = parseQuery(c, ListRunsQuery);
     const page = await deps.repo.listRuns(q);
     const t = now();
-    return c.json({ items: page.items.map((r) => presentRun(r, t)), nextCursor: page.nextCursor });
+    return jsonBody(c, {
+      items: page.items.map((r) => presentRun(r, t)),
+      nextCursor: page.nextCursor,
+    });
   });
 
   app.get("/:id", async (c) => {
@@ -208,26 +212,26 @@ export function runRoutes(deps: AppDeps): Hono {
     ]);
     const snapshotOf = (n: number, attempt: number) =>
       snapshots.find((s) => s.n === n && s.attempt === attempt);
-    return c.json({
+    return jsonBody(c, {
       items: iterations.map((it) => presentIteration(it, snapshotOf(it.n, it.attempt))),
     });
   });
 
   app.get("/:id/tool-calls", async (c) => {
     const run = await loadRun(c.req.param("id"));
-    return c.json({ items: (await deps.repo.listToolCalls(run.id)).map(presentToolCall) });
+    return jsonBody(c, { items: (await deps.repo.listToolCalls(run.id)).map(presentToolCall) });
   });
 
   app.get("/:id/reviews", async (c) => {
     const run = await loadRun(c.req.param("id"));
-    return c.json({ items: (await deps.repo.listReviews(run.id)).map(presentReview) });
+    return jsonBody(c, { items: (await deps.repo.listReviews(run.id)).map(presentReview) });
   });
 
   app.get("/:id/events", async (c) => {
     const q = parseQuery(c, ListEventsQuery);
     const run = await loadRun(c.req.param("id"));
     const events = await deps.repo.listEvents(run.id, q.after, q.limit);
-    return c.json({ items: events.map(presentEvent) });
+    return jsonBody(c, { items: events.map(presentEvent) });
   });
 
   app.route("/", runArtifactRoutes(deps));

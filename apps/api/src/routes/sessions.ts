@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
+import { jsonBody } from "../json-body";
 import { presentRun } from "../presenters";
 
 export function sessionRoutes(deps: AppDeps): Hono {
@@ -14,7 +15,7 @@ export function sessionRoutes(deps: AppDeps): Hono {
     const active = found.runs.find((r) =>
       ["queued", "running", "awaiting_approval", "stopping"].includes(r.status),
     );
-    return c.json({
+    return jsonBody(c, {
       id: found.session.id,
       workspace: found.session.workspace,
       createdAt: new Date(found.session.createdAt).toISOString(),

@@ -7,8 +7,9 @@ import {
   type RunRecord,
 } from "@looprun/core";
 import type { ReviewArtifactRow, SnapshotRef, ToolCallRow } from "@looprun/db";
+import { isoTime } from "./iso-time";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
 /** A run as the API shows it. */
 export function presentRun(run: RunRecord, now: number) {

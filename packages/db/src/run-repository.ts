@@ -11,7 +11,7 @@ import {
   type RunStatus,
   type SessionRecord,
 } from "@looprun/core";
-import { and, asc, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { approvePlan, rejectApproval, replyToQuestion } from "./approvals";
 import {
   iterationSnapshot,
@@ -25,6 +25,7 @@ import {
   type ConvergenceStatsFilter,
   convergenceStats,
 } from "./convergence-stats";
+import { readEvents } from "./event-log";
 import { listPatterns, type PatternFilter } from "./failure-patterns";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import { liveRuns } from "./live-queries";
@@ -38,7 +39,6 @@ import {
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
-  toEventRecord,
   toIterationRecord,
   toRunRecord,
   toSessionRecord,
@@ -46,15 +46,7 @@ import {
 import type { RunRepositoryPort } from "./repository";
 import { SqliteRetention } from "./retention";
 import { recordRollback } from "./rollbacks";
-import {
-  events,
-  idempotencyKeys,
-  iterations,
-  reviewArtifacts,
-  runs,
-  sessions,
-  toolCalls,
-} from "./schema";
+import { idempotencyKeys, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
 import { finalizeStop, requestStop, type StopRequest } from "./stop-requests";
 import { type ToolStats, type ToolStatsFilter, toolStats } from "./tool-stats";
 import {
@@ -267,14 +259,7 @@ export class RunRepository implements RunRepositoryPort {
   }
 
   listEvents(runId: string, after: number, limit: number): EventRecord[] {
-    return this.db
-      .select()
-      .from(events)
-      .where(and(eq(events.runId, runId), gt(events.seq, after)))
-      .orderBy(asc(events.seq))
-      .limit(limit)
-      .all()
-      .map(toEventRecord);
+    return readEvents(this.db, runId, after, limit);
   }
 
   listToolCalls(runId: string): ToolCallRow[] {

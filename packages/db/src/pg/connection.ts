@@ -8,6 +8,11 @@ import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema>;
 
+/** drizzle(pool) keeps the pool as `$client`; its type leaves it out. */
+export function poolOf(db: PgDb): pg.Pool {
+  return (db as unknown as { $client: pg.Pool }).$client;
+}
+
 export interface PgDatabase {
   db: PgDb;
   pool: pg.Pool;

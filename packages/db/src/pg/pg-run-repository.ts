@@ -8,14 +8,13 @@ import {
   type RunRecord,
   type SessionRecord,
 } from "@looprun/core";
-import { and, asc, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lt, type SQL } from "drizzle-orm";
 import type { ConvergenceStats, ConvergenceStatsFilter } from "../convergence-stats";
 import type { PatternFilter } from "../failure-patterns";
 import type { MetricsReader } from "../metrics-reader";
 import {
   type ReviewArtifactRow,
   type ToolCallRow,
-  toEventRecord,
   toIterationRecord,
   toRunRecord,
   toSessionRecord,
@@ -33,22 +32,20 @@ import {
   runChange,
 } from "./artifact-queries";
 import type { PgDb } from "./connection";
-import { appendEvents } from "./event-log";
+import { appendEvents, readEvents } from "./event-log";
 import { listPatterns } from "./failure-patterns";
 import { liveRuns } from "./live-queries";
 import { PgMetricsReader } from "./metrics-reader";
 import { withoutNul } from "./nul-bytes";
 import { isPgUnavailable } from "./pg-errors";
 import { PgRetention } from "./retention";
-import { events, iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
+import { iterations, reviewArtifacts, runs, sessions, toolCalls } from "./schema";
 import { convergenceStats, toolStats } from "./stats";
 import { finalizeStop, requestStop } from "./stop-requests";
 import { createRun } from "./submit";
 import { holdWorkspace, releaseWorkspace } from "./workspace-holds";
 
 const active = [...ACTIVE_STATUSES];
-/** The largest value of an `integer` column (events.seq). */
-const MAX_SEQ = 2_147_483_647;
 
 /**
  * The API's reads and writes (the `RunRepositoryPort`) on PostgreSQL, asynchronous: the same
@@ -152,14 +149,8 @@ export class PgRunRepository implements RunRepositoryPort {
   }
 
   /** `after` may exceed what `seq` (an `integer`) holds: PostgreSQL would refuse the parameter. */
-  async listEvents(runId: string, after: number, limit: number): Promise<EventRecord[]> {
-    const rows = await this.db
-      .select()
-      .from(events)
-      .where(and(eq(events.runId, runId), gt(events.seq, Math.min(after, MAX_SEQ))))
-      .orderBy(asc(events.seq))
-      .limit(limit);
-    return rows.map(toEventRecord);
+  listEvents(runId: string, after: number, limit: number): Promise<EventRecord[]> {
+    return readEvents(this.db, runId, after, limit);
   }
 
   async listToolCalls(runId: string): Promise<ToolCallRow[]> {

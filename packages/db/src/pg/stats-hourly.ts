@@ -1,5 +1,4 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
-import type pg from "pg";
 import type {
   HourWindow,
   IterationsByOutcomeRow,
@@ -7,7 +6,7 @@ import type {
   ToolErrorRow,
   ToolRow,
 } from "../stats-hourly";
-import type { PgDb } from "./connection";
+import { type PgDb, poolOf } from "./connection";
 
 /**
  * ../stats-hourly.ts on PostgreSQL: whole hours from the hourly sums, the edges of the window
@@ -104,11 +103,6 @@ from (
 group by server, tool, error having sum(n) > 0
 order by count desc, server collate "C", tool collate "C", error collate "C"
 limit $7`;
-
-/** drizzle(pool) keeps the pool as `$client`; its type leaves it out. */
-export function poolOf(db: PgDb): pg.Pool {
-  return (db as unknown as { $client: pg.Pool }).$client;
-}
 
 const params = (w: HourWindow) => [w.h1, w.h2, w.a1, w.b1, w.a2, w.b2];
 

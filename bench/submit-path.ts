@@ -9,8 +9,16 @@ import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
 const CONCURRENCY = 20;
-/** Requests between the first measurement and the second, of a warm process. */
-const WARMING = { full: 4000, quick: 1000 };
+
+type Phase = "warm-up" | "measured" | "warming";
+
+/** Requests of each phase (`warming`: between the first measurement and the second). */
+const REQUESTS: Record<"full" | "quick", Record<Phase, number>> = {
+  full: { "warm-up": 200, measured: 2000, warming: 4000 },
+  quick: { "warm-up": 200, measured: 600, warming: 1000 },
+};
+
+const requestsOf = (ctx: BenchContext) => REQUESTS[ctx.quick ? "quick" : "full"];
 
 /** Distinct sessions, a trivial command agent and test: the smallest realistic submit. */
 function submitBody(tag: string) {
@@ -23,24 +31,14 @@ function submitBody(tag: string) {
     });
 }
 
-type Phase = "warm-up" | "measured" | "warming";
-
 function loadOptions(ctx: BenchContext, baseUrl: string, phase: Phase): LoadOptions {
   const tag = randomBytes(4).toString("hex");
-  const requests =
-    phase === "warm-up"
-      ? 200
-      : phase === "warming"
-        ? WARMING[ctx.quick ? "quick" : "full"]
-        : ctx.quick
-          ? 600
-          : 2000;
   return {
     baseUrl,
     method: "POST",
     path: "/api/runs",
     concurrency: CONCURRENCY,
-    requests,
+    requests: requestsOf(ctx)[phase],
     maxMs: phase === "warm-up" || ctx.quick ? 10_000 : 30_000,
     body: submitBody(`${phase[0]}-${tag}`),
   };
@@ -165,8 +163,9 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
   const throughput = figure("throughput", "req/s", "fresh", (r) => r.throughput);
   const p50 = figure("latency p50", "ms", "fresh", (r) => r.p50Ms);
   const p99 = figure("latency p99", "ms", "fresh", (r) => r.p99Ms);
-  const warming = WARMING[ctx.quick ? "quick" : "full"] + (ctx.quick ? 800 : 2200);
-  const warm = `warm (after ${warming.toLocaleString("en")} requests)`;
+  const n = requestsOf(ctx);
+  const before = n["warm-up"] + n.measured + n.warming;
+  const warm = `warm (after ${before.toLocaleString("en")} requests)`;
   return {
     id: engine === "sqlite" ? "submit-path" : "submit-path-postgres",
     title: engine === "sqlite" ? "2. Submit path" : "2b. Submit path, PostgreSQL",
@@ -179,8 +178,8 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
       { ...figure(`latency p99, ${warm}`, "ms", "warm", (r) => r.p99Ms), digits: 2 },
     ],
     notes: [
-      `${CONCURRENCY} requests in flight over keep-alive connections (a closed-loop generator in the bench process, node:http), ${ctx.quick ? 600 : 2000} requests per repetition after 200 warm-up requests; every request a new session, a command agent and a testCommand. The goals are judged on these figures, as before.`,
-      `The \`warm\` figures: the same process, after ${WARMING[ctx.quick ? "quick" : "full"].toLocaleString("en")} more requests, measured again (${ctx.quick ? 600 : 2000} requests), the baseline likewise — a running service's figures: V8 optimises a fresh process's code over its first few thousand requests (looprun's API spent ~1.4 ms of CPU per submit in its first 500 and ~0.4 ms after 3,000; the bare handler's path is short and warms sooner).`,
+      `${CONCURRENCY} requests in flight over keep-alive connections (a closed-loop generator in the bench process, node:http), ${n.measured} requests per repetition after ${n["warm-up"]} warm-up requests; every request a new session, a command agent and a testCommand. The goals are judged on these figures, as before.`,
+      `The \`warm\` figures: the same process, after ${n.warming.toLocaleString("en")} more requests, measured again (${n.measured} requests), the baseline likewise — a running service's figures: V8 optimises a fresh process's code over its first few thousand requests (looprun's API spent ~1.4 ms of CPU per submit in its first 500 and ~0.4 ms after 3,000; the bare handler's path is short and warms sooner).`,
       "No worker runs: the API alone is measured; jobs wait in Redis. A fresh API process and database for every repetition, the baseline server likewise, alternating.",
       "looprun's API ran with RATE_LIMIT_PER_MINUTE=0: a per-client limit would answer 429 to a load test from one address (on loopback none is set by default, beyond it 1200/min).",
       engine === "sqlite"

@@ -152,7 +152,12 @@ describe.skipIf(process.platform !== "linux")("a session's long-lived git diff-t
     expect(snapshots.diffTrees).toEqual({ longLived: 1, oneShot: 1 });
   });
 
-  it("does not keep its process alive while idle", async () => {
+  // Both ways a kept git starts: posix_spawn (the addon, as workers spawn), and Node's spawn
+  // where this process spawns otherwise (useLauncher(false): no addon, or asked for).
+  it.each([
+    ["posix_spawn", ""],
+    ["Node's spawn", "useLauncher(false);"],
+  ])("does not keep its process alive while idle (started by %s)", async (_way, setup) => {
     const [baseline, first] = (await iterations(1)) as [string, string];
     const tree = (id: string) => git("rev-parse", `${id}^{tree}`).trim();
     const script = join(dir, "idle.mts");
@@ -161,7 +166,8 @@ describe.skipIf(process.platform !== "linux")("a session's long-lived git diff-t
       script,
       [
         'import { writeFileSync } from "node:fs";',
-        `import { WorkspaceSnapshots } from ${JSON.stringify(core)};`,
+        `import { useLauncher, WorkspaceSnapshots } from ${JSON.stringify(core)};`,
+        setup,
         `const snapshots = new WorkspaceSnapshots({ root: ${JSON.stringify(join(dir, "snapshots"))} });`,
         `const pairs = ${JSON.stringify(`${tree(baseline)} ${tree(first)}\n`)};`,
         'const out = await snapshots.diffTree("s1", ["-r", "-p"], pairs, 1 << 20);',

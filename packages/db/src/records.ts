@@ -1,5 +1,4 @@
 import {
-  type EventRecord,
   type IterationOutcome,
   type IterationRecord,
   type IterationSnapshot,
@@ -17,7 +16,6 @@ import {
   type ToolFailure,
 } from "@looprun/core";
 import type {
-  events,
   iterationSnapshots,
   iterations,
   phaseArtifacts,
@@ -30,7 +28,6 @@ import type {
 
 export type RunRow = typeof runs.$inferSelect;
 export type IterationRow = typeof iterations.$inferSelect;
-export type EventRow = typeof events.$inferSelect;
 export type ToolCallRow = typeof toolCalls.$inferSelect;
 export type ReviewArtifactRow = typeof reviewArtifacts.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
@@ -106,16 +103,6 @@ export function toIterationRecord(row: IterationRow): IterationRecord {
     feedback: row.feedback,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
-  };
-}
-
-export function toEventRecord(row: EventRow): EventRecord {
-  return {
-    runId: row.runId,
-    seq: row.seq,
-    type: row.type as EventRecord["type"],
-    at: row.at,
-    data: row.data as EventRecord["data"],
   };
 }
 

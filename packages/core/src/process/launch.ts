@@ -2,7 +2,12 @@ import { type ChildProcess, fork, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { posixLaunch, posixSpawnAvailable } from "./posix-launch";
+import {
+  type KeptProcess,
+  posixLaunch,
+  posixLaunchKept,
+  posixSpawnAvailable,
+} from "./posix-launch";
 
 /**
  * Spawning a process from a worker with Node's spawn blocks its event loop for the fork and
@@ -91,6 +96,20 @@ export function useLauncher(on = true, { posixSpawn = true }: { posixSpawn?: boo
 /** The launcher's pid, when one runs (for tests and diagnostics). */
 export function launcherPid(): number | undefined {
   return launcher !== null && !launcher.dead ? launcher.pid : undefined;
+}
+
+/**
+ * Starts `file args` with its stdin a pipe the caller keeps writing to (a process kept for
+ * requests, see diff-tree-process.ts) when this process spawns through posix_spawn; null
+ * otherwise (see `useLauncher`), and the caller spawns it with Node's spawn — once per kept
+ * process, not once per command.
+ */
+export function launchKept(
+  file: string,
+  args: readonly string[],
+  opts: Pick<LaunchOptions, "cwd" | "env">,
+): KeptProcess | null {
+  return way === "posix_spawn" ? posixLaunchKept(file, args, opts) : null;
 }
 
 /** Spawns `file args` the way this process spawns (see `useLauncher`). */

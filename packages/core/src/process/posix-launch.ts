@@ -79,16 +79,14 @@ export interface KeptProcess extends Launched {
 }
 
 /**
- * Starts `file args` through posix_spawn with its stdin a pipe the caller keeps writing to (a
- * process kept for requests, see diff-tree-process.ts); null where the addon is not built.
- * A process that cannot start emits `error`, as Node's does.
+ * Starts `file args` through posix_spawn with its stdin a pipe the caller keeps writing to (see
+ * `launchKept` in launch.ts). A process that cannot start emits `error`, as Node's does.
  */
-export function launchKept(
+export function posixLaunchKept(
   file: string,
   args: readonly string[],
   opts: Pick<LaunchOptions, "cwd" | "env">,
-): KeptProcess | null {
-  if (!posixSpawnAvailable) return null;
+): KeptProcess {
   const notStarted = (error: NodeJS.ErrnoException) => new PosixProcess().notStarted(error);
   return posixLaunch(file, args, { ...opts, keepStdin: true }, notStarted) as PosixProcess;
 }

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import { launchKept } from "../process/posix-launch";
+import { launchKept } from "../process/launch";
 
 /**
  * `git diff-tree --stdin` kept running for a snapshot git dir, so that an iteration's diffs
@@ -16,9 +16,9 @@ import { launchKept } from "../process/posix-launch";
  * on stderr, exits, times out, or the caller aborts) kills the process and answers `null`, and
  * the caller runs git the usual way. An idle process ends after `idleMs`; it never keeps its
  * own process alive, and it ends with it (its stdin closes). It is spawned through posix_spawn
- * where the addon is built (launchKept: Node's spawn blocked a worker's event loop 9–14 ms for
- * each new session's first diffs, bench/RESULTS.md), else by Node's spawn — not through the
- * launcher (launch.ts), whose processes take their stdin at once.
+ * when this process spawns that way (launchKept: Node's spawn blocked a worker's event loop
+ * 9–14 ms for each new session's first diffs, bench/RESULTS.md), else by Node's spawn — not
+ * through the launcher (launch.ts), whose processes take their stdin at once.
  */
 
 /** What this file uses of a spawned git: a ChildProcess or a process posix_spawn started. */

@@ -210,10 +210,10 @@ export function runRoutes(deps: AppDeps): Hono {
       deps.repo.artifacts.snapshots(run.id),
       deps.repo.listIterations(run.id),
     ]);
-    const snapshotOf = (n: number, attempt: number) =>
-      snapshots.find((s) => s.n === n && s.attempt === attempt);
+    // One lookup per iteration, not a scan of every snapshot (a long run has thousands of each).
+    const byAttempt = new Map(snapshots.map((s) => [`${s.n}:${s.attempt}`, s]));
     return jsonBody(c, {
-      items: iterations.map((it) => presentIteration(it, snapshotOf(it.n, it.attempt))),
+      items: iterations.map((it) => presentIteration(it, byAttempt.get(`${it.n}:${it.attempt}`))),
     });
   });
 

@@ -1,8 +1,9 @@
+import { ACTIVE_STATUSES } from "@looprun/core";
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
 import { jsonBody } from "../json-body";
-import { presentRun } from "../presenters";
+import { iso, presentRun } from "../presenters";
 
 export function sessionRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -13,12 +14,12 @@ export function sessionRoutes(deps: AppDeps): Hono {
     if (!found) throw notFound(`session ${id}`);
     const t = now();
     const active = found.runs.find((r) =>
-      ["queued", "running", "awaiting_approval", "stopping"].includes(r.status),
+      (ACTIVE_STATUSES as readonly string[]).includes(r.status),
     );
     return jsonBody(c, {
       id: found.session.id,
       workspace: found.session.workspace,
-      createdAt: new Date(found.session.createdAt).toISOString(),
+      createdAt: iso(found.session.createdAt),
       activeRunId: active?.id ?? null,
       runs: found.runs.map((r) => presentRun(r, t)),
     });

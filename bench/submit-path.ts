@@ -4,7 +4,14 @@ import type { BenchContext } from "./support/context";
 import { type LoadOptions, type LoadResult, runLoad } from "./support/load";
 import { startStack } from "./support/looprun";
 import { benchPostgresDatabase, POSTGRES_NOTE } from "./support/postgres";
-import { freePort, removeTempDir, spawnTs, tempDir } from "./support/processes";
+import {
+  freePort,
+  machineTicks,
+  removeTempDir,
+  spawnTs,
+  tempDir,
+  threadCpuMs,
+} from "./support/processes";
 import type { ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
@@ -44,10 +51,34 @@ function loadOptions(ctx: BenchContext, baseUrl: string, phase: Phase): LoadOpti
   };
 }
 
+/** A measurement, with where the server's CPU went meanwhile and how busy the machine was. */
+interface Sample extends LoadResult {
+  /** CPU per request of the server's main thread (its JavaScript) [ms]. */
+  mainCpuMs: number;
+  /** CPU per request of its other threads: V8's compiler and GC helpers, libuv's pool [ms]. */
+  otherCpuMs: number;
+  /** The share of all the machine's cores busy (any process) [%]. */
+  machineBusy: number;
+}
+
 /** A process's two measurements: just after its warm-up, and once it has served thousands. */
 interface Measured {
-  fresh: LoadResult;
-  warm: LoadResult;
+  fresh: Sample;
+  warm: Sample;
+}
+
+async function sample(opts: LoadOptions, pid: number): Promise<Sample> {
+  const cpu0 = threadCpuMs(pid);
+  const machine0 = machineTicks();
+  const load = await runLoad(opts);
+  const cpu1 = threadCpuMs(pid);
+  const machine1 = machineTicks();
+  return {
+    ...load,
+    mainCpuMs: (cpu1.main - cpu0.main) / load.completed,
+    otherCpuMs: (cpu1.others - cpu0.others) / load.completed,
+    machineBusy: (100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total),
+  };
 }
 
 /**
@@ -56,12 +87,17 @@ interface Measured {
  * CPU per submit fell from ~1.4 to ~0.4 ms over them, bench/RESULTS.md), a running service's is
  * not.
  */
-async function measurePhases(what: string, ctx: BenchContext, url: string): Promise<Measured> {
+async function measurePhases(
+  what: string,
+  ctx: BenchContext,
+  url: string,
+  pid: number,
+): Promise<Measured> {
   checkErrors(`${what} warm-up`, await runLoad(loadOptions(ctx, url, "warm-up")));
-  const fresh = await runLoad(loadOptions(ctx, url, "measured"));
+  const fresh = await sample(loadOptions(ctx, url, "measured"), pid);
   checkErrors(what, fresh);
   checkErrors(`${what} warming`, await runLoad(loadOptions(ctx, url, "warming")));
-  const warm = await runLoad(loadOptions(ctx, url, "measured"));
+  const warm = await sample(loadOptions(ctx, url, "measured"), pid);
   checkErrors(`${what} (warm)`, warm);
   return { fresh, warm };
 }
@@ -91,7 +127,7 @@ export async function measureLooprun(ctx: BenchContext, engine: Engine): Promise
   const database = await freshDatabase(engine, dir, "submit");
   const stack = await startStack({ redisUrl: ctx.redis.url, env: database.env });
   try {
-    return await measurePhases("looprun", ctx, stack.url);
+    return await measurePhases("looprun", ctx, stack.url, stack.api.pid);
   } finally {
     await stack.stop();
     await database.drop();
@@ -111,7 +147,7 @@ export async function measureBaseline(ctx: BenchContext, engine: Engine): Promis
   });
   try {
     await server.waitForLine((line) => line === "listening", 60_000);
-    return await measurePhases("baseline", ctx, `http://127.0.0.1:${port}`);
+    return await measurePhases("baseline", ctx, `http://127.0.0.1:${port}`, server.pid);
   } finally {
     await server.stop();
     await database.drop();
@@ -144,12 +180,7 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
       `  rep ${rep + 1}: looprun ${line(o?.fresh)}, warm ${line(o?.warm)}; baseline ${line(b?.fresh)}, warm ${line(b?.warm)}`,
     );
   }
-  const figure = (
-    name: string,
-    unit: string,
-    phase: keyof Measured,
-    f: (r: LoadResult) => number,
-  ) => {
+  const figure = (name: string, unit: string, phase: keyof Measured, f: (r: Sample) => number) => {
     const mine = ours.map((m) => f(m[phase]));
     const theirs = base.map((m) => f(m[phase]));
     return {
@@ -176,10 +207,43 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
       { ...figure(`throughput, ${warm}`, "req/s", "warm", (r) => r.throughput), digits: 0 },
       { ...figure(`latency p50, ${warm}`, "ms", "warm", (r) => r.p50Ms), digits: 2 },
       { ...figure(`latency p99, ${warm}`, "ms", "warm", (r) => r.p99Ms), digits: 2 },
+      ...(["fresh", "warm"] as const).flatMap((phase) => {
+        const when = phase === "fresh" ? "" : `, ${warm}`;
+        return [
+          {
+            ...figure(
+              `server CPU per request, main thread${when}`,
+              "ms",
+              phase,
+              (r) => r.mainCpuMs,
+            ),
+            digits: 2,
+          },
+          {
+            ...figure(
+              `server CPU per request, its other threads${when}`,
+              "ms",
+              phase,
+              (r) => r.otherCpuMs,
+            ),
+            digits: 2,
+          },
+          {
+            ...figure(
+              `machine busy (all cores, any process)${when}`,
+              "%",
+              phase,
+              (r) => r.machineBusy,
+            ),
+            digits: 0,
+          },
+        ];
+      }),
     ],
     notes: [
       `${CONCURRENCY} requests in flight over keep-alive connections (a closed-loop generator in the bench process, node:http), ${n.measured} requests per repetition after ${n["warm-up"]} warm-up requests; every request a new session, a command agent and a testCommand. The goals are judged on these figures, as before.`,
       `The \`warm\` figures: the same process, after ${n.warming.toLocaleString("en")} more requests, measured again (${n.measured} requests), the baseline likewise — a running service's figures: V8 optimises a fresh process's code over its first few thousand requests (looprun's API spent ~1.4 ms of CPU per submit in its first 500 and ~0.4 ms after 3,000; the bare handler's path is short and warms sooner).`,
+      "The server's CPU (`/proc/<pid>/task`, during each measurement): its main thread runs the JavaScript; its other threads are V8's (the optimising compiler working in the background, the garbage collector's helpers) and libuv's pool. The machine's busy share counts every process: the API, Redis, the bench's own load generator, and anything else on the machine.",
       "No worker runs: the API alone is measured; jobs wait in Redis. A fresh API process and database for every repetition, the baseline server likewise, alternating.",
       "looprun's API ran with RATE_LIMIT_PER_MINUTE=0: a per-client limit would answer 429 to a load test from one address (on loopback none is set by default, beyond it 1200/min).",
       engine === "sqlite"

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -268,3 +268,42 @@ export function cpuMs(pid: number): number {
 
 /** USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)). */
 const CLOCK_TICKS = 100;
+
+/** utime + stime (ms) of one /proc stat line. */
+function statCpuMs(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU time (ms) of a process's main thread (the JavaScript of a Node process) and of its other
+ * threads together (V8's compiler and garbage collector helpers, libuv's pool); NaN when
+ * unreadable. A thread that ended meanwhile is not counted.
+ */
+export function threadCpuMs(pid: number): { main: number; others: number } {
+  try {
+    let main = 0;
+    let others = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const ms = statCpuMs(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8"));
+      if (tid === String(pid)) main += ms;
+      else others += ms;
+    }
+    return { main, others };
+  } catch {
+    return { main: Number.NaN, others: Number.NaN };
+  }
+}
+
+/** The machine's busy and total CPU time so far (ticks over all cores, from /proc/stat). */
+export function machineTicks(): { busy: number; total: number } {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    // idle and iowait: the 4th and 5th fields.
+    return { busy: total - (ticks[3] ?? 0) - (ticks[4] ?? 0), total };
+  } catch {
+    return { busy: Number.NaN, total: Number.NaN };
+  }
+}

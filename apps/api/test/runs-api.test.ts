@@ -413,6 +413,50 @@ describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
     expect(missing.status).toBe(404);
   });
 
+  it("runs a session's run in the workspace it names; the session keeps its own for the next", async () => {
+    const stopped = async (id: string) =>
+      expect((await h.request("POST", `/api/runs/${id}/stop`)).body.status).toBe("stopped");
+    const first = await h.request("POST", "/api/runs", { ...valid, sessionId: "named-ws" });
+    // The first submit made the root.
+    const root = realpathSync(h.workspacesRoot);
+    expect((await h.request("GET", `/api/runs/${first.body.id}`)).body.workspace).toBe(
+      join(root, "named-ws"),
+    );
+    await stopped(first.body.id);
+    const named = await h.request("POST", "/api/runs", {
+      ...valid,
+      sessionId: "named-ws",
+      workspace: "elsewhere/sub",
+    });
+    expect(named.status).toBe(202);
+    expect((await h.request("GET", `/api/runs/${named.body.id}`)).body.workspace).toBe(
+      join(root, "elsewhere", "sub"),
+    );
+    await stopped(named.body.id);
+    const session = await h.request("GET", "/api/sessions/named-ws");
+    expect(session.body.workspace).toBe(join(root, "named-ws"));
+    const again = await h.request("POST", "/api/runs", { ...valid, sessionId: "named-ws" });
+    expect((await h.request("GET", `/api/runs/${again.body.id}`)).body.workspace).toBe(
+      join(root, "named-ws"),
+    );
+    // A new session that names a workspace keeps that one.
+    const fresh = await h.request("POST", "/api/runs", {
+      ...valid,
+      sessionId: "named-ws-2",
+      workspace: "shared",
+    });
+    expect(fresh.status).toBe(202);
+    expect((await h.request("GET", "/api/sessions/named-ws-2")).body.workspace).toBe(
+      join(root, "shared"),
+    );
+    // …and its next run, naming none, runs there (looked up), not under the session's id.
+    await stopped(fresh.body.id);
+    const next = await h.request("POST", "/api/runs", { ...valid, sessionId: "named-ws-2" });
+    expect((await h.request("GET", `/api/runs/${next.body.id}`)).body.workspace).toBe(
+      join(root, "shared"),
+    );
+  });
+
   it("pages newest first with a cursor and filters by session and status", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

@@ -116,10 +116,12 @@ export function runRoutes(deps: AppDeps): Hono {
     // redacted (the agent reads `[REDACTED]`).
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
     const sessionId = body.sessionId ?? newId();
-    const sessionWorkspace = body.sessionId
-      ? await deps.repo.sessionWorkspace(body.sessionId)
-      : null;
-    // A session keeps its workspace unless a run names another one.
+    // A session keeps its workspace unless a run names another one (then it is not looked up:
+    // one query less, a round trip on PostgreSQL).
+    const sessionWorkspace =
+      body.sessionId && body.workspace === undefined
+        ? await deps.repo.sessionWorkspace(body.sessionId)
+        : null;
     const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
       workspaceName === null

@@ -250,42 +250,47 @@ export function spawnTs(
   });
 }
 
+/** USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)). */
+const CLOCK_TICKS = 100;
+
+/**
+ * The CPU time (ms) in the fields of a /proc stat line (0-based after the state: 11 utime,
+ * 12 stime, 13 cutime, 14 cstime). "pid (comm) state ppid …": the comm may hold spaces.
+ */
+function statCpuMs(stat: string, fields: number[]): number {
+  const values = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (fields.reduce((n, i) => n + Number(values[i]), 0) * 1000) / CLOCK_TICKS;
+}
+
 /**
  * CPU time (ms) a process has used, with that of its children it has waited for (their
  * commands): utime + stime + cutime + cstime from /proc/<pid>/stat; NaN when unreadable.
  */
 export function cpuMs(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // "pid (comm) state ppid …": fields 14–17 (1-based) after the comm, which may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = [11, 12, 13, 14].reduce((n, i) => n + Number(fields[i]), 0);
-    return (ticks * 1000) / CLOCK_TICKS;
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, "utf8"), [11, 12, 13, 14]);
   } catch {
     return Number.NaN;
   }
 }
 
-/** USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)). */
-const CLOCK_TICKS = 100;
-
-/** utime + stime (ms) of one /proc stat line. */
-function statCpuMs(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-}
-
 /**
  * CPU time (ms) of a process's main thread (the JavaScript of a Node process) and of its other
  * threads together (V8's compiler and garbage collector helpers, libuv's pool); NaN when
- * unreadable. A thread that ended meanwhile is not counted.
+ * unreadable. A thread that has ended is not counted (V8's and libuv's last the process's life).
  */
 export function threadCpuMs(pid: number): { main: number; others: number } {
   try {
     let main = 0;
     let others = 0;
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      const ms = statCpuMs(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8"));
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      } catch {
+        continue; // it ended since the listing
+      }
+      const ms = statCpuMs(stat, [11, 12]);
       if (tid === String(pid)) main += ms;
       else others += ms;
     }

@@ -67,6 +67,13 @@ interface Measured {
   warm: Sample;
 }
 
+/** Where the server's CPU went, and the machine's: name, unit, value, digits. */
+const CPU_FIGURES: [string, string, (r: Sample) => number, number][] = [
+  ["server CPU per request, main thread", "ms", (r) => r.mainCpuMs, 2],
+  ["server CPU per request, its other threads", "ms", (r) => r.otherCpuMs, 2],
+  ["machine busy (all cores, any process)", "%", (r) => r.machineBusy, 0],
+];
+
 async function sample(opts: LoadOptions, pid: number): Promise<Sample> {
   const cpu0 = threadCpuMs(pid);
   const machine0 = machineTicks();
@@ -209,35 +216,10 @@ async function submitOn(ctx: BenchContext, engine: Engine): Promise<ScenarioResu
       { ...figure(`latency p99, ${warm}`, "ms", "warm", (r) => r.p99Ms), digits: 2 },
       ...(["fresh", "warm"] as const).flatMap((phase) => {
         const when = phase === "fresh" ? "" : `, ${warm}`;
-        return [
-          {
-            ...figure(
-              `server CPU per request, main thread${when}`,
-              "ms",
-              phase,
-              (r) => r.mainCpuMs,
-            ),
-            digits: 2,
-          },
-          {
-            ...figure(
-              `server CPU per request, its other threads${when}`,
-              "ms",
-              phase,
-              (r) => r.otherCpuMs,
-            ),
-            digits: 2,
-          },
-          {
-            ...figure(
-              `machine busy (all cores, any process)${when}`,
-              "%",
-              phase,
-              (r) => r.machineBusy,
-            ),
-            digits: 0,
-          },
-        ];
+        return CPU_FIGURES.map(([name, unit, f, digits]) => ({
+          ...figure(`${name}${when}`, unit, phase, f),
+          digits,
+        }));
       }),
     ],
     notes: [

@@ -9,7 +9,7 @@ import {
 import type { ReviewArtifactRow, SnapshotRef, ToolCallRow } from "@looprun/db";
 import { isoTime } from "./iso-time";
 
-export const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
+const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
 /** A run as the API shows it. */
 export function presentRun(run: RunRecord, now: number) {

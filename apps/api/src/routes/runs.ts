@@ -116,19 +116,19 @@ export function runRoutes(deps: AppDeps): Hono {
     // redacted (the agent reads `[REDACTED]`).
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
     const sessionId = body.sessionId ?? newId();
-    // A session keeps its workspace unless a run names another one (then it is not looked up:
-    // one query less, a round trip on PostgreSQL).
-    const sessionWorkspace =
-      body.sessionId && body.workspace === undefined
+    // The workspace the run names; else its session's (a session keeps its workspace); else,
+    // for a new session, one named after it. The session is looked up only when it counts.
+    const root = deps.workspacesRoot;
+    const stored =
+      body.workspace === undefined && body.sessionId
         ? await deps.repo.sessionWorkspace(body.sessionId)
         : null;
-    const workspaceName = body.workspace ?? (sessionWorkspace !== null ? null : sessionId);
     const workspace =
-      workspaceName === null
-        ? sessionWorkspace !== null
-          ? checkSessionWorkspace(deps.workspacesRoot, sessionWorkspace)
-          : resolveWorkspace(deps.workspacesRoot, sessionId)
-        : resolveWorkspace(deps.workspacesRoot, workspaceName);
+      body.workspace !== undefined
+        ? resolveWorkspace(root, body.workspace)
+        : stored !== null
+          ? checkSessionWorkspace(root, stored)
+          : resolveWorkspace(root, sessionId);
     // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
     // before anything is stored or enqueued (the checks may have made WORKSPACES_ROOT itself).
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");

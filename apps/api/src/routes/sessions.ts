@@ -1,9 +1,10 @@
-import { ACTIVE_STATUSES } from "@looprun/core";
+import { isTerminal } from "@looprun/core";
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
+import { isoTime } from "../iso-time";
 import { jsonBody } from "../json-body";
-import { iso, presentRun } from "../presenters";
+import { presentRun } from "../presenters";
 
 export function sessionRoutes(deps: AppDeps): Hono {
   const app = new Hono();
@@ -13,13 +14,11 @@ export function sessionRoutes(deps: AppDeps): Hono {
     const found = await deps.repo.getSession(id);
     if (!found) throw notFound(`session ${id}`);
     const t = now();
-    const active = found.runs.find((r) =>
-      (ACTIVE_STATUSES as readonly string[]).includes(r.status),
-    );
+    const active = found.runs.find((r) => !isTerminal(r.status));
     return jsonBody(c, {
       id: found.session.id,
       workspace: found.session.workspace,
-      createdAt: iso(found.session.createdAt),
+      createdAt: isoTime(found.session.createdAt),
       activeRunId: active?.id ?? null,
       runs: found.runs.map((r) => presentRun(r, t)),
     });

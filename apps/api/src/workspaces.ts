@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync as realpathSyncJs, statSync } from "node:fs";
+import { realpathSync as realpathSyncJs, statSync } from "node:fs";
 import { isAbsolute, join, normalize, relative, sep } from "node:path";
 import { deepestExisting, makeDirs, messageOf, resolvedPath } from "@looprun/core";
 import { invalidRequest } from "./errors";
@@ -78,12 +78,9 @@ function realPathUnder(
   outside = () => refuse("must stay inside WORKSPACES_ROOT"),
 ): string {
   const existing = deepestExisting(target, realRoot);
-  if (existing === realRoot) {
-    // Nothing of the path exists yet (a new session's workspace): it will be made inside the
-    // root, which is real and a directory.
-    if (!existsSync(realRoot)) mkdirSync(realRoot, { recursive: true });
-    return target;
-  }
+  // Nothing of the path exists yet (a new session's workspace): it will be made inside the
+  // root (by the worker, `mkdir -p`, the root too if it went away since start-up).
+  if (existing === realRoot) return target;
   let real: string;
   try {
     real = realpathSync(existing);

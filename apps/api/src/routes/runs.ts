@@ -130,7 +130,7 @@ export function runRoutes(deps: AppDeps): Hono {
           ? checkSessionWorkspace(root, stored)
           : resolveWorkspace(root, sessionId);
     // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
-    // before anything is stored or enqueued (the checks may have made WORKSPACES_ROOT itself).
+    // before anything is stored or enqueued.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
     try {

@@ -3,9 +3,10 @@ import { dirname, join, relative } from "node:path";
 
 function present(path: string): boolean {
   try {
-    lstatSync(path);
-    return true;
+    // No error built for the common answer (a new session's workspace is not there yet).
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
   } catch {
+    // ENOTDIR (a file on the way), EACCES: nothing of it to be found there either.
     return false;
   }
 }

@@ -43,6 +43,7 @@ export {
   CommandReviewSpec,
   EMPTY_METRICS,
   EVENT_TYPES,
+  isActive,
   isPreparationPhase,
   isTerminal,
   MistralReviewSpec,

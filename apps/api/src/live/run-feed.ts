@@ -1,4 +1,4 @@
-import { ACTIVE_STATUSES, type RunRecord } from "@looprun/core";
+import { isActive, type RunRecord } from "@looprun/core";
 import type { RunRepositoryPort } from "@looprun/db";
 import { encodeTime } from "ulid";
 
@@ -14,8 +14,6 @@ export interface RunFeedOptions {
 }
 
 type Listener = (run: RunRecord) => void;
-
-const isActive = (status: string) => (ACTIVE_STATUSES as readonly string[]).includes(status);
 
 /** What a list view shows of a run: when any of it changes, the run is sent again. */
 function fingerprint(run: RunRecord): string {

@@ -18,7 +18,14 @@ export type {
   SessionRecord,
   ValidationResult,
 } from "./run";
-export { ACTIVE_STATUSES, EMPTY_METRICS, isTerminal, RUN_STATUSES, TERMINAL_STATUSES } from "./run";
+export {
+  ACTIVE_STATUSES,
+  EMPTY_METRICS,
+  isActive,
+  isTerminal,
+  RUN_STATUSES,
+  TERMINAL_STATUSES,
+} from "./run";
 export type { RunSpec } from "./run-spec";
 export {
   AgentSpec,

@@ -21,6 +21,11 @@ export function isTerminal(status: RunStatus): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
+/** Whether a status holds its session (a stored row's status is read as a plain string). */
+export function isActive(status: string): boolean {
+  return (ACTIVE_STATUSES as readonly string[]).includes(status);
+}
+
 export type RunReason =
   | "success"
   | "max_iterations"

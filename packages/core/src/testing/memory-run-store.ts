@@ -1,12 +1,7 @@
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { type PhaseArtifact, PIPELINE_PHASES, type ReviewArtifact } from "../domain/artifacts";
 import type { EventRecord } from "../domain/events";
-import {
-  ACTIVE_STATUSES,
-  type IterationRecord,
-  type NewToolCall,
-  type RunRecord,
-} from "../domain/run";
+import { type IterationRecord, isActive, type NewToolCall, type RunRecord } from "../domain/run";
 import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import {
   type ClaimedRun,
@@ -231,7 +226,7 @@ export class MemoryRunStore implements RunStore {
     const active = [...this.runs.values()].find(
       (r) =>
         r.id !== run.id &&
-        (ACTIVE_STATUSES as readonly string[]).includes(r.status) &&
+        isActive(r.status) &&
         (r.sessionId === run.sessionId || overlap(r.workspace, run.workspace)),
     );
     if (active) return { held: false, activeRunId: active.id };

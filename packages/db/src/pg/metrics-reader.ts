@@ -1,4 +1,4 @@
-import { ACTIVE_STATUSES } from "@looprun/core";
+import { ACTIVE_STATUSES, isActive } from "@looprun/core";
 import { and, asc, inArray, isNotNull, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type {
   FinishedIteration,
@@ -30,7 +30,6 @@ interface Watched {
 const anyOf = (column: SQLWrapper, ids: readonly string[]) =>
   sql`${column} = any(${sql.param([...ids])}::text[])`;
 
-const isActive = (status: string) => (ACTIVE_STATUSES as readonly string[]).includes(status);
 const key = (n: number, attempt: number) => `${n}:${attempt}`;
 
 const finishedColumns = {

@@ -1,6 +1,4 @@
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, request as httpRequest } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
@@ -10,6 +8,7 @@ import {
   type Stack,
   startStack,
   submit,
+  submittedId,
   waitForStatus,
 } from "./support/stack";
 
@@ -24,12 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
 });
-
-const submittedId = (output: string) => {
-  const match = /submitted run ([0-9A-Z]{26}) \(session ([A-Za-z0-9_-]+)\)/.exec(output);
-  if (!match) throw new Error(`no "submitted run" line in:\n${output}`);
-  return { id: match[1] as string, sessionId: match[2] as string };
-};
 
 describe("looprun CLI", () => {
   it("submit --watch prints progress and exits 0 when the run succeeds", async () => {
@@ -311,134 +304,6 @@ describe("looprun CLI", () => {
     const late = await runCli(["stop", done.id], cliEnv);
     expect(late.code).toBe(1);
     expect(late.output).toContain("409 run_finished");
-  });
-
-  describe("with an API that wants a token", () => {
-    let guarded: Stack;
-    const token = "cli-e2e-token-0123456789abcdef";
-
-    beforeAll(async () => {
-      guarded = await startStack({
-        redisUrl: inject("redisUrl"),
-        workers: 0,
-        env: { API_TOKEN: token },
-      });
-    });
-
-    afterAll(async () => {
-      await guarded?.stop();
-    });
-
-    it("a 401 says to set API_TOKEN; with it, the command goes through", async () => {
-      const env = { ...cliEnv, LOOPRUN_URL: guarded.url };
-      const without = await runCli(["ls"], env);
-      expect(without.code).toBe(1);
-      expect(without.output).toContain("401 unauthorized");
-      expect(without.output).toContain("set API_TOKEN to the API's token");
-      const wrong = await runCli(["ls"], { ...env, API_TOKEN: `${token}-not` });
-      expect(wrong.code).toBe(1);
-      expect(wrong.output).toContain("API_TOKEN is set, but the API does not take it");
-      const right = await runCli(["ls"], { ...env, API_TOKEN: token });
-      expect(right.code, right.output).toBe(0);
-    });
-  });
-
-  it("says where it tried to reach the API when nothing listens, and why it could not", async () => {
-    // A port just given back: nothing listens there.
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, "127.0.0.1", () => {
-        const { port } = probe.address() as AddressInfo;
-        probe.close(() => resolve(port));
-      });
-    });
-    const url = `http://127.0.0.1:${port}`;
-    for (const args of [["ls"], ["watch", "01M8815E5VZX91Z5B2J4P53JY7"]]) {
-      const { code, output } = await runCli(args, { ...cliEnv, LOOPRUN_URL: url });
-      expect(code, output).toBe(1);
-      expect(output).toContain(
-        `cannot reach the looprun API at ${url} (connection refused (ECONNREFUSED))`,
-      );
-    }
-  });
-
-  it("refuses a LOOPRUN_URL that is no http(s) URL, naming it", async () => {
-    for (const value of [
-      "127.0.0.1:8787",
-      "ftp://127.0.0.1/",
-      "http://127.0.0.1:8787/?x=1",
-      "http://127.0.0.1:8787/?",
-      "http://127.0.0.1:8787/#",
-    ]) {
-      const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: value });
-      expect(code, output).toBe(1);
-      expect(output).toMatch(/^looprun: LOOPRUN_URL must/m);
-      expect(output).toContain(JSON.stringify(value));
-    }
-    // A password in it is refused without being echoed.
-    const withPassword = stack.url.replace("http://", "http://me:hunter2-secret@");
-    const refused = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: withPassword });
-    expect(refused.code, refused.output).toBe(1);
-    expect(refused.output).toContain("LOOPRUN_URL must not carry a user or a password");
-    expect(refused.output).not.toContain("hunter2-secret");
-  });
-
-  it("takes the API's URL as `looprun dev` prints it (ending in /api)", async () => {
-    for (const suffix of ["/api", "/api/"]) {
-      const { code, output } = await runCli(["ls", "-n", "1"], {
-        ...cliEnv,
-        LOOPRUN_URL: `${stack.url}${suffix}`,
-      });
-      expect(code, output).toBe(0);
-      expect(output).not.toContain("no route");
-    }
-  });
-
-  it("reaches an API behind a path prefix (LOOPRUN_URL keeps its path)", async () => {
-    // A reverse proxy that serves the API under /looprun/ and nothing elsewhere.
-    const proxy = createServer((req, res) => {
-      if (!req.url?.startsWith("/looprun/")) {
-        res.writeHead(404).end("not under the prefix");
-        return;
-      }
-      const upstream = httpRequest(
-        `${stack.url}${req.url.slice("/looprun".length)}`,
-        { method: req.method, headers: req.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      req.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    try {
-      const { port } = proxy.address() as AddressInfo;
-      const env = { ...cliEnv, LOOPRUN_URL: `http://127.0.0.1:${port}/looprun/` };
-      const submitted = await runCli(
-        [
-          "submit",
-          "--task",
-          "behind a proxy",
-          "--agent",
-          "true",
-          "--test",
-          "true",
-          "--cooldown",
-          "0",
-          "--watch",
-        ],
-        env,
-      );
-      expect(submitted.code, submitted.output).toBe(0);
-      const { id } = submittedId(submitted.output);
-      expect(submitted.output).toContain("finished: succeeded (success)");
-      const shown = await runCli(["show", id], env);
-      expect(shown.code, shown.output).toBe(0);
-      expect(JSON.parse(shown.output)).toMatchObject({ id, task: "behind a proxy" });
-    } finally {
-      proxy.closeAllConnections();
-      await new Promise<void>((resolve) => proxy.close(() => resolve()));
-    }
   });
 
   it("refuses an empty run id before asking the API", async () => {

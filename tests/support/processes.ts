@@ -260,6 +260,13 @@ export async function runCli(
   return { code, output: proc.output(), stdout: proc.stdout() };
 }
 
+/** The run and session ids of the `submitted run … (session …)` line `looprun submit` prints. */
+export function submittedId(output: string): { id: string; sessionId: string } {
+  const match = /submitted run ([0-9A-Z]{26}) \(session ([A-Za-z0-9_-]+)\)/.exec(output);
+  if (!match) throw new Error(`no "submitted run" line in:\n${output}`);
+  return { id: match[1] as string, sessionId: match[2] as string };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Temporary directories
 

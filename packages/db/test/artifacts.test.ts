@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LeaseLostError, type ReviewArtifact, runStep } from "@looprun/core";
+import { LeaseLostError, runStep } from "@looprun/core";
 import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { review } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir, resources } from "./support";
 
 let dir: string;
@@ -18,24 +19,6 @@ beforeEach(async () => {
 afterEach(async () => {
   database.close();
   await removeDir(dir);
-});
-
-const review = (
-  runId: string,
-  sessionId: string,
-  iteration: number,
-  blocking: string[],
-): ReviewArtifact => ({
-  id: `review-${runId}-${iteration}`,
-  runId,
-  sessionId,
-  phase: "review",
-  iteration,
-  blockingIssues: blocking,
-  nonBlockingIssues: ["nit"],
-  score: 55.5,
-  fixPlan: blocking.map((b) => `fix ${b}`),
-  createdAt: 1000 + iteration,
 });
 
 describe("artifacts in SQLite", () => {

@@ -1,26 +1,8 @@
-import { LeaseLostError, type ReviewArtifact } from "@looprun/core";
+import { LeaseLostError } from "@looprun/core";
 import { beforeEach, describe, expect, it } from "vitest";
-import { event, iteration } from "./store-fixtures";
+import { event, iteration, review } from "./store-fixtures";
 import type { StoreHarness } from "./store-harness";
 import { newRun } from "./support";
-
-const review = (
-  runId: string,
-  sessionId: string,
-  iteration: number,
-  blocking: string[],
-): ReviewArtifact => ({
-  id: `review-${runId}-${iteration}`,
-  runId,
-  sessionId,
-  phase: "review",
-  iteration,
-  blockingIssues: blocking,
-  nonBlockingIssues: ["nit"],
-  score: 55.5,
-  fixPlan: blocking.map((b) => `fix ${b}`),
-  createdAt: 1000 + iteration,
-});
 
 /**
  * What a run's steps record beside the run itself (iterations, tool calls, reviews, snapshots,

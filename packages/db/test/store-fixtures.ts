@@ -1,4 +1,4 @@
-import type { IterationRecord, NewEvent } from "@looprun/core";
+import type { IterationRecord, NewEvent, ReviewArtifact } from "@looprun/core";
 
 const budget = { elapsedMs: 0, remainingIterations: 6 };
 /** An event as the engine hands it to a store. */
@@ -27,3 +27,22 @@ export function iteration(
     ...patch,
   };
 }
+
+/** A review of iteration `iteration` with these blocking issues (and one nit). */
+export const review = (
+  runId: string,
+  sessionId: string,
+  iteration: number,
+  blocking: string[],
+): ReviewArtifact => ({
+  id: `review-${runId}-${iteration}`,
+  runId,
+  sessionId,
+  phase: "review",
+  iteration,
+  blockingIssues: blocking,
+  nonBlockingIssues: ["nit"],
+  score: 55.5,
+  fixPlan: blocking.map((b) => `fix ${b}`),
+  createdAt: 1000 + iteration,
+});

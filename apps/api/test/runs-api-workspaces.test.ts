@@ -205,4 +205,20 @@ describe.each(ENGINES)("runs API workspaces over app.request() on %s", (engine) 
       join(root, "shared"),
     );
   });
+
+  it("accepts a new session's run after WORKSPACES_ROOT went away, creating nothing (the worker makes it)", async () => {
+    await h.request("POST", "/api/runs", { ...valid, sessionId: "root-made-first" });
+    const root = realpathSync(h.workspacesRoot);
+    rmSync(root, { recursive: true, force: true });
+    try {
+      const res = await h.request("POST", "/api/runs", { ...valid, sessionId: "root-gone" });
+      expect(res.status).toBe(202);
+      expect((await h.request("GET", `/api/runs/${res.body.id}`)).body.workspace).toBe(
+        join(root, "root-gone"),
+      );
+      expect(existsSync(root)).toBe(false);
+    } finally {
+      mkdirSync(root, { recursive: true });
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { isTerminal } from "@looprun/core";
+import { isActive } from "@looprun/core";
 import { Hono } from "hono";
 import type { AppDeps } from "../app-deps";
 import { notFound } from "../errors";
@@ -14,7 +14,7 @@ export function sessionRoutes(deps: AppDeps): Hono {
     const found = await deps.repo.getSession(id);
     if (!found) throw notFound(`session ${id}`);
     const t = now();
-    const active = found.runs.find((r) => !isTerminal(r.status));
+    const active = found.runs.find((r) => isActive(r.status));
     return jsonBody(c, {
       id: found.session.id,
       workspace: found.session.workspace,

@@ -6,6 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { FakeMistral, finish, type ReceivedRequest, type Reply } from "./support/fake-mistral";
 import {
+  cliEnvFor,
   commandRun,
   expectWellFormedEvents,
   getEvents,
@@ -48,11 +49,7 @@ afterAll(async () => {
 });
 beforeEach(() => fake.reset());
 
-const cliEnv = () => ({
-  PATH: process.env.PATH,
-  HOME: process.env.HOME,
-  LOOPRUN_URL: stack.url,
-});
+const cliEnv = () => cliEnvFor(stack.url);
 
 const userText = (req: ReceivedRequest | undefined) =>
   (req?.messages ?? [])

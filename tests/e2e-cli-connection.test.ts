@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { runCli, type Stack, startStack, submittedId } from "./support/stack";
+import { cliEnvFor, runCli, type Stack, startStack, submittedId } from "./support/stack";
 
 // How the CLI reaches the API: a token, nothing listening, LOOPRUN_URL's forms, a path prefix.
 // The commands themselves: e2e-cli.test.ts.
@@ -11,7 +11,7 @@ let cliEnv: Record<string, string | undefined>;
 
 beforeAll(async () => {
   stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url };
+  cliEnv = cliEnvFor(stack.url);
 });
 
 afterAll(async () => {

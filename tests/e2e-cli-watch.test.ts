@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "./support/redis-server";
 import {
+  cliEnvFor,
   commandRun,
   getRun,
   LOOPRUN_BIN,
@@ -30,7 +31,7 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
   stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url };
+  cliEnv = cliEnvFor(stack.url);
 });
 
 afterEach(async () => {

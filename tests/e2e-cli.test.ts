@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
+  cliEnvFor,
   commandRun,
   getRun,
   runCli,
@@ -17,7 +18,7 @@ let cliEnv: Record<string, string | undefined>;
 
 beforeAll(async () => {
   stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url };
+  cliEnv = cliEnvFor(stack.url);
 });
 
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { ApiClient } from "../apps/cli/src/api-client";
 import { watchRun } from "../apps/cli/src/commands/watch";
 import { droppingProxy } from "./e2e-live-proxy";
 import {
+  cliEnvFor,
   commandRun,
   getEvents,
   runCli,
@@ -172,7 +173,7 @@ describe("looprun watch over SSE", () => {
         "0",
         "--watch",
       ],
-      { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url },
+      cliEnvFor(stack.url),
     );
     expect(code, stdout).toBe(1);
     expect(stdout).toContain("finished: failed (max_iterations)");

@@ -13,6 +13,7 @@ import Database from "better-sqlite3";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
+  cliEnvFor,
   commandRun,
   getEvents,
   getIterations,
@@ -35,7 +36,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const cliEnv = () => ({ PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: stack.url });
+const cliEnv = () => cliEnvFor(stack.url);
 
 /** The id of the run that `looprun submit --json` created (its first line). */
 const createdId = (stdout: string): string => JSON.parse(stdout.split("\n")[0] ?? "").id;

@@ -245,6 +245,11 @@ export function spawnManaged(
   return proc;
 }
 
+/** The environment a test runs the CLI with: its PATH and HOME, and the API at `url`. */
+export function cliEnvFor(url: string): Record<string, string | undefined> {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, LOOPRUN_URL: url };
+}
+
 /** Runs the `looprun` CLI to completion. */
 export async function runCli(
   args: string[],

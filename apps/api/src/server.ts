@@ -17,7 +17,7 @@ import { BODY_LIMIT_BYTES, refuseLargeBodiesEarly } from "./request-body";
 import { createRunQueue } from "./run-queue";
 import { waitUntil } from "./wait-until";
 import { prepareWorkspacesRoot } from "./workspaces";
-import { WriteBatcher } from "./write-batcher";
+import { submitBatcher } from "./write-batcher";
 
 /**
  * How long requests in flight may take to finish once the API shuts down: longer than a Redis
@@ -79,16 +79,10 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       clientKey: (c) => getConnInfo(c).remote.address ?? "unknown",
       live: { pollMs: env.LOOPRUN_SSE_POLL_MS, heartbeatMs: env.LOOPRUN_SSE_HEARTBEAT_MS },
       shutdown: shutdown.signal,
-      // SQLite's submits share transactions (one fsync for those that arrive together);
-      // PostgreSQL's run each in one statement, in parallel on the pool.
-      ...(storage.engine === "sqlite"
-        ? {
-            writeBatcher: new WriteBatcher({
-              transaction: (fn) => storage.database.sqlite.transaction(fn).immediate(),
-              inTransaction: () => storage.database.sqlite.inTransaction,
-            }),
-          }
-        : {}),
+      // SQLite's submits share transactions (one fsync for those that arrive together), the
+      // fsync in the thread pool while the run's job goes to Redis; PostgreSQL's run each in
+      // one statement, in parallel on the pool.
+      ...(storage.engine === "sqlite" ? { writeBatcher: submitBatcher(storage.database) } : {}),
       dbHealthy: () => storage.ping(),
     },
     logger,

@@ -1,3 +1,5 @@
+import { type Database, deferredSyncCommits } from "@looprun/db";
+
 export interface WriteBatcherOptions {
   /**
    * Runs `fn` in one write transaction (`BEGIN IMMEDIATE` … `COMMIT`), synchronously; throws
@@ -11,9 +13,24 @@ export interface WriteBatcherOptions {
    * on its own.
    */
   inTransaction: () => boolean;
+  /**
+   * When `transaction` commits without waiting for the disk (see `deferredSyncCommits` in
+   * @looprun/db): resolves once what was committed before the call is on disk. Each write's
+   * `durable` is its transaction's. Unset: a commit is durable when it returns.
+   */
+  sync?: () => Promise<void>;
   /** @defaultValue 64 — writes per transaction; more wait for the next one */
   maxBatch?: number;
 }
+
+/** A write of a group commit that committed: visible to every connection now, on disk once `durable` resolves. */
+export interface Committed<T> {
+  value: T;
+  /** Rejects when the disk did not take it (the fsync failed): the write may not survive a power loss. */
+  durable: Promise<void>;
+}
+
+const ON_DISK: Promise<void> = Promise.resolve();
 
 interface Pending {
   work: () => unknown;
@@ -24,10 +41,11 @@ interface Pending {
 /**
  * Group commit for synchronous SQLite writes: the writes handed over in the same turn of the
  * event loop run in one transaction, so that they share one fsync (synchronous=FULL) instead
- * of paying one each. Nothing is weakened: a write's promise settles only after the
- * transaction that holds it has committed; a write that throws is rolled back alone (its
- * savepoint) and rejects with its error; when the transaction itself cannot commit, every
- * write of it rejects and none is stored.
+ * of paying one each. A write's promise settles only after the transaction that holds it has
+ * committed, with its `durable` promise settling once that commit is on disk (at once, unless
+ * `sync` is given: then the fsync runs off the event loop while the caller goes on); a write
+ * that throws is rolled back alone (its savepoint) and rejects with its error; when the
+ * transaction itself cannot commit, every write of it rejects and none is stored.
  */
 export class WriteBatcher {
   private pending: Pending[] = [];
@@ -39,8 +57,8 @@ export class WriteBatcher {
   }
 
   /** Runs `work` (a synchronous write, e.g. a repository method) in the next group commit. */
-  run<T>(work: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+  run<T>(work: () => T): Promise<Committed<T>> {
+    return new Promise<Committed<T>>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
@@ -70,10 +88,34 @@ export class WriteBatcher {
       for (const item of batch) item.reject(error);
       return;
     }
+    const durable = this.opts.sync ? this.opts.sync() : ON_DISK;
+    // Its writers await it; one whose write failed has nothing to wait for.
+    durable.catch(() => {});
     batch.forEach((item, i) => {
       const outcome = outcomes[i];
-      if (outcome?.ok) item.resolve(outcome.value);
+      if (outcome?.ok) item.resolve({ value: outcome.value, durable });
       else item.reject(outcome?.error);
     });
   }
+}
+
+/**
+ * The API's group commit of submits on SQLite: each batch committed without waiting for the
+ * disk and its WAL fsynced in the thread pool (`deferredSyncCommits`), which a submit overlaps
+ * with its `Queue.add`. An in-memory database (tests) has nothing to sync.
+ */
+export function submitBatcher(database: Database): WriteBatcher {
+  const { sqlite } = database;
+  if (sqlite.memory) {
+    return new WriteBatcher({
+      transaction: (fn) => sqlite.transaction(fn).immediate(),
+      inTransaction: () => sqlite.inTransaction,
+    });
+  }
+  const commits = deferredSyncCommits(database);
+  return new WriteBatcher({
+    transaction: commits.commit,
+    inTransaction: commits.inTransaction,
+    sync: commits.sync,
+  });
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { normalizeSubmission, RunAlreadyActiveError, RunSubmission } from "@looprun/core";
 import { type Database, openDatabase, RunRepository } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { WriteBatcher } from "../src/write-batcher";
+import { submitBatcher, WriteBatcher } from "../src/write-batcher";
 
 const spec = normalizeSubmission(
   RunSubmission.parse({
@@ -49,9 +49,11 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
   });
 
   it("commits the writes handed over together in one transaction, each settling with its result", async () => {
-    const runs = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => batcher.run(() => repo.createRun(input(`s-${i}`)))),
-    );
+    const runs = (
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) => batcher.run(() => repo.createRun(input(`s-${i}`)))),
+      )
+    ).map((c) => c.value);
     expect(commits).toBe(1);
     expect(new Set(runs.map((r) => r.id)).size).toBe(20);
     for (const run of runs) expect(repo.getRun(run.id)?.status).toBe("queued");
@@ -68,7 +70,7 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     expect(first?.status).toBe("fulfilled");
     expect(other?.status).toBe("fulfilled");
     expect(second?.status).toBe("rejected");
-    const firstId = first?.status === "fulfilled" ? first.value.id : "";
+    const firstId = first?.status === "fulfilled" ? first.value.value.id : "";
     const error = second?.status === "rejected" ? second.reason : null;
     expect(error).toBeInstanceOf(RunAlreadyActiveError);
     expect((error as RunAlreadyActiveError).activeRunId).toBe(firstId);
@@ -118,5 +120,75 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     );
     expect(runs).toHaveLength(10);
     expect(commits).toBe(3);
+  });
+  it("with a sync, settles each write once committed and its durable once its transaction's sync did", async () => {
+    let syncs = 0;
+    let finish: (error?: Error) => void = () => {};
+    const deferred = new WriteBatcher({
+      transaction: (fn) => database.sqlite.transaction(fn).immediate(),
+      inTransaction: () => database.sqlite.inTransaction,
+      sync: () => {
+        syncs += 1;
+        return new Promise<void>((resolve, reject) => {
+          finish = (error) => (error ? reject(error) : resolve());
+        });
+      },
+    });
+    const [a, b] = await Promise.all([
+      deferred.run(() => repo.createRun(input("d-1"))),
+      deferred.run(() => repo.createRun(input("d-2"))),
+    ]);
+    // Committed (another reader sees them) while the sync is still under way.
+    expect(repo.getRun(a?.value.id ?? "")?.status).toBe("queued");
+    expect(syncs).toBe(1);
+    expect(a?.durable).toBe(b?.durable);
+    let onDisk = false;
+    const durable = a?.durable.then(() => {
+      onDisk = true;
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(onDisk).toBe(false);
+    finish();
+    await durable;
+    expect(onDisk).toBe(true);
+
+    const c = await deferred.run(() => repo.createRun(input("d-3")));
+    expect(syncs).toBe(2);
+    finish(new Error("EIO: fsync"));
+    await expect(c.durable).rejects.toThrow("EIO");
+  });
+
+  it("with a sync, does not sync a transaction that could not commit", async () => {
+    let syncs = 0;
+    const failing = new WriteBatcher({
+      transaction: (fn) =>
+        database.sqlite.transaction(() => {
+          fn();
+          throw new Error("disk on fire");
+        })(),
+      inTransaction: () => database.sqlite.inTransaction,
+      sync: async () => {
+        syncs += 1;
+      },
+    });
+    await expect(failing.run(() => repo.createRun(input("f-1")))).rejects.toThrow("disk on fire");
+    expect(syncs).toBe(0);
+  });
+
+  it("submitBatcher: the API's batches commit visible, then settle durable once the WAL file is fsynced", async () => {
+    const api = submitBatcher(database);
+    const committed = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => api.run(() => repo.createRun(input(`api-${i}`)))),
+    );
+    await Promise.all(committed.map((c) => c.durable));
+    const reader = openDatabase(join(dir, "looprun.db"));
+    try {
+      const readerRepo = new RunRepository(reader.db);
+      for (const c of committed) expect(readerRepo.getRun(c.value.id)?.status).toBe("queued");
+    } finally {
+      reader.close();
+    }
+    // The connection's own writes keep synchronous=FULL.
+    expect(Number(database.sqlite.pragma("synchronous", { simple: true }))).toBe(2);
   });
 });

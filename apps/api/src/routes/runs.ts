@@ -133,6 +133,9 @@ export function runRoutes(deps: AppDeps): Hono {
     // before anything is stored or enqueued.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
     let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
+    // Settles once the run is on disk: at once, but for a group commit whose fsync runs off
+    // the event loop (it then overlaps the enqueue below).
+    let durable: Promise<void> = Promise.resolve();
     try {
       const input = {
         id: newId(),
@@ -144,9 +147,13 @@ export function runRoutes(deps: AppDeps): Hono {
         ...(idempotency ? { idempotency } : {}),
       };
       // Submits that arrive together share one transaction, hence one fsync (group commit).
-      run = await (deps.writeBatcher
-        ? deps.writeBatcher.run(() => deps.repo.createRun(input))
-        : deps.repo.createRun(input));
+      if (deps.writeBatcher) {
+        const committed = await deps.writeBatcher.run(() => deps.repo.createRun(input));
+        run = await committed.value;
+        durable = committed.durable;
+      } else {
+        run = await deps.repo.createRun(input);
+      }
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         // Not the repository's message: it names the key by its stored hash, which the
@@ -172,10 +179,23 @@ export function runRoutes(deps: AppDeps): Hono {
       status: "queued",
       createdAt: new Date(run.createdAt).toISOString(),
     };
-    if (run.replayed) return c.json(accepted, 202);
-    try {
-      await deps.queue.enqueue(run.id);
-    } catch {
+    // Nothing is acknowledged before it is on disk (a replay too: the first request's commit
+    // may still be on its way there, and this one's sync covers it).
+    if (run.replayed) {
+      await durable;
+      return c.json(accepted, 202);
+    }
+    const [enqueued, synced] = await Promise.allSettled([deps.queue.enqueue(run.id), durable]);
+    if (synced.status === "rejected") {
+      // The disk refused the run: undone as far as it can be (a worker may already hold it;
+      // then it is as after a crash between the commit and the answer), and a 500.
+      await deps.queue.remove(run.id).catch(() => false);
+      await Promise.resolve()
+        .then(() => deps.repo.deleteRun(run.id))
+        .catch(() => false);
+      throw synced.reason;
+    }
+    if (enqueued.status === "rejected") {
       // Unless a worker took it (the job reached Redis, only the answer was lost): accepted.
       if (await deps.repo.deleteRun(run.id)) throw unavailable("the queue (Redis)");
     }

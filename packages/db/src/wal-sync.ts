@@ -1,0 +1,99 @@
+import { open } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import type { Database } from "./connection";
+
+/**
+ * Group commits whose fsync runs off the event loop. `commit` runs a write transaction with
+ * `synchronous=NORMAL`: when it returns, the writes are in the WAL file (the OS's page cache),
+ * visible to every connection and safe from the process's crash, but not yet from a power
+ * loss. `sync` then fsyncs the WAL file in libuv's thread pool — what `synchronous=FULL` does
+ * inside COMMIT, blocking the event loop — so that the caller can overlap it with other work
+ * (the API sends the run's job to Redis meanwhile) and acknowledge only once it resolved.
+ *
+ * The connection's other writes keep its own setting (`FULL` for the API): only `commit`'s
+ * transactions are switched, and switched back after.
+ */
+export interface DeferredSyncCommits {
+  /** Runs `fn` in one `BEGIN IMMEDIATE` … `COMMIT` without waiting for the disk; throws as a transaction does. */
+  commit(fn: () => void): void;
+  /** Whether a transaction is open on the connection (SQLite rolls back by itself on some errors). */
+  inTransaction(): boolean;
+  /**
+   * Resolves once every transaction committed before the call is on disk: the WAL file fsynced
+   * by a sync that began after the call. Callers that ask while one runs share the next one.
+   */
+  sync(): Promise<void>;
+}
+
+export function deferredSyncCommits(database: Database): DeferredSyncCommits {
+  const { sqlite } = database;
+  if (sqlite.memory) throw new Error("an in-memory database has no file to sync");
+  // The same path SQLite opened (better-sqlite3 keeps the name it was given).
+  const wal = `${resolve(sqlite.name)}-wal`;
+  const before = String(sqlite.pragma("synchronous", { simple: true }));
+  // Not prepared statements: SQLite applies this pragma when it compiles it, not when it runs.
+  const normal = "PRAGMA synchronous = NORMAL";
+  const restore = `PRAGMA synchronous = ${before}`;
+  let directorySynced = false;
+  const sync = coalesced(async () => {
+    await fsyncPath(wal);
+    // What SQLite does on a new WAL file's first sync under FULL: its directory entry too.
+    // While this connection is open the file stays (only the last connection to close removes
+    // it), so once per process.
+    if (!directorySynced) {
+      await fsyncPath(dirname(wal));
+      directorySynced = true;
+    }
+  });
+  return {
+    commit(fn) {
+      sqlite.exec(normal);
+      try {
+        sqlite.transaction(fn).immediate();
+      } finally {
+        sqlite.exec(restore);
+      }
+    },
+    inTransaction: () => sqlite.inTransaction,
+    sync,
+  };
+}
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * One run of `task` for the callers that wait together: a call while none runs starts one; a
+ * call while one runs waits for the next, which starts when the running one ends (its work may
+ * have begun before the caller's writes) and is shared by every caller that came meanwhile.
+ * Each call settles with the outcome of a run that began after it.
+ */
+export function coalesced(task: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  let next: Promise<void> | null = null;
+  const start = (): Promise<void> => {
+    const run = task().finally(() => {
+      if (running === run) running = null;
+    });
+    running = run;
+    return run;
+  };
+  return () => {
+    if (running === null) return start();
+    if (next === null) {
+      next = running
+        .catch(() => {})
+        .then(() => {
+          next = null;
+          return start();
+        });
+    }
+    return next;
+  };
+}

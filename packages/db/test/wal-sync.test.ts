@@ -1,0 +1,152 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Database, openDatabase } from "../src/connection";
+import { coalesced, deferredSyncCommits } from "../src/wal-sync";
+
+/** A task whose runs the test ends one by one. */
+function controlledTask() {
+  const runs: { end: (error?: Error) => void }[] = [];
+  const task = () =>
+    new Promise<void>((resolve, reject) => {
+      runs.push({ end: (error) => (error ? reject(error) : resolve()) });
+    });
+  return { task, runs };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe("coalesced", () => {
+  it("starts a run for a call while none runs", async () => {
+    const { task, runs } = controlledTask();
+    const sync = coalesced(task);
+    const first = sync();
+    expect(runs).toHaveLength(1);
+    runs[0]?.end();
+    await expect(first).resolves.toBeUndefined();
+  });
+
+  it("makes the calls that come while a run is under way share one next run, begun after it ends", async () => {
+    const { task, runs } = controlledTask();
+    const sync = coalesced(task);
+    let firstDone = false;
+    const first = sync().then(() => {
+      firstDone = true;
+    });
+    const later = [sync(), sync(), sync()];
+    let laterDone = 0;
+    for (const p of later) p.then(() => laterDone++);
+    await tick();
+    // The running run may have begun before the later callers' writes: it does not answer them.
+    expect(runs).toHaveLength(1);
+    runs[0]?.end();
+    await first;
+    await tick();
+    expect(firstDone).toBe(true);
+    expect(laterDone).toBe(0);
+    expect(runs).toHaveLength(2);
+    runs[1]?.end();
+    await Promise.all(later);
+    expect(laterDone).toBe(3);
+    expect(runs).toHaveLength(2);
+  });
+
+  it("rejects the callers of a failed run, and the next run still comes for those after", async () => {
+    const { task, runs } = controlledTask();
+    const sync = coalesced(task);
+    const first = sync();
+    const second = sync();
+    runs[0]?.end(new Error("EIO"));
+    await expect(first).rejects.toThrow("EIO");
+    await tick();
+    expect(runs).toHaveLength(2);
+    runs[1]?.end();
+    await expect(second).resolves.toBeUndefined();
+    // Idle again: a new call starts at once.
+    const third = sync();
+    expect(runs).toHaveLength(3);
+    runs[2]?.end();
+    await third;
+  });
+});
+
+describe("deferredSyncCommits (a real SQLite file)", () => {
+  let dir: string;
+  let database: Database;
+  let other: Database;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "looprun-wal-sync-"));
+    database = openDatabase(join(dir, "looprun.db"));
+    other = openDatabase(join(dir, "looprun.db"));
+    database.sqlite.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)");
+  });
+  afterEach(() => {
+    other.close();
+    database.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const synchronous = (db: Database) => Number(db.sqlite.pragma("synchronous", { simple: true }));
+  const FULL = 2;
+  const NORMAL = 1;
+
+  it("commits with synchronous=NORMAL and leaves the connection's own setting for its other writes", () => {
+    const commits = deferredSyncCommits(database);
+    expect(synchronous(database)).toBe(FULL);
+    let inside = -1;
+    commits.commit(() => {
+      inside = synchronous(database);
+      database.sqlite.prepare("INSERT INTO notes (text) VALUES (?)").run("one");
+    });
+    expect(inside).toBe(NORMAL);
+    expect(synchronous(database)).toBe(FULL);
+  });
+
+  it("puts the setting back when the transaction throws, and stores nothing of it", () => {
+    const commits = deferredSyncCommits(database);
+    expect(() =>
+      commits.commit(() => {
+        database.sqlite.prepare("INSERT INTO notes (text) VALUES (?)").run("lost");
+        throw new Error("refused");
+      }),
+    ).toThrow("refused");
+    expect(synchronous(database)).toBe(FULL);
+    expect(other.sqlite.prepare("SELECT count(*) AS n FROM notes").get()).toEqual({ n: 0 });
+  });
+
+  it("shows a commit to other connections at once, and syncs the WAL file the commit wrote to", async () => {
+    const commits = deferredSyncCommits(database);
+    commits.commit(() => {
+      database.sqlite.prepare("INSERT INTO notes (text) VALUES (?)").run("seen");
+    });
+    expect(other.sqlite.prepare("SELECT text FROM notes").all()).toEqual([{ text: "seen" }]);
+    expect(existsSync(join(dir, "looprun.db-wal"))).toBe(true);
+    await expect(commits.sync()).resolves.toBeUndefined();
+    await expect(Promise.all([commits.sync(), commits.sync()])).resolves.toHaveLength(2);
+  });
+
+  it("rejects a sync when the WAL file is not there to sync (it is fsynced, not assumed)", async () => {
+    const commits = deferredSyncCommits(database);
+    commits.commit(() => {
+      database.sqlite.prepare("INSERT INTO notes (text) VALUES (?)").run("x");
+    });
+    // The last connection to close checkpoints and removes the WAL file.
+    other.close();
+    database.close();
+    expect(existsSync(join(dir, "looprun.db-wal"))).toBe(false);
+    await expect(commits.sync()).rejects.toMatchObject({ code: "ENOENT" });
+    database = openDatabase(join(dir, "looprun.db"));
+    other = openDatabase(join(dir, "looprun.db"));
+  });
+
+  it("refuses an in-memory database, which has no file to sync", () => {
+    const memory = openDatabase(":memory:");
+    try {
+      expect(() => deferredSyncCommits(memory)).toThrow("in-memory");
+    } finally {
+      memory.close();
+    }
+  });
+});

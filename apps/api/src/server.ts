@@ -60,6 +60,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),
   });
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });
+  const writeBatcher = storage.engine === "sqlite" ? submitBatcher(storage.database) : undefined;
   const shutdown = new AbortController();
   // Every open event stream listens for it (and lets go when it ends): no limit to warn at.
   setMaxListeners(0, shutdown.signal);
@@ -82,7 +83,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       // SQLite's submits share transactions (one fsync for those that arrive together), the
       // fsync in the thread pool while the run's job goes to Redis; PostgreSQL's run each in
       // one statement, in parallel on the pool.
-      ...(storage.engine === "sqlite" ? { writeBatcher: submitBatcher(storage.database) } : {}),
+      ...(writeBatcher ? { writeBatcher } : {}),
       dbHealthy: () => storage.ping(),
     },
     logger,
@@ -147,6 +148,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       // A handler may outlive its cut connection: the queue and the database stay open for it.
       await waitUntil(() => inFlight === 0, SHUTDOWN_GRACE_MS);
       await queue.close();
+      writeBatcher?.close();
       await storage.close();
     },
   };

@@ -19,6 +19,8 @@ export interface WriteBatcherOptions {
    * `durable` is its transaction's. Unset: a commit is durable when it returns.
    */
   sync?: () => Promise<void>;
+  /** Lets go of what `sync` holds (the database is closing). */
+  close?: () => void;
   /** @defaultValue 64 — writes per transaction; more wait for the next one */
   maxBatch?: number;
 }
@@ -50,6 +52,8 @@ interface Pending {
 export class WriteBatcher {
   private pending: Pending[] = [];
   private scheduled = false;
+  /** The last transaction's sync while it runs. */
+  private syncing: Promise<void> | null = null;
   private readonly maxBatch: number;
 
   constructor(private readonly opts: WriteBatcherOptions) {
@@ -60,17 +64,32 @@ export class WriteBatcher {
   run<T>(work: () => T): Promise<Committed<T>> {
     return new Promise<Committed<T>>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.schedule();
     });
+  }
+
+  /**
+   * The next transaction runs in the next turn of the event loop — or, while the last one's
+   * sync is under way, once it is done: its writes would wait for that sync to end before
+   * their own could start anyway (see `coalesced`), and those that come meanwhile then share
+   * one transaction and one sync (under load, batches as large as a blocking fsync made them).
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const flushSoon = () => setImmediate(() => this.flush());
+    if (this.syncing) this.syncing.then(flushSoon, flushSoon);
+    else flushSoon();
+  }
+
+  /** For shutdown, after the last write: lets go of what the sync holds. */
+  close(): void {
+    this.opts.close?.();
   }
 
   private flush(): void {
     const batch = this.pending.splice(0, this.maxBatch);
-    this.scheduled = this.pending.length > 0;
-    if (this.scheduled) setImmediate(() => this.flush());
+    this.scheduled = false;
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       this.opts.transaction(() => {
@@ -86,11 +105,20 @@ export class WriteBatcher {
       });
     } catch (error) {
       for (const item of batch) item.reject(error);
+      if (this.pending.length > 0) this.schedule();
       return;
     }
     const durable = this.opts.sync ? this.opts.sync() : ON_DISK;
+    if (this.opts.sync) {
+      this.syncing = durable;
+      const done = () => {
+        if (this.syncing === durable) this.syncing = null;
+      };
+      durable.then(done, done);
+    }
     // Its writers await it; one whose write failed has nothing to wait for.
     durable.catch(() => {});
+    if (this.pending.length > 0) this.schedule();
     batch.forEach((item, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) item.resolve({ value: outcome.value, durable });
@@ -117,5 +145,6 @@ export function submitBatcher(database: Database): WriteBatcher {
     transaction: commits.commit,
     inTransaction: commits.inTransaction,
     sync: commits.sync,
+    close: commits.close,
   });
 }

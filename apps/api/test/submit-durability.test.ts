@@ -11,6 +11,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
   let h: ApiHarness;
   let letSync: (error?: Error) => void;
   let syncAsked: Promise<void>;
+  let close: () => void;
   type Answer = { id?: string; error?: { code: string } };
   let post: () => Promise<{ status: number; body: Answer }>;
 
@@ -26,6 +27,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
     const writeBatcher = new WriteBatcher({
       transaction: commits.commit,
       inTransaction: commits.inTransaction,
+      close: commits.close,
       sync: async () => {
         const allowed = new Promise<void>((resolve, reject) => {
           letSync = (error) => (error ? reject(error) : resolve());
@@ -35,6 +37,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
         await commits.sync();
       },
     });
+    close = () => writeBatcher.close();
     const app = h.appWith({ writeBatcher });
     post = async () => {
       const res = await app.request("/api/runs", {
@@ -46,6 +49,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
     };
   });
   afterEach(async () => {
+    close();
     await h.close();
   });
 

@@ -158,6 +158,36 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     await expect(c.durable).rejects.toThrow("EIO");
   });
 
+  it("with a sync, holds the next transaction until the running sync is done, the writes that came meanwhile sharing it", async () => {
+    const syncs: (() => void)[] = [];
+    let transactions = 0;
+    const deferred = new WriteBatcher({
+      transaction: (fn) => {
+        database.sqlite.transaction(fn).immediate();
+        transactions += 1;
+      },
+      inTransaction: () => database.sqlite.inTransaction,
+      sync: () => new Promise<void>((resolve) => syncs.push(resolve)),
+    });
+    const first = await deferred.run(() => repo.createRun(input("h-1")));
+    expect(transactions).toBe(1);
+    const inputs = [input("h-2"), input("h-3"), input("h-4")];
+    const later = inputs.map((each) => deferred.run(() => repo.createRun(each)));
+    await new Promise((r) => setTimeout(r, 20));
+    // Not committed while the first transaction's sync runs.
+    expect(transactions).toBe(1);
+    for (const each of inputs) expect(repo.getRun(each.id)).toBeNull();
+    syncs[0]?.();
+    await first.durable;
+    const committed = await Promise.all(later);
+    expect(transactions).toBe(2);
+    expect(syncs).toHaveLength(2);
+    expect(new Set(committed.map((c) => c.durable)).size).toBe(1);
+    for (const each of inputs) expect(repo.getRun(each.id)?.status).toBe("queued");
+    syncs[1]?.();
+    await Promise.all(committed.map((c) => c.durable));
+  });
+
   it("with a sync, does not sync a transaction that could not commit", async () => {
     let syncs = 0;
     const failing = new WriteBatcher({
@@ -190,5 +220,6 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     }
     // The connection's own writes keep synchronous=FULL.
     expect(Number(database.sqlite.pragma("synchronous", { simple: true }))).toBe(2);
+    api.close();
   });
 });

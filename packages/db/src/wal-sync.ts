@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import { close, closeSync, fsync, open } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Database } from "./connection";
 
@@ -23,6 +23,8 @@ export interface DeferredSyncCommits {
    * by a sync that began after the call. Callers that ask while one runs share the next one.
    */
   sync(): Promise<void>;
+  /** Lets go of the WAL file (the database is closing). */
+  close(): void;
 }
 
 export function deferredSyncCommits(database: Database): DeferredSyncCommits {
@@ -34,16 +36,25 @@ export function deferredSyncCommits(database: Database): DeferredSyncCommits {
   // Not prepared statements: SQLite applies this pragma when it compiles it, not when it runs.
   const normal = "PRAGMA synchronous = NORMAL";
   const restore = `PRAGMA synchronous = ${before}`;
-  let directorySynced = false;
+  // The WAL file stays while this connection is open (only the last connection to close
+  // removes it; a checkpoint rewrites it in place), so one descriptor serves every sync: one
+  // job in the thread pool each, not three (open, fsync, close).
+  let fd: number | null = null;
   const sync = coalesced(async () => {
-    await fsyncPath(wal);
-    // What SQLite does on a new WAL file's first sync under FULL: its directory entry too.
-    // While this connection is open the file stays (only the last connection to close removes
-    // it), so once per process.
-    if (!directorySynced) {
-      await fsyncPath(dirname(wal));
-      directorySynced = true;
+    if (fd === null) {
+      const opened = await call<number>((done) => open(wal, "r", done));
+      try {
+        // What SQLite does on a new WAL file's first sync under FULL: its directory entry too.
+        await fsyncPath(dirname(wal));
+      } catch (error) {
+        close(opened, () => {});
+        throw error;
+      }
+      if (fd === null) fd = opened;
+      else close(opened, () => {});
     }
+    const current = fd;
+    await call<void>((done) => fsync(current, done));
   });
   return {
     commit(fn) {
@@ -56,15 +67,25 @@ export function deferredSyncCommits(database: Database): DeferredSyncCommits {
     },
     inTransaction: () => sqlite.inTransaction,
     sync,
+    close() {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    },
   };
 }
 
+function call<T>(start: (done: (error: NodeJS.ErrnoException | null, value: T) => void) => void) {
+  return new Promise<T>((resolve, reject) => {
+    start((error, value) => (error ? reject(error) : resolve(value)));
+  });
+}
+
 async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, "r");
+  const fd = await call<number>((done) => open(path, "r", done));
   try {
-    await handle.sync();
+    await call<void>((done) => fsync(fd, done));
   } finally {
-    await handle.close();
+    close(fd, () => {});
   }
 }
 

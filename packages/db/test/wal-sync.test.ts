@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -139,6 +139,29 @@ describe("deferredSyncCommits (a real SQLite file)", () => {
     await expect(commits.sync()).rejects.toMatchObject({ code: "ENOENT" });
     database = openDatabase(join(dir, "looprun.db"));
     other = openDatabase(join(dir, "looprun.db"));
+  });
+
+  it("keeps one descriptor of the WAL file for its syncs, and lets it go on close", async () => {
+    const wal = join(dir, "looprun.db-wal");
+    const held = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === wal;
+        } catch {
+          return false;
+        }
+      }).length;
+    const commits = deferredSyncCommits(database);
+    const bySqlite = held();
+    for (let i = 0; i < 3; i++) {
+      commits.commit(() => {
+        database.sqlite.prepare("INSERT INTO notes (text) VALUES (?)").run(`n${i}`);
+      });
+      await commits.sync();
+    }
+    expect(held()).toBe(bySqlite + 1);
+    commits.close();
+    expect(held()).toBe(bySqlite);
   });
 
   it("refuses an in-memory database, which has no file to sync", () => {

@@ -173,7 +173,7 @@ export async function pickupLatency(ctx: BenchContext): Promise<ScenarioResult> 
     ],
     notes: [
       `${samples} runs per repetition, one at a time (each submitted once the previous one finished, so the worker is idle), interleaved with as many raw BullMQ jobs; 3 warm-up samples of each not recorded.`,
-      "looprun: `at` of the run_started event minus `at` of run_queued (stored, whole milliseconds). run_queued is stamped before the submit's transaction, so this covers that transaction (one fsync), `Queue.add`, the worker's pickup, the claim transaction and the start transaction (one fsync each).",
+      "looprun: `at` of the run_started event minus `at` of run_queued (stored, whole milliseconds). run_queued is stamped before the submit's transaction, so this covers that transaction (its fsync runs in the thread pool while `Queue.add` goes to Redis), `Queue.add`, the worker's pickup, the claim transaction and the start transaction (the worker's, synchronous=NORMAL: no fsync).",
       "The breakdown uses the BullMQ job's own timestamps (`timestamp`: when the API called `Queue.add`; `processedOn`: when a worker took it), whole milliseconds; its median and min–max are over all samples, not repetitions.",
       "Raw BullMQ (bench/baselines/raw-bullmq-worker.ts, its own process, concurrency 2 like the looprun worker, same Redis): from just before `Queue.add` in the bench process to the first line of the processor, on the epoch clock with sub-millisecond resolution.",
     ],

@@ -79,7 +79,8 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     expect(repo.listEvents(firstId, 0, 10).map((e) => e.type)).toEqual(["run_queued"]);
   });
 
-  it("rejects every write of a transaction that cannot commit, and stores none of them", async () => {
+  it("rejects every write of a transaction that cannot commit, stores none of them, and syncs nothing", async () => {
+    let syncs = 0;
     const failing = new WriteBatcher({
       transaction: (fn) =>
         database.sqlite.transaction(() => {
@@ -87,12 +88,16 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
           throw new Error("disk on fire");
         })(),
       inTransaction: () => database.sqlite.inTransaction,
+      sync: async () => {
+        syncs += 1;
+      },
     });
     const results = await Promise.allSettled([
       failing.run(() => repo.createRun(input("x-1"))),
       failing.run(() => repo.createRun(input("x-2"))),
     ]);
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(syncs).toBe(0);
     expect(repo.getSession("x-1")).toBeNull();
     expect(repo.getSession("x-2")).toBeNull();
   });
@@ -186,23 +191,6 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     for (const each of inputs) expect(repo.getRun(each.id)?.status).toBe("queued");
     syncs[1]?.();
     await Promise.all(committed.map((c) => c.durable));
-  });
-
-  it("with a sync, does not sync a transaction that could not commit", async () => {
-    let syncs = 0;
-    const failing = new WriteBatcher({
-      transaction: (fn) =>
-        database.sqlite.transaction(() => {
-          fn();
-          throw new Error("disk on fire");
-        })(),
-      inTransaction: () => database.sqlite.inTransaction,
-      sync: async () => {
-        syncs += 1;
-      },
-    });
-    await expect(failing.run(() => repo.createRun(input("f-1")))).rejects.toThrow("disk on fire");
-    expect(syncs).toBe(0);
   });
 
   it("submitBatcher: the API's batches commit visible, then settle durable once the WAL file is fsynced", async () => {

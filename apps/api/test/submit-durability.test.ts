@@ -54,6 +54,12 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
   });
 
   const waitingJobs = async () => (await h.inspect.getWaiting()).map((job) => job.id);
+  /** Up to 10 s: a loaded machine (the whole suite at once) answers slowly. */
+  const untilJobWaits = async () => {
+    for (let i = 0; i < 1000 && (await waitingJobs()).length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
 
   it("sends the job to Redis while the fsync runs, and answers 202 only once it is done", async () => {
     let answered = false;
@@ -63,9 +69,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
     });
     await syncAsked;
     // The run is committed (visible) and its job in Redis, the fsync not done: no answer yet.
-    for (let i = 0; i < 100 && (await waitingJobs()).length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await untilJobWaits();
     const [jobId] = await waitingJobs();
     expect(jobId).toBeDefined();
     expect((await h.repo.getRun(jobId ?? ""))?.status).toBe("queued");
@@ -80,9 +84,7 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
   it("undoes a run whose fsync failed: 500, neither the run nor its job is left", async () => {
     const answer = post();
     await syncAsked;
-    for (let i = 0; i < 100 && (await waitingJobs()).length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await untilJobWaits();
     expect(await waitingJobs()).toHaveLength(1);
     letSync(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
     const res = await answer;

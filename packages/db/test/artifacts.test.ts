@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { LeaseLostError, runStep } from "@looprun/core";
 import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { review } from "./store-fixtures";
+import { firstChange, review, secondChange, snapshotRow } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir, resources } from "./support";
 
 let dir: string;
@@ -35,30 +35,8 @@ describe("artifacts in SQLite", () => {
           latestReviewId: `review-${run.id}-1`,
         },
         insertReview: review(run.id, run.sessionId, 1, ["x"]),
-        insertSnapshots: [
-          {
-            runId: run.id,
-            n: 1,
-            attempt: 1,
-            snapshotId: "s1",
-            parentId: "base",
-            diff: "diff --git a/f b/f\n",
-            diffBytes: 19,
-            diffTruncated: false,
-            createdAt: 5,
-          },
-        ],
-        change: {
-          runId: run.id,
-          baselineSnapshot: "base",
-          headSnapshot: "s1",
-          iteration: 1,
-          files: ["f"],
-          stat: " f | 1 +\n",
-          patch: "diff --git a/f b/f\n",
-          patchBytes: 19,
-          updatedAt: 5,
-        },
+        insertSnapshots: [snapshotRow(run.id, 5)],
+        change: firstChange(run.id, 5),
         phaseArtifact: { runId: run.id, phase: "design", content: "the design", createdAt: 3 },
       },
       5,
@@ -69,17 +47,7 @@ describe("artifacts in SQLite", () => {
       epoch,
       {
         phaseArtifact: { runId: run.id, phase: "planning", content: "the plan", createdAt: 6 },
-        change: {
-          runId: run.id,
-          baselineSnapshot: "base",
-          headSnapshot: "s2",
-          iteration: 2,
-          files: ["f", "g"],
-          stat: "",
-          patch: null,
-          patchBytes: 99_999_999,
-          updatedAt: 7,
-        },
+        change: secondChange(run.id, 7),
       },
       7,
     );

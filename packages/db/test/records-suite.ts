@@ -1,6 +1,6 @@
 import { LeaseLostError } from "@looprun/core";
 import { beforeEach, describe, expect, it } from "vitest";
-import { event, iteration, review } from "./store-fixtures";
+import { event, firstChange, iteration, review, secondChange, snapshotRow } from "./store-fixtures";
 import type { StoreHarness } from "./store-harness";
 import { newRun } from "./support";
 
@@ -112,17 +112,7 @@ export function recordsSuite(engine: string, harness: () => StoreHarness): void 
     it("stores reviews, snapshots, the run's change and phase artifacts with the epoch fence", async () => {
       const run = await h.createRun(newRun({}));
       const { epoch } = (await h.store.claimRun(run.id))!.run;
-      const snapshot = {
-        runId: run.id,
-        n: 1,
-        attempt: 1,
-        snapshotId: "s1",
-        parentId: "base",
-        diff: "diff --git a/f b/f\n",
-        diffBytes: 19,
-        diffTruncated: false,
-        createdAt: 5,
-      };
+      const snapshot = snapshotRow(run.id, 5);
       await h.store.commit(
         run.id,
         epoch,
@@ -130,17 +120,7 @@ export function recordsSuite(engine: string, harness: () => StoreHarness): void 
           run: { baselineSnapshot: "base", latestSnapshot: "s1", latestReviewId: "r" },
           insertReview: review(run.id, run.sessionId, 1, ["x"]),
           insertSnapshots: [snapshot],
-          change: {
-            runId: run.id,
-            baselineSnapshot: "base",
-            headSnapshot: "s1",
-            iteration: 1,
-            files: ["f"],
-            stat: " f | 1 +\n",
-            patch: "diff --git a/f b/f\n",
-            patchBytes: 19,
-            updatedAt: 5,
-          },
+          change: firstChange(run.id, 5),
           phaseArtifact: { runId: run.id, phase: "design", content: "the design", createdAt: 3 },
         },
         5,
@@ -152,17 +132,7 @@ export function recordsSuite(engine: string, harness: () => StoreHarness): void 
         {
           insertSnapshots: [{ ...snapshot, snapshotId: "s1b", diffTruncated: true }],
           phaseArtifact: { runId: run.id, phase: "planning", content: "the plan", createdAt: 6 },
-          change: {
-            runId: run.id,
-            baselineSnapshot: "base",
-            headSnapshot: "s2",
-            iteration: 2,
-            files: ["f", "g"],
-            stat: "",
-            patch: null,
-            patchBytes: 99_999_999_999,
-            updatedAt: 7,
-          },
+          change: secondChange(run.id, 7),
         },
         7,
       );

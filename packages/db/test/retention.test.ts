@@ -3,7 +3,7 @@ import { RunRepository, SqliteRunStore } from "@looprun/db";
 import { ulid } from "ulid";
 import { beforeEach, describe, expect, it } from "vitest";
 import { type RepoEngine, repoEngines } from "./repo-engines";
-import { event, iteration } from "./store-fixtures";
+import { event, firstChange, iteration, snapshotRow } from "./store-fixtures";
 import { freshDatabase, newRun, removeDir } from "./support";
 
 // Retention (retention.ts) on both engines: the finished runs past the cut are deleted with
@@ -82,30 +82,8 @@ describe.each(engines)("retention on %s", (_name, open) => {
           fixPlan: ["fix x"],
           createdAt: at,
         },
-        insertSnapshots: [
-          {
-            runId: input.id,
-            n: 1,
-            attempt: 1,
-            snapshotId: "s1",
-            parentId: "base",
-            diff: "diff --git a/f b/f\n",
-            diffBytes: 19,
-            diffTruncated: false,
-            createdAt: at,
-          },
-        ],
-        change: {
-          runId: input.id,
-          baselineSnapshot: "base",
-          headSnapshot: "s1",
-          iteration: 1,
-          files: ["f"],
-          stat: " f | 1 +\n",
-          patch: "diff --git a/f b/f\n",
-          patchBytes: 19,
-          updatedAt: at,
-        },
+        insertSnapshots: [snapshotRow(input.id, at)],
+        change: firstChange(input.id, at),
         phaseArtifact: { runId: input.id, phase: "design", content: "the design", createdAt: at },
         events: [event("run_started"), event("iteration_started")],
       },

@@ -108,16 +108,16 @@ export class WriteBatcher {
       if (this.pending.length > 0) this.schedule();
       return;
     }
-    const durable = this.opts.sync ? this.opts.sync() : ON_DISK;
+    let durable = ON_DISK;
     if (this.opts.sync) {
+      durable = this.opts.sync();
       this.syncing = durable;
+      // Handles a rejection too: a batch whose writes all failed has no one awaiting it.
       const done = () => {
         if (this.syncing === durable) this.syncing = null;
       };
       durable.then(done, done);
     }
-    // Its writers await it; one whose write failed has nothing to wait for.
-    durable.catch(() => {});
     if (this.pending.length > 0) this.schedule();
     batch.forEach((item, i) => {
       const outcome = outcomes[i];

@@ -193,6 +193,20 @@ describe("WriteBatcher (group commit on a real SQLite file)", () => {
     await Promise.all(committed.map((c) => c.durable));
   });
 
+  it("submitBatcher: on an in-memory database, commits as a plain group commit (no file to sync)", async () => {
+    const memory = openDatabase(":memory:");
+    try {
+      const memoryRepo = new RunRepository(memory.db);
+      const api = submitBatcher(memory);
+      const { value, durable } = await api.run(() => memoryRepo.createRun(input("mem")));
+      await durable;
+      expect(memoryRepo.getRun(value.id)?.status).toBe("queued");
+      api.close();
+    } finally {
+      memory.close();
+    }
+  });
+
   it("submitBatcher: the API's batches commit visible, then settle durable once the WAL file is fsynced", async () => {
     const api = submitBatcher(database);
     const committed = await Promise.all(

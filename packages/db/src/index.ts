@@ -25,5 +25,5 @@ export { StorageSettings } from "./storage-settings";
 export type { ToolStat, ToolStats, ToolStatsFilter } from "./tool-stats";
 export { toolStats } from "./tool-stats";
 export type { DeferredSyncCommits } from "./wal-sync";
-export { coalesced, deferredSyncCommits } from "./wal-sync";
+export { deferredSyncCommits } from "./wal-sync";
 export type { HoldRequest, HoldResult } from "./workspace-holds";

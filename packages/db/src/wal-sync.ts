@@ -1,6 +1,17 @@
-import { close, closeSync, fsync, open } from "node:fs";
+import {
+  close as closeCallback,
+  closeSync,
+  fsync as fsyncCallback,
+  open as openCallback,
+} from "node:fs";
 import { dirname, resolve } from "node:path";
+import { promisify } from "node:util";
 import type { Database } from "./connection";
+
+// The callback API promisified: fs/promises' FileHandle costs more per call on the event loop.
+const open = promisify(openCallback);
+const fsync = promisify(fsyncCallback);
+const close = promisify(closeCallback);
 
 /**
  * Group commits whose fsync runs off the event loop. `commit` runs a write transaction with
@@ -20,7 +31,7 @@ export interface DeferredSyncCommits {
   inTransaction(): boolean;
   /**
    * Resolves once every transaction committed before the call is on disk: the WAL file fsynced
-   * by a sync that began after the call. Callers that ask while one runs share the next one.
+   * by an fsync that began after the call.
    */
   sync(): Promise<void>;
   /** Lets go of the WAL file (the database is closing). */
@@ -38,24 +49,33 @@ export function deferredSyncCommits(database: Database): DeferredSyncCommits {
   const restore = `PRAGMA synchronous = ${before}`;
   // The WAL file stays while this connection is open (only the last connection to close
   // removes it; a checkpoint rewrites it in place), so one descriptor serves every sync: one
-  // job in the thread pool each, not three (open, fsync, close).
+  // job in the thread pool each, not three (open, fsync, close). Syncs may overlap: each
+  // fsync began after its caller's commit.
   let fd: number | null = null;
-  const sync = coalesced(async () => {
-    if (fd === null) {
-      const opened = await call<number>((done) => open(wal, "r", done));
-      try {
-        // What SQLite does on a new WAL file's first sync under FULL: its directory entry too.
-        await fsyncPath(dirname(wal));
-      } catch (error) {
-        close(opened, () => {});
-        throw error;
-      }
-      if (fd === null) fd = opened;
-      else close(opened, () => {});
+  let opening: Promise<number> | null = null;
+  const walFd = async (): Promise<number> => {
+    const handle = await open(wal, "r");
+    try {
+      // What SQLite does on a new WAL file's first sync under FULL: its directory entry too.
+      await fsyncPath(dirname(wal));
+    } catch (error) {
+      await close(handle);
+      throw error;
     }
-    const current = fd;
-    await call<void>((done) => fsync(current, done));
-  });
+    fd = handle;
+    return handle;
+  };
+  const sync = async () => {
+    if (fd === null) {
+      // Opened once; the syncs that come while it opens wait for that one.
+      opening ??= walFd().finally(() => {
+        opening = null;
+      });
+      await fsync(await opening);
+    } else {
+      await fsync(fd);
+    }
+  };
   return {
     commit(fn) {
       sqlite.exec(normal);
@@ -74,47 +94,11 @@ export function deferredSyncCommits(database: Database): DeferredSyncCommits {
   };
 }
 
-function call<T>(start: (done: (error: NodeJS.ErrnoException | null, value: T) => void) => void) {
-  return new Promise<T>((resolve, reject) => {
-    start((error, value) => (error ? reject(error) : resolve(value)));
-  });
-}
-
 async function fsyncPath(path: string): Promise<void> {
-  const fd = await call<number>((done) => open(path, "r", done));
+  const handle = await open(path, "r");
   try {
-    await call<void>((done) => fsync(fd, done));
+    await fsync(handle);
   } finally {
-    close(fd, () => {});
+    await close(handle);
   }
-}
-
-/**
- * One run of `task` for the callers that wait together: a call while none runs starts one; a
- * call while one runs waits for the next, which starts when the running one ends (its work may
- * have begun before the caller's writes) and is shared by every caller that came meanwhile.
- * Each call settles with the outcome of a run that began after it.
- */
-export function coalesced(task: () => Promise<void>): () => Promise<void> {
-  let running: Promise<void> | null = null;
-  let next: Promise<void> | null = null;
-  const start = (): Promise<void> => {
-    const run = task().finally(() => {
-      if (running === run) running = null;
-    });
-    running = run;
-    return run;
-  };
-  return () => {
-    if (running === null) return start();
-    if (next === null) {
-      next = running
-        .catch(() => {})
-        .then(() => {
-          next = null;
-          return start();
-        });
-    }
-    return next;
-  };
 }

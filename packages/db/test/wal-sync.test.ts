@@ -3,73 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../src/connection";
-import { coalesced, deferredSyncCommits } from "../src/wal-sync";
-
-/** A task whose runs the test ends one by one. */
-function controlledTask() {
-  const runs: { end: (error?: Error) => void }[] = [];
-  const task = () =>
-    new Promise<void>((resolve, reject) => {
-      runs.push({ end: (error) => (error ? reject(error) : resolve()) });
-    });
-  return { task, runs };
-}
-
-const tick = () => new Promise((r) => setImmediate(r));
-
-describe("coalesced", () => {
-  it("starts a run for a call while none runs", async () => {
-    const { task, runs } = controlledTask();
-    const sync = coalesced(task);
-    const first = sync();
-    expect(runs).toHaveLength(1);
-    runs[0]?.end();
-    await expect(first).resolves.toBeUndefined();
-  });
-
-  it("makes the calls that come while a run is under way share one next run, begun after it ends", async () => {
-    const { task, runs } = controlledTask();
-    const sync = coalesced(task);
-    let firstDone = false;
-    const first = sync().then(() => {
-      firstDone = true;
-    });
-    const later = [sync(), sync(), sync()];
-    let laterDone = 0;
-    for (const p of later) p.then(() => laterDone++);
-    await tick();
-    // The running run may have begun before the later callers' writes: it does not answer them.
-    expect(runs).toHaveLength(1);
-    runs[0]?.end();
-    await first;
-    await tick();
-    expect(firstDone).toBe(true);
-    expect(laterDone).toBe(0);
-    expect(runs).toHaveLength(2);
-    runs[1]?.end();
-    await Promise.all(later);
-    expect(laterDone).toBe(3);
-    expect(runs).toHaveLength(2);
-  });
-
-  it("rejects the callers of a failed run, and the next run still comes for those after", async () => {
-    const { task, runs } = controlledTask();
-    const sync = coalesced(task);
-    const first = sync();
-    const second = sync();
-    runs[0]?.end(new Error("EIO"));
-    await expect(first).rejects.toThrow("EIO");
-    await tick();
-    expect(runs).toHaveLength(2);
-    runs[1]?.end();
-    await expect(second).resolves.toBeUndefined();
-    // Idle again: a new call starts at once.
-    const third = sync();
-    expect(runs).toHaveLength(3);
-    runs[2]?.end();
-    await third;
-  });
-});
+import { deferredSyncCommits } from "../src/wal-sync";
 
 describe("deferredSyncCommits (a real SQLite file)", () => {
   let dir: string;

@@ -189,10 +189,10 @@ export function runRoutes(deps: AppDeps): Hono {
     if (synced.status === "rejected") {
       // The disk refused the run: undone as far as it can be (a worker may already hold it;
       // then it is as after a crash between the commit and the answer), and a 500.
-      await deps.queue.remove(run.id).catch(() => false);
-      await Promise.resolve()
-        .then(() => deps.repo.deleteRun(run.id))
-        .catch(() => false);
+      await Promise.allSettled([
+        deps.queue.remove(run.id),
+        (async () => deps.repo.deleteRun(run.id))(),
+      ]);
       throw synced.reason;
     }
     if (enqueued.status === "rejected") {

@@ -5,6 +5,7 @@ import { RUN_QUEUE, type RunStore } from "@looprun/core";
 import { openStorage, type RunRepositoryPort, type Storage } from "@looprun/db";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, beforeEach, inject } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
 import { createApp } from "../src/app";
 import type { AppDeps } from "../src/app-deps";
@@ -100,3 +101,35 @@ export async function apiHarness(
 }
 
 export type ApiHarness = Awaited<ReturnType<typeof apiHarness>>;
+
+/**
+ * The harness of a describe block's tests (or a file's, at its top level), on the test run's
+ * Redis: made, with its queue connected, before them — once, or before each test with
+ * `each` — and closed after. The object returned stands for the harness of the moment; `extra`
+ * may be a function, read when the harness is made (a value an earlier hook set).
+ */
+export function useApiHarness(
+  engine: Engine = "sqlite",
+  extra: Partial<AppDeps> | (() => Partial<AppDeps>) = {},
+  { each = false }: { each?: boolean } = {},
+): ApiHarness {
+  let current: ApiHarness | undefined;
+  (each ? beforeEach : beforeAll)(async () => {
+    current = await apiHarness(
+      inject("redisUrl"),
+      engine,
+      typeof extra === "function" ? extra() : extra,
+    );
+    await current.untilReady();
+  });
+  (each ? afterEach : afterAll)(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return new Proxy({} as ApiHarness, {
+    get(_, key) {
+      if (current === undefined) throw new Error("the API harness is used outside its tests");
+      return Reflect.get(current, key);
+    },
+  });
+}

@@ -1,19 +1,14 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { PRESETS } from "../src/dashboard/presets";
-import { type ApiHarness, apiHarness, VALID_RUN } from "./api-harness";
+import { useApiHarness, VALID_RUN } from "./api-harness";
 
 describe("dashboard pages and assets", () => {
-  let h: ApiHarness;
+  const h = useApiHarness();
   let runId: string;
   beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"));
-    await h.untilReady();
     const created = await h.request("POST", "/api/runs", VALID_RUN);
     expect(created.status).toBe(202);
     runId = created.body.id;
-  });
-  afterAll(async () => {
-    await h.close();
   });
 
   it("serves the runs page with the submit form and its presets", async () => {

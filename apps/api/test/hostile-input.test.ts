@@ -4,9 +4,9 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunSubmission } from "@looprun/core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseApiEnv } from "../src/env";
-import { type ApiHarness, apiHarness } from "./api-harness";
+import { useApiHarness } from "./api-harness";
 
 /** A small seeded PRNG (mulberry32), so a failing case can be replayed. */
 function rng(seed: number) {
@@ -130,12 +130,7 @@ function invalidQueries(count: number, random: () => number): string[] {
 }
 
 describe("hostile input", () => {
-  let h: ApiHarness;
-  beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"));
-    await h.untilReady();
-  });
-  afterAll(() => h.close());
+  const h = useApiHarness();
 
   it("answers 400 invalid_request naming a field to a few hundred invalid bodies, storing nothing", async () => {
     const random = rng(20261122);

@@ -1,17 +1,12 @@
 import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { Hono } from "hono";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as R from "../src/openapi/response-schemas";
-import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
+import { ENGINES, useApiHarness } from "./api-harness";
 
 describe.each(ENGINES)("GET /api/stats/tools: learned patterns on %s", (engine) => {
-  let h: ApiHarness;
-  beforeEach(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
-  });
-  afterEach(() => h.close());
+  const h = useApiHarness(engine, {}, { each: true });
 
   /** A run in `workspace` whose worker recorded a failing tool call and a decided iteration. */
   async function learnedRun(workspace: string, request = h.request) {

@@ -1,7 +1,7 @@
 import type { NewEvent } from "@looprun/core";
-import { afterAll, beforeAll, expect, inject } from "vitest";
+import { beforeAll, expect } from "vitest";
 import type { createApp } from "../src/app";
-import { type ApiHarness, apiHarness, type ENGINES } from "./api-harness";
+import { type ENGINES, useApiHarness } from "./api-harness";
 import { SseReader } from "./sse-client";
 
 // What the live-stream tests share: an API over app.request() with short poll and heartbeat
@@ -37,15 +37,10 @@ export function withMethod<T extends object>(
  * `engine`, and the steps the tests take with it.
  */
 export function liveApi(engine: (typeof ENGINES)[number]) {
-  let h: ApiHarness;
+  const h = useApiHarness(engine);
   let app: ReturnType<typeof createApp>;
-  beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
+  beforeAll(() => {
     app = h.appWith({ live: { pollMs: 20, heartbeatMs: 100 } });
-  });
-  afterAll(async () => {
-    await h.close();
   });
 
   // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field

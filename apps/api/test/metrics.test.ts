@@ -1,20 +1,15 @@
 import type { IterationRecord } from "@looprun/core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type ApiHarness, ENGINES, useApiHarness } from "./api-harness";
 import { parsePrometheusText, sampleValue } from "./prometheus-text";
 
 const budget = { elapsedMs: 0, remainingIterations: 6 };
 
 describe.each(ENGINES)("GET /metrics on %s", (engine) => {
-  let h: ApiHarness;
+  const h = useApiHarness(engine);
   let store: ApiHarness["store"];
   beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
     store = h.store;
-  });
-  afterAll(async () => {
-    await h.close();
   });
 
   const scrape = async () => {

@@ -1,12 +1,12 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { NAMED } from "../src/openapi/api-operations";
 import { openApiPath } from "../src/openapi/document";
 import * as R from "../src/openapi/response-schemas";
-import { type ApiHarness, apiHarness } from "./api-harness";
+import { useApiHarness } from "./api-harness";
 
 type Doc = {
   openapi: string;
@@ -24,17 +24,12 @@ type Doc = {
 };
 
 describe("GET /api/openapi.json", () => {
-  let h: ApiHarness;
+  const h = useApiHarness();
   let doc: Doc;
   beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"));
-    await h.untilReady();
     const res = await h.request("GET", "/api/openapi.json");
     expect(res.status).toBe(200);
     doc = res.body;
-  });
-  afterAll(async () => {
-    await h.close();
   });
 
   it("is a valid OpenAPI 3.1 document", async () => {

@@ -2,9 +2,9 @@ import { request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readBodyText, refuseLargeBodiesEarly } from "../src/request-body";
-import { type ApiHarness, apiHarness } from "./api-harness";
+import { useApiHarness } from "./api-harness";
 
 // Bodies as `looprun api` receives them: the app served by @hono/node-server, which hands the
 // handlers Node's own request (request-body.ts reads it directly), over real HTTP — with a
@@ -67,16 +67,13 @@ function post(
 }
 
 describe("request bodies over HTTP (@hono/node-server)", () => {
-  let h: ApiHarness;
+  const h = useApiHarness("sqlite", { bodyLimitBytes: LIMIT });
   let api: Served;
   beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), "sqlite", { bodyLimitBytes: LIMIT });
-    await h.untilReady();
     api = await served(h.app.fetch);
   });
   afterAll(async () => {
     await api?.close();
-    await h?.close();
   });
 
   const run = (task: string, sessionId: string) =>

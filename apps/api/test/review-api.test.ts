@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, type RunStatus, RunSubmission, runStep } from "@looprun/core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ENGINES, useApiHarness } from "./api-harness";
 
 const silent = { info() {}, warn() {}, error() {} };
 
@@ -12,15 +12,10 @@ const REVIEWER =
   'else echo \'{"blockingIssues":["count must reach 2"],"nonBlockingIssues":[],"score":10,"fixPlan":["increment count.txt"]}\'; fi';
 
 describe.each(ENGINES)("review, snapshot and stats routes over app.request() on %s", (engine) => {
-  let h: ApiHarness;
+  const h = useApiHarness(engine);
   let snapshotsDir: string;
   beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
     snapshotsDir = join(h.workspacesRoot, "..", "snapshots");
-  });
-  afterAll(async () => {
-    await h.close();
   });
 
   const text = async (path: string) => {

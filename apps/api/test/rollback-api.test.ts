@@ -13,21 +13,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import type { Database } from "@looprun/db";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, VALID_RUN } from "./api-harness";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { useApiHarness, VALID_RUN } from "./api-harness";
 
 // `POST /api/runs/:id/rollback` of a run whose workspace directory is gone: a 409 naming it
 // (nothing is restored into a directory made for it), and the restore once it is there again.
 
-let h: ApiHarness;
 let snapshotsDir: string;
-beforeEach(async () => {
+beforeEach(() => {
   snapshotsDir = mkdtempSync(join(tmpdir(), "looprun-rollback-api-"));
-  h = await apiHarness(inject("redisUrl"), "sqlite", { snapshotsDir });
-  await h.untilReady();
 });
-afterEach(async () => {
-  await h.close();
+const h = useApiHarness("sqlite", () => ({ snapshotsDir }), { each: true });
+afterEach(() => {
   rmSync(snapshotsDir, { recursive: true, force: true });
 });
 

@@ -1,21 +1,14 @@
 import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, RunSubmission } from "@looprun/core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, ENGINES, VALID_RUN as valid } from "./api-harness";
+import { describe, expect, it } from "vitest";
+import { ENGINES, useApiHarness, VALID_RUN as valid } from "./api-harness";
 
 // Where a run's workspace lies: refused escapes, a session's workspace checked again, a named
 // one beside the session's. The rest of the submit and the runs' reads: runs-api.test.ts.
 
 describe.each(ENGINES)("runs API workspaces over app.request() on %s", (engine) => {
-  let h: ApiHarness;
-  beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
-  });
-  afterAll(async () => {
-    await h.close();
-  });
+  const h = useApiHarness(engine);
 
   it("refuses a workspace that leaves the root through a symlink, creating nothing outside", async () => {
     mkdirSync(h.workspacesRoot, { recursive: true });

@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, ENGINES, VALID_RUN as valid } from "./api-harness";
+import { describe, expect, it } from "vitest";
+import { ENGINES, useApiHarness, VALID_RUN as valid } from "./api-harness";
 
 // Readiness with a database or Redis down, the token, the limits: runs-api-guards.test.ts;
 // where a run's workspace lies: runs-api-workspaces.test.ts.
@@ -14,14 +14,7 @@ const mcp = (...mcpServers: unknown[]) => ({
 });
 
 describe.each(ENGINES)("runs API over app.request() on %s", (engine) => {
-  let h: ApiHarness;
-  beforeAll(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
-  });
-  afterAll(async () => {
-    await h.close();
-  });
+  const h = useApiHarness(engine);
 
   it("accepts a run: 202, stored as queued with a run_queued event, enqueued with job id = run id", async () => {
     const res = await h.request("POST", "/api/runs", { ...valid, sessionId: "accept-1" });

@@ -1,6 +1,6 @@
 import type { ApprovalRequest } from "@looprun/core";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiHarness, ENGINES } from "./api-harness";
+import { describe, expect, it } from "vitest";
+import { ENGINES, useApiHarness } from "./api-harness";
 
 const valid = {
   task: "fix the cart",
@@ -10,12 +10,7 @@ const valid = {
 
 /** Issue 9's bodies and answers, over `app.request()` with a real database and a real Redis queue. */
 describe.each(ENGINES)("safety-net settings and answers: validation on %s", (engine) => {
-  let h: ApiHarness;
-  beforeEach(async () => {
-    h = await apiHarness(inject("redisUrl"), engine);
-    await h.untilReady();
-  });
-  afterEach(() => h.close());
+  const h = useApiHarness(engine, {}, { each: true });
 
   const submit = async (body: Record<string, unknown>) => {
     const res = await h.request("POST", "/api/runs", body);

@@ -1,23 +1,21 @@
 import { deferredSyncCommits } from "@looprun/db";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WriteBatcher } from "../src/write-batcher";
-import { type ApiHarness, apiHarness, VALID_RUN as valid } from "./api-harness";
+import { useApiHarness, VALID_RUN as valid } from "./api-harness";
 
 // A submit on SQLite commits its run without waiting for the disk and fsyncs the WAL in the
 // thread pool while the run's job goes to Redis (the server's submitBatcher). These tests hold
 // that fsync back — the real one, run once the test lets it — to see what waits for it.
 
 describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the event loop)", () => {
-  let h: ApiHarness;
+  const h = useApiHarness("sqlite", {}, { each: true });
   let letSync: (error?: Error) => void;
   let syncAsked: Promise<void>;
   let close: () => void;
   type Answer = { id?: string; error?: { code: string } };
   let post: () => Promise<{ status: number; body: Answer }>;
 
-  beforeEach(async () => {
-    h = await apiHarness(inject("redisUrl"), "sqlite");
-    await h.untilReady();
+  beforeEach(() => {
     if (h.storage.engine !== "sqlite") throw new Error("sqlite only");
     const commits = deferredSyncCommits(h.storage.database);
     let asked: () => void = () => {};
@@ -48,9 +46,8 @@ describe("POST /api/runs: the answer waits for the disk (SQLite, fsync off the e
       return { status: res.status, body: (await res.json()) as Answer };
     };
   });
-  afterEach(async () => {
+  afterEach(() => {
     close();
-    await h.close();
   });
 
   const waitingJobs = async () => (await h.inspect.getWaiting()).map((job) => job.id);

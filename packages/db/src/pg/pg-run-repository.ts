@@ -31,7 +31,7 @@ import {
   listSnapshotRefs,
   runChange,
 } from "./artifact-queries";
-import type { PgDb } from "./connection";
+import { type PgDb, poolOf } from "./connection";
 import { appendEvents, readEvents } from "./event-log";
 import { listPatterns } from "./failure-patterns";
 import { liveRuns } from "./live-queries";
@@ -210,13 +210,18 @@ export class PgRunRepository implements RunRepositoryPort {
     change: (runId: string) => runChange(this.db, runId),
   };
 
-  /** The workspace of a session (null when there is none), without reading its runs. */
+  /**
+   * The workspace of a session (null when there is none), without reading its runs: a named
+   * statement (every submit that names no workspace asks it).
+   */
   async sessionWorkspace(sessionId: string): Promise<string | null> {
-    const [row] = await this.db
-      .select({ workspace: sessions.workspace })
-      .from(sessions)
-      .where(eq(sessions.id, sessionId));
-    return row?.workspace ?? null;
+    const { rows } = await poolOf(this.db).query<[workspace: string]>({
+      name: "looprun_session_workspace",
+      text: "select workspace from sessions where id = $1",
+      values: [sessionId],
+      rowMode: "array",
+    });
+    return rows[0]?.[0] ?? null;
   }
 
   holdWorkspace(req: HoldRequest): Promise<HoldResult> {

@@ -68,6 +68,19 @@ export function resolveWorkspace(root: string, name: string): string {
 }
 
 /**
+ * The workspace a session of this id has if it was made without one named — what
+ * `resolveWorkspace` gives for the id — or undefined where that refuses the id as a name (a
+ * session that exists may still have a workspace of its own: the caller looks it up).
+ */
+export function guessWorkspace(root: string, sessionId: string): string | undefined {
+  try {
+    return resolveWorkspace(root, sessionId);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Where `target` (a path under the real root) lies with its symlinks followed: the deepest part
  * of it that exists decides. Refused when that leads out of the root (with `outside()`) or
  * under a file.

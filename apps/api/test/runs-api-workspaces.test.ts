@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { normalizeSubmission, RunSubmission } from "@looprun/core";
+import { SessionWorkspaceMismatchError } from "@looprun/db";
 import { describe, expect, it } from "vitest";
 import { ENGINES, useApiHarness, VALID_RUN as valid } from "./api-harness";
 
@@ -213,5 +214,38 @@ describe.each(ENGINES)("runs API workspaces over app.request() on %s", (engine) 
     } finally {
       mkdirSync(root, { recursive: true });
     }
+  });
+
+  it("stores a run whose workspace was guessed only if its session is new or has that one; else nothing", async () => {
+    const root = realpathSync(h.workspacesRoot);
+    const spec = normalizeSubmission(RunSubmission.parse(valid));
+    const guessed = async (id: string, sessionId: string, workspace: string) =>
+      h.repo.createRun({
+        id,
+        sessionId,
+        sessionWorkspace: workspace,
+        workspace,
+        spec,
+        createdAt: Date.now(),
+        workspaceGuessed: true,
+      });
+    const mine = join(root, "guess-a");
+    const first = await guessed("01J0000000000000000000GS01", "guess-a", mine);
+    expect((await h.repo.getSession("guess-a"))?.session.workspace).toBe(mine);
+    await h.request("POST", `/api/runs/${first.id}/stop`);
+    // Its own workspace again: stored.
+    const second = await guessed("01J0000000000000000000GS02", "guess-a", mine);
+    expect((await h.repo.getRun(second.id))?.workspace).toBe(mine);
+    await h.request("POST", `/api/runs/${second.id}/stop`);
+    // Another: refused, and nothing of it stored.
+    const runsOfSession = async () =>
+      (await h.request("GET", "/api/runs?sessionId=guess-a")).body.items;
+    const before = await runsOfSession();
+    await expect(
+      guessed("01J0000000000000000000GS03", "guess-a", join(root, "elsewhere")),
+    ).rejects.toBeInstanceOf(SessionWorkspaceMismatchError);
+    expect(await h.repo.getRun("01J0000000000000000000GS03")).toBeNull();
+    expect(await runsOfSession()).toEqual(before);
+    expect((await h.repo.getSession("guess-a"))?.session.workspace).toBe(mine);
   });
 });

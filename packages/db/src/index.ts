@@ -19,7 +19,11 @@ export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { MaybePromise, RunRepositoryPort } from "./repository";
 export type { PrunableRun, RetentionPort } from "./retention";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";
-export { IdempotencyConflictError, RunRepository } from "./run-repository";
+export {
+  IdempotencyConflictError,
+  RunRepository,
+  SessionWorkspaceMismatchError,
+} from "./run-repository";
 export { SqliteRunStore } from "./sqlite-run-store";
 export { StorageSettings } from "./storage-settings";
 export type { ToolStat, ToolStats, ToolStatsFilter } from "./tool-stats";

@@ -66,6 +66,20 @@ export interface NewRun {
   createdAt: number;
   /** With a key, a repeated submit (same key, same `requestHash`) returns the first run. */
   idempotency?: { key: string; requestHash: string };
+  /**
+   * `workspace` is the one a new session of this id gets, taken for the session's own without
+   * looking first: when the session exists with another workspace, nothing is stored and
+   * `SessionWorkspaceMismatchError` is thrown (the caller then looks the session's up).
+   */
+  workspaceGuessed?: boolean;
+}
+
+/** The session exists with another workspace than the one guessed for it (see `NewRun`). */
+export class SessionWorkspaceMismatchError extends Error {
+  override readonly name = "SessionWorkspaceMismatchError";
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} has another workspace than the one guessed`);
+  }
 }
 
 /** The key was used before with another body. */
@@ -131,6 +145,12 @@ export class RunRepository implements RunRepositoryPort {
                 throw new IdempotencyConflictError(seen.key);
               const first = tx.select().from(runs).where(eq(runs.id, seen.runId)).get();
               if (first) return { ...toRunRecord(first), replayed: true };
+            }
+          }
+          if (input.workspaceGuessed) {
+            const stored = sessionWorkspace(this.db, input.sessionId);
+            if (stored !== null && stored !== input.workspace) {
+              throw new SessionWorkspaceMismatchError(input.sessionId);
             }
           }
           // Prepared once (queued-run-writes.ts): this is the API's hottest write.

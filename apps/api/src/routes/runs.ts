@@ -8,7 +8,12 @@ import {
   RunAlreadyActiveError,
   RunSubmission,
 } from "@looprun/core";
-import { IdempotencyConflictError, idempotencyKeyHash } from "@looprun/db";
+import {
+  IdempotencyConflictError,
+  idempotencyKeyHash,
+  type NewRun,
+  SessionWorkspaceMismatchError,
+} from "@looprun/db";
 import { Hono } from "hono";
 import { monotonicFactory } from "ulid";
 import { z } from "zod";
@@ -24,7 +29,7 @@ import {
   presentToolCall,
 } from "../presenters";
 import { parseBody, parseQuery, queryInt } from "../request-parsing";
-import { checkSessionWorkspace, resolveWorkspace } from "../workspaces";
+import { checkSessionWorkspace, guessWorkspace, resolveWorkspace } from "../workspaces";
 import { approvalRoutes } from "./approval";
 import { rollbackRoutes } from "./rollback";
 import { runArtifactRoutes } from "./run-artifacts";
@@ -117,42 +122,54 @@ export function runRoutes(deps: AppDeps): Hono {
     const spec = deps.redactor ? deps.redactor.deep(normalized) : normalized;
     const sessionId = body.sessionId ?? newId();
     // The workspace the run names; else its session's (a session keeps its workspace); else,
-    // for a new session, one named after it. The session is looked up only when it counts.
+    // for a new session, one named after it. A session the run names is taken to have the one
+    // named after it — the usual case — and the store checks that as it writes the run (no
+    // lookup first: a round trip on PostgreSQL); one that has another is looked up, and that
+    // one checked again.
     const root = deps.workspacesRoot;
-    const stored =
-      body.workspace === undefined && body.sessionId
-        ? await deps.repo.sessionWorkspace(body.sessionId)
-        : null;
-    const workspace =
-      body.workspace !== undefined
-        ? resolveWorkspace(root, body.workspace)
-        : stored !== null
-          ? checkSessionWorkspace(root, stored)
-          : resolveWorkspace(root, sessionId);
-    // After every check of the input (a bad workspace is a 400 whether Redis is up or not),
-    // before anything is stored or enqueued.
+    const sessionsOwn = async (id: string) => {
+      const stored = await deps.repo.sessionWorkspace(id);
+      return stored !== null ? checkSessionWorkspace(root, stored) : resolveWorkspace(root, id);
+    };
+    let workspace: string;
+    let workspaceGuessed = false;
+    if (body.workspace !== undefined) workspace = resolveWorkspace(root, body.workspace);
+    else if (body.sessionId === undefined) workspace = resolveWorkspace(root, sessionId);
+    else {
+      const guess = guessWorkspace(root, body.sessionId);
+      workspaceGuessed = guess !== undefined;
+      workspace = guess ?? (await sessionsOwn(body.sessionId));
+    }
+    // After every check of the input (a workspace named badly is a 400 whether Redis is up or
+    // not), before anything is stored or enqueued.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
-    let run: Awaited<ReturnType<typeof deps.repo.createRun>>;
-    // Settles once the run is on disk: at once, but for a group commit whose fsync runs off
-    // the event loop (it then overlaps the enqueue below).
-    let durable: Promise<void> = Promise.resolve();
+    const input = {
+      id: newId(),
+      sessionId,
+      sessionWorkspace: workspace,
+      workspace,
+      spec,
+      createdAt: now(),
+      ...(idempotency ? { idempotency } : {}),
+    };
+    // Submits that arrive together share one transaction, hence one fsync (group commit). The
+    // promise `durable` settles once the run is on disk: at once, but for a group commit whose
+    // fsync runs off the event loop (it then overlaps the enqueue below).
+    const store = async (newRun: NewRun) => {
+      if (!deps.writeBatcher) {
+        return { run: await deps.repo.createRun(newRun), durable: Promise.resolve() };
+      }
+      const committed = await deps.writeBatcher.run(() => deps.repo.createRun(newRun));
+      return { run: await committed.value, durable: committed.durable };
+    };
+    let written: Awaited<ReturnType<typeof store>>;
     try {
-      const input = {
-        id: newId(),
-        sessionId,
-        sessionWorkspace: workspace,
-        workspace,
-        spec,
-        createdAt: now(),
-        ...(idempotency ? { idempotency } : {}),
-      };
-      // Submits that arrive together share one transaction, hence one fsync (group commit).
-      if (deps.writeBatcher) {
-        const committed = await deps.writeBatcher.run(() => deps.repo.createRun(input));
-        run = await committed.value;
-        durable = committed.durable;
-      } else {
-        run = await deps.repo.createRun(input);
+      try {
+        written = await store({ ...input, workspaceGuessed });
+      } catch (error) {
+        if (!(error instanceof SessionWorkspaceMismatchError)) throw error;
+        const own = await sessionsOwn(sessionId);
+        written = await store({ ...input, sessionWorkspace: own, workspace: own });
       }
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
@@ -171,6 +188,7 @@ export function runRoutes(deps: AppDeps): Hono {
       }
       throw error;
     }
+    const { run, durable } = written;
     // The same key and body again get the first request's answer, whatever the run has done
     // since (GET /api/runs/:id says that).
     const accepted = {

@@ -9,7 +9,11 @@ import { and, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { IDEMPOTENCY_TTL_MS } from "../idempotency";
 import { toRunRecord } from "../records";
-import { IdempotencyConflictError, type NewRun } from "../run-repository";
+import {
+  IdempotencyConflictError,
+  type NewRun,
+  SessionWorkspaceMismatchError,
+} from "../run-repository";
 import { type PgDb, poolOf } from "./connection";
 import { withoutNul } from "./nul-bytes";
 import { isPgUniqueViolation } from "./pg-errors";
@@ -53,7 +57,9 @@ function queuedRow(input: NewRun): typeof runs.$inferSelect {
 /**
  * The session (unless it exists), the run and its `run_queued` event, in one statement: one
  * round trip, atomic by itself. The session's row and the run's are checked by the foreign
- * keys at the end of the statement, when both are there. Its text is the same for every run.
+ * keys at the end of the statement, when both are there. A guessed workspace (see `NewRun`)
+ * stores the run only if the session is new or has that workspace: the statement then
+ * changes no row. Its text is the same for every run.
  */
 function insertQueuedStatement(input: NewRun): { run: RunRecord; statement: SQL } {
   const run = toRunRecord(queuedRow(input));
@@ -65,13 +71,25 @@ function insertQueuedStatement(input: NewRun): { run: RunRecord; statement: SQL 
       on conflict (id) do nothing
     ), r as (
       insert into runs (id, session_id, task, spec, workspace, status, metrics, progress, created_at)
-      values (${run.id}, ${run.sessionId}, ${run.spec.task}, ${JSON.stringify(run.spec)}::json,
-        ${run.workspace}, 'queued', ${JSON.stringify(run.metrics)}::json, 'queued', ${input.createdAt})
+      select ${run.id}::text, ${run.sessionId}::text, ${run.spec.task}::text,
+        ${JSON.stringify(run.spec)}::json, ${run.workspace}::text, 'queued',
+        ${JSON.stringify(run.metrics)}::json, 'queued', ${input.createdAt}::int8
+      where not ${input.workspaceGuessed === true}::bool
+        or coalesce((select workspace from sessions where id = ${run.sessionId}::text),
+          ${run.workspace}::text) = ${run.workspace}::text
       returning id
     )
     insert into events (run_id, seq, type, at, data)
     select r.id, 1, 'run_queued', ${input.createdAt}::int8, ${JSON.stringify(queued)}::json from r`;
   return { run, statement };
+}
+
+/** The run stored by the statement above, or the guess refused (it changed no row). */
+function stored(run: RunRecord, input: NewRun, rowCount: number | null): RunRecord {
+  if (rowCount === 0 && input.workspaceGuessed) {
+    throw new SessionWorkspaceMismatchError(input.sessionId);
+  }
+  return run;
 }
 
 const dialect = new PgDialect();
@@ -84,15 +102,14 @@ const dialect = new PgDialect();
 async function insertQueued(db: PgDb, input: NewRun): Promise<RunRecord> {
   const { run, statement } = insertQueuedStatement(input);
   const { sql: text, params } = dialect.sqlToQuery(statement);
-  await poolOf(db).query({ name: "looprun_insert_queued", text, values: params });
-  return run;
+  const result = await poolOf(db).query({ name: "looprun_insert_queued", text, values: params });
+  return stored(run, input, result.rowCount);
 }
 
 /** The same insert inside a transaction (a submit with an idempotency key). */
 async function insertQueuedIn(tx: Writer, input: NewRun): Promise<RunRecord> {
   const { run, statement } = insertQueuedStatement(input);
-  await tx.execute(statement);
-  return run;
+  return stored(run, input, (await tx.execute(statement)).rowCount);
 }
 
 async function activeRunOf(db: PgDb, sessionId: string): Promise<string | null> {

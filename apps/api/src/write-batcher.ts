@@ -70,9 +70,9 @@ export class WriteBatcher {
 
   /**
    * The next transaction runs in the next turn of the event loop — or, while the last one's
-   * sync is under way, once it is done: its writes would wait for that sync to end before
-   * their own could start anyway (see `coalesced`), and those that come meanwhile then share
-   * one transaction and one sync (under load, batches as large as a blocking fsync made them).
+   * sync is under way, once it is done: so syncs never overlap, and the writes that come
+   * meanwhile share one transaction and one sync (under load, batches as large as a blocking
+   * fsync made them).
    */
   private schedule(): void {
     if (this.scheduled) return;

@@ -6,6 +6,7 @@ import {
   Redactor,
   RUN_STATUSES,
   RunAlreadyActiveError,
+  type RunRecord,
   RunSubmission,
 } from "@looprun/core";
 import {
@@ -100,6 +101,41 @@ function idempotencyOf(header: string | undefined, body: unknown) {
   return { key: idempotencyKeyHash(header), requestHash };
 }
 
+/** A session's stored workspace, checked again as a named one is; none stored: one named after it. */
+async function sessionsWorkspace(deps: AppDeps, sessionId: string): Promise<string> {
+  const stored = await deps.repo.sessionWorkspace(sessionId);
+  return stored !== null
+    ? checkSessionWorkspace(deps.workspacesRoot, stored)
+    : resolveWorkspace(deps.workspacesRoot, sessionId);
+}
+
+/**
+ * Stores a submitted run. Submits that arrive together share one transaction, hence one fsync
+ * (group commit); `durable` settles once the run is on disk — at once, but for a group commit
+ * whose fsync runs off the event loop (the caller overlaps it with the enqueue). A workspace
+ * guessed for a session that has another stored nothing: the session's own is looked up,
+ * checked, and the run stored with it.
+ */
+async function storeRun(
+  deps: AppDeps,
+  newRun: NewRun,
+): Promise<{ run: RunRecord & { replayed?: boolean }; durable: Promise<void> }> {
+  const commit = async (input: NewRun) => {
+    if (!deps.writeBatcher) {
+      return { run: await deps.repo.createRun(input), durable: Promise.resolve() };
+    }
+    const committed = await deps.writeBatcher.run(() => deps.repo.createRun(input));
+    return { run: await committed.value, durable: committed.durable };
+  };
+  try {
+    return await commit(newRun);
+  } catch (error) {
+    if (!(error instanceof SessionWorkspaceMismatchError)) throw error;
+    const own = await sessionsWorkspace(deps, newRun.sessionId);
+    return commit({ ...newRun, sessionWorkspace: own, workspace: own, workspaceGuessed: false });
+  }
+}
+
 export function runRoutes(deps: AppDeps): Hono {
   const app = new Hono();
   const now = deps.now ?? Date.now;
@@ -124,13 +160,8 @@ export function runRoutes(deps: AppDeps): Hono {
     // The workspace the run names; else its session's (a session keeps its workspace); else,
     // for a new session, one named after it. A session the run names is taken to have the one
     // named after it — the usual case — and the store checks that as it writes the run (no
-    // lookup first: a round trip on PostgreSQL); one that has another is looked up, and that
-    // one checked again.
+    // lookup first: a round trip on PostgreSQL; see storeRun for one that has another).
     const root = deps.workspacesRoot;
-    const sessionsOwn = async (id: string) => {
-      const stored = await deps.repo.sessionWorkspace(id);
-      return stored !== null ? checkSessionWorkspace(root, stored) : resolveWorkspace(root, id);
-    };
     let workspace: string;
     let workspaceGuessed = false;
     if (body.workspace !== undefined) workspace = resolveWorkspace(root, body.workspace);
@@ -138,39 +169,23 @@ export function runRoutes(deps: AppDeps): Hono {
     else {
       const guess = guessWorkspace(root, body.sessionId);
       workspaceGuessed = guess !== undefined;
-      workspace = guess ?? (await sessionsOwn(body.sessionId));
+      workspace = guess ?? (await sessionsWorkspace(deps, body.sessionId));
     }
     // After every check of the input (a workspace named badly is a 400 whether Redis is up or
     // not), before anything is stored or enqueued.
     if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
-    const input = {
-      id: newId(),
-      sessionId,
-      sessionWorkspace: workspace,
-      workspace,
-      spec,
-      createdAt: now(),
-      ...(idempotency ? { idempotency } : {}),
-    };
-    // Submits that arrive together share one transaction, hence one fsync (group commit). The
-    // promise `durable` settles once the run is on disk: at once, but for a group commit whose
-    // fsync runs off the event loop (it then overlaps the enqueue below).
-    const store = async (newRun: NewRun) => {
-      if (!deps.writeBatcher) {
-        return { run: await deps.repo.createRun(newRun), durable: Promise.resolve() };
-      }
-      const committed = await deps.writeBatcher.run(() => deps.repo.createRun(newRun));
-      return { run: await committed.value, durable: committed.durable };
-    };
-    let written: Awaited<ReturnType<typeof store>>;
+    let written: Awaited<ReturnType<typeof storeRun>>;
     try {
-      try {
-        written = await store({ ...input, workspaceGuessed });
-      } catch (error) {
-        if (!(error instanceof SessionWorkspaceMismatchError)) throw error;
-        const own = await sessionsOwn(sessionId);
-        written = await store({ ...input, sessionWorkspace: own, workspace: own });
-      }
+      written = await storeRun(deps, {
+        id: newId(),
+        sessionId,
+        sessionWorkspace: workspace,
+        workspace,
+        spec,
+        createdAt: now(),
+        ...(idempotency ? { idempotency } : {}),
+        workspaceGuessed,
+      });
     } catch (error) {
       if (error instanceof IdempotencyConflictError) {
         // Not the repository's message: it names the key by its stored hash, which the

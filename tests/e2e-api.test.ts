@@ -263,6 +263,24 @@ describe("run history", () => {
     expect((await stack.api("GET", `/api/sessions/${b}`)).body.activeRunId).toBeNull();
   });
 
+  it("runs a session's next run, naming no workspace, in the one its first run named", async () => {
+    const session = unique("named");
+    const named = unique("shared");
+    const finish = async (body: Record<string, unknown>) =>
+      waitForStatus(stack, (await submit(stack, body)).id);
+    const agent = "echo ran >> runs.txt";
+    const test = '[ "$(wc -l < runs.txt)" -ge 1 ]';
+    const first = await finish(
+      commandRun(agent, { sessionId: session, workspace: named, testCommand: test }),
+    );
+    // Its session's stored workspace is not the one named after the session: looked up.
+    const next = await finish(commandRun(agent, { sessionId: session, testCommand: test }));
+    expect([first.status, next.status]).toEqual(["succeeded", "succeeded"]);
+    expect(next.workspace).toBe(first.workspace);
+    expect(first.workspace.endsWith(`/${named}`)).toBe(true);
+    expect(existsSync(join(stack.workspacesRoot, session))).toBe(false);
+  });
+
   it("answers 400 for bad list parameters", async () => {
     const bad: [query: string, path: string][] = [
       ["limit=0", "limit"],

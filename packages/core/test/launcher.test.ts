@@ -47,12 +47,18 @@ describe("the process launcher", () => {
   });
 
   it("ends a command as killed, with its whole group, when the launcher dies", async () => {
+    // Once the worker knows the command's pid (its group): a launcher killed before it told
+    // leaves a command nobody knows of yet, for the run's orphan sweep (LOOPRUN_RUN_ID).
+    let spawned = false;
     const running = runIn(dir, "echo $$ > pids; sleep 30 & echo $! >> pids; wait", {
       timeoutMs: 30_000,
+      onSpawn: () => {
+        spawned = true;
+      },
     });
     const pidsFile = join(dir, "pids");
     await waitFor(
-      () => existsSync(pidsFile) && readPids(pidsFile).length === 2,
+      () => spawned && existsSync(pidsFile) && readPids(pidsFile).length === 2,
       "the command started",
     );
     const launcher = launcherPid()!;

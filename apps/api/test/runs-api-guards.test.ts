@@ -1,3 +1,5 @@
+import { mkdirSync, realpathSync } from "node:fs";
+import { normalizeSubmission, RunSubmission } from "@looprun/core";
 import { describe, expect, inject, it } from "vitest";
 import { apiHarness, ENGINES, VALID_RUN as valid } from "./api-harness";
 
@@ -29,6 +31,7 @@ describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => 
     // Port 1 on loopback: nothing listens there.
     const h = await apiHarness("redis://127.0.0.1:1", engine);
     try {
+      mkdirSync(h.workspacesRoot, { recursive: true });
       const res = await h.request("POST", "/api/runs", valid);
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe("unavailable");
@@ -37,6 +40,25 @@ describe.each(ENGINES)("runs API while Redis is unreachable on %s", (engine) => 
       expect(bad.status).toBe(400);
       expect(bad.body.error.issues[0].path).toBe("workspace");
       expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(0);
+      // So is a session's stored workspace that is no longer valid (WORKSPACES_ROOT itself,
+      // stored by an older looprun), though the run names none and nothing is stored.
+      const root = realpathSync(h.workspacesRoot);
+      await h.repo.createRun({
+        id: "01J00000000000000000000000",
+        sessionId: "old-root",
+        sessionWorkspace: root,
+        workspace: root,
+        spec: normalizeSubmission(RunSubmission.parse(valid)),
+        createdAt: Date.now(),
+      });
+      const stale = await h.request("POST", "/api/runs", { ...valid, sessionId: "old-root" });
+      expect(stale.status).toBe(400);
+      expect(stale.body.error.issues[0]).toEqual({
+        path: "workspace",
+        message:
+          "the session's workspace is WORKSPACES_ROOT itself (kept from an older looprun): name a directory under it",
+      });
+      expect((await h.repo.listRuns({ limit: 10 })).items).toHaveLength(1);
       const ready = await h.request("GET", "/readyz");
       expect(ready).toEqual({ status: 503, body: { redis: "down", db: "up" } });
     } finally {

@@ -172,8 +172,12 @@ export function runRoutes(deps: AppDeps): Hono {
       workspace = guess ?? (await sessionsWorkspace(deps, body.sessionId));
     }
     // After every check of the input (a workspace named badly is a 400 whether Redis is up or
-    // not), before anything is stored or enqueued.
-    if (!deps.queue.isReady()) throw unavailable("the queue (Redis)");
+    // not), before anything is stored or enqueued. A guessed workspace is checked as the run is
+    // stored: with nothing to store, the session's own is looked up and checked here.
+    if (!deps.queue.isReady()) {
+      if (workspaceGuessed) await sessionsWorkspace(deps, sessionId);
+      throw unavailable("the queue (Redis)");
+    }
     let written: Awaited<ReturnType<typeof storeRun>>;
     try {
       written = await storeRun(deps, {

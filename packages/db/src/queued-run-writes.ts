@@ -1,44 +1,40 @@
 import { type BudgetSnapshot, EMPTY_METRICS, type RunSpec } from "@looprun/core";
-import { eq, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
-import { preparedOnce } from "./prepared";
-import { runs, sessions } from "./schema";
+import { preparedOnce, sqliteClient } from "./prepared";
+import { queuedRunRow, type RunRow } from "./records";
 
 /**
- * The writes of a submit (`RunRepository.createRun`) as statements prepared once per
- * connection (see prepared.ts): building each query with drizzle and compiling it in SQLite
- * took most of a submit's CPU time in the API (profiled at 20 submits in flight). Run inside
- * its transaction.
+ * The writes of a submit (`RunRepository.createRun`) as better-sqlite3 statements prepared once
+ * per connection (see prepared.ts), written in SQL rather than built with drizzle: building each
+ * query and compiling it in SQLite took most of a submit's CPU time in the API; drizzle's
+ * prepared queries then still mapped every parameter and every column of the returned row. The
+ * queued run's row is the values written and the columns' defaults (`queuedRunRow`), so
+ * nothing is read back. Run inside its transaction.
  */
 function prepare(db: Db) {
-  const p = (name: string) => sql.placeholder(name);
+  const client = sqliteClient(db);
   return {
-    sessionWorkspace: db
-      .select({ workspace: sessions.workspace })
-      .from(sessions)
-      .where(eq(sessions.id, p("id")))
-      .prepare(),
-    insertSession: db
-      .insert(sessions)
-      .values({ id: p("id"), workspace: p("workspace"), createdAt: p("createdAt") } as never)
-      .onConflictDoNothing()
-      .prepare(),
-    insertRun: db
-      .insert(runs)
-      .values({
-        id: p("id"),
-        sessionId: p("sessionId"),
-        task: p("task"),
-        spec: p("spec"),
-        workspace: p("workspace"),
-        status: "queued",
-        metrics: p("metrics"),
-        progress: "queued",
-        createdAt: p("createdAt"),
-      } as never)
-      .returning()
-      .prepare(),
+    sessionWorkspace: client
+      .prepare<[id: string], string>("select workspace from sessions where id = ?")
+      .pluck(),
+    insertSession: client.prepare<[id: string, workspace: string, createdAt: number]>(
+      "insert into sessions (id, workspace, created_at) values (?, ?, ?) on conflict do nothing",
+    ),
+    insertRun: client.prepare<
+      [
+        id: string,
+        sessionId: string,
+        task: string,
+        spec: string,
+        workspace: string,
+        metrics: string,
+        createdAt: number,
+      ]
+    >(
+      `insert into runs (id, session_id, task, spec, workspace, status, metrics, progress, created_at)
+         values (?, ?, ?, ?, ?, 'queued', ?, 'queued', ?)`,
+    ),
   };
 }
 
@@ -46,29 +42,31 @@ const statements = (db: Db) => preparedOnce(db, prepare);
 
 /** The workspace of a session, or null when there is no such session. */
 export function sessionWorkspace(db: Db, sessionId: string): string | null {
-  return statements(db).sessionWorkspace.get({ id: sessionId })?.workspace ?? null;
+  return statements(db).sessionWorkspace.get(sessionId) ?? null;
 }
 
 /** Creates the session unless it exists. */
 export function ensureSession(db: Db, id: string, workspace: string, createdAt: number): void {
-  statements(db).insertSession.run({ id, workspace, createdAt });
+  statements(db).insertSession.run(id, workspace, createdAt);
 }
+
+const EMPTY_METRICS_JSON = JSON.stringify(EMPTY_METRICS);
 
 /** Inserts a queued run and returns its row. */
 export function insertQueuedRun(
   db: Db,
   input: { id: string; sessionId: string; spec: RunSpec; workspace: string; createdAt: number },
-): typeof runs.$inferSelect {
-  const row = statements(db).insertRun.get({
-    id: input.id,
-    sessionId: input.sessionId,
-    task: input.spec.task,
-    spec: input.spec,
-    workspace: input.workspace,
-    metrics: EMPTY_METRICS,
-    createdAt: input.createdAt,
-  });
-  if (!row) throw new Error(`run ${input.id} was not inserted`);
+): RunRow {
+  const row = queuedRunRow(input);
+  statements(db).insertRun.run(
+    row.id,
+    row.sessionId,
+    row.task,
+    JSON.stringify(row.spec),
+    row.workspace,
+    EMPTY_METRICS_JSON,
+    row.createdAt,
+  );
   return row;
 }
 

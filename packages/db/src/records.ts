@@ -1,4 +1,5 @@
 import {
+  EMPTY_METRICS,
   type IterationOutcome,
   type IterationRecord,
   type IterationSnapshot,
@@ -11,6 +12,7 @@ import {
   type RunChange,
   type RunReason,
   type RunRecord,
+  type RunSpec,
   type RunStatus,
   type SessionRecord,
   type ToolFailure,
@@ -34,6 +36,49 @@ export type SessionRow = typeof sessions.$inferSelect;
 export type IterationSnapshotRow = typeof iterationSnapshots.$inferSelect;
 export type RunChangeRow = typeof runChanges.$inferSelect;
 export type PhaseArtifactRow = typeof phaseArtifacts.$inferSelect;
+
+/**
+ * A queued run's row as a submit stores it: the values written, every other column its
+ * default: both engines' submits write these values and read nothing back (run-store-suite.ts
+ * reads the row back on each engine and compares).
+ */
+export function queuedRunRow(input: {
+  id: string;
+  sessionId: string;
+  spec: RunSpec;
+  workspace: string;
+  createdAt: number;
+}): RunRow {
+  return {
+    id: input.id,
+    sessionId: input.sessionId,
+    task: input.spec.task,
+    spec: input.spec,
+    workspace: input.workspace,
+    status: "queued",
+    reason: null,
+    summary: null,
+    iteration: 0,
+    progress: "queued",
+    metrics: { ...EMPTY_METRICS },
+    consecutiveFailures: 0,
+    stalledIterations: 0,
+    partial: null,
+    epoch: 0,
+    latestReviewId: null,
+    baselineSnapshot: null,
+    latestSnapshot: null,
+    plan: null,
+    activePgid: null,
+    approval: null,
+    pausedMs: 0,
+    createdAt: input.createdAt,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    stopRequestedAt: null,
+  };
+}
 
 /** A failed tool call as the prompt's "failed so far" list takes it. */
 export function toToolFailure(c: ToolCallRow): ToolFailure {

@@ -11,6 +11,7 @@ import {
   type RunStatus,
   type SessionRecord,
 } from "@looprun/core";
+import type BetterSqlite3 from "better-sqlite3";
 import { and, asc, desc, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { approvePlan, rejectApproval, replyToQuestion } from "./approvals";
 import {
@@ -30,6 +31,7 @@ import { listPatterns, type PatternFilter } from "./failure-patterns";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import { liveRuns } from "./live-queries";
 import { type MetricsReader, SqliteMetricsReader } from "./metrics-reader";
+import { sqliteClient } from "./prepared";
 import {
   appendRunQueued,
   ensureSession,
@@ -117,9 +119,20 @@ function isUniqueViolation(error: unknown): boolean {
  */
 export class RunRepository implements RunRepositoryPort {
   readonly retention: SqliteRetention;
+  /**
+   * `createRun`'s transaction, made once: better-sqlite3 wraps a function for each variant
+   * (deferred, immediate…) at every `transaction()`, as drizzle's `transaction` does per call.
+   * Inside the API's group commit it runs as a savepoint.
+   */
+  private readonly createRunTransaction: BetterSqlite3.Transaction<
+    (input: NewRun) => RunRecord & { replayed?: boolean }
+  >;
 
   constructor(private readonly db: Db) {
     this.retention = new SqliteRetention(db);
+    this.createRunTransaction = sqliteClient(db).transaction((input: NewRun) =>
+      this.insertRun(input),
+    );
   }
 
   /**
@@ -129,67 +142,69 @@ export class RunRepository implements RunRepositoryPort {
    */
   createRun(input: NewRun): RunRecord & { replayed?: boolean } {
     try {
-      return this.db.transaction(
-        (tx) => {
-          if (input.idempotency) {
-            tx.delete(idempotencyKeys)
-              .where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS))
-              .run();
-            const seen = tx
-              .select()
-              .from(idempotencyKeys)
-              .where(eq(idempotencyKeys.key, input.idempotency.key))
-              .get();
-            if (seen) {
-              if (seen.requestHash !== input.idempotency.requestHash)
-                throw new IdempotencyConflictError(seen.key);
-              const first = tx.select().from(runs).where(eq(runs.id, seen.runId)).get();
-              if (first) return { ...toRunRecord(first), replayed: true };
-            }
-          }
-          if (input.workspaceGuessed) {
-            const stored = sessionWorkspace(this.db, input.sessionId);
-            if (stored !== null && stored !== input.workspace) {
-              throw new SessionWorkspaceMismatchError(input.sessionId);
-            }
-          }
-          // Prepared once (queued-run-writes.ts): this is the API's hottest write.
-          ensureSession(this.db, input.sessionId, input.sessionWorkspace, input.createdAt);
-          const run = toRunRecord(insertQueuedRun(this.db, input));
-          if (input.idempotency) {
-            tx.insert(idempotencyKeys)
-              .values({
-                key: input.idempotency.key,
-                requestHash: input.idempotency.requestHash,
-                runId: run.id,
-                createdAt: input.createdAt,
-              })
-              .onConflictDoUpdate({
-                target: idempotencyKeys.key,
-                set: {
-                  runId: run.id,
-                  requestHash: input.idempotency.requestHash,
-                  createdAt: input.createdAt,
-                },
-              })
-              .run();
-          }
-          appendRunQueued(
-            this.db,
-            run.id,
-            { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
-            input.createdAt,
-          );
-          return run;
-        },
-        { behavior: "immediate" },
-      );
+      return this.createRunTransaction.immediate(input);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       const activeRun = this.activeRunOf(input.sessionId);
       if (!activeRun) throw error;
       throw new RunAlreadyActiveError(input.sessionId, activeRun);
     }
+  }
+
+  /** `createRun`'s writes, inside its transaction. */
+  private insertRun(input: NewRun): RunRecord & { replayed?: boolean } {
+    if (input.idempotency) {
+      this.db
+        .delete(idempotencyKeys)
+        .where(lt(idempotencyKeys.createdAt, input.createdAt - IDEMPOTENCY_TTL_MS))
+        .run();
+      const seen = this.db
+        .select()
+        .from(idempotencyKeys)
+        .where(eq(idempotencyKeys.key, input.idempotency.key))
+        .get();
+      if (seen) {
+        if (seen.requestHash !== input.idempotency.requestHash)
+          throw new IdempotencyConflictError(seen.key);
+        const first = this.db.select().from(runs).where(eq(runs.id, seen.runId)).get();
+        if (first) return { ...toRunRecord(first), replayed: true };
+      }
+    }
+    if (input.workspaceGuessed) {
+      const stored = sessionWorkspace(this.db, input.sessionId);
+      if (stored !== null && stored !== input.workspace) {
+        throw new SessionWorkspaceMismatchError(input.sessionId);
+      }
+    }
+    // Prepared once (queued-run-writes.ts): this is the API's hottest write.
+    ensureSession(this.db, input.sessionId, input.sessionWorkspace, input.createdAt);
+    const run = toRunRecord(insertQueuedRun(this.db, input));
+    if (input.idempotency) {
+      this.db
+        .insert(idempotencyKeys)
+        .values({
+          key: input.idempotency.key,
+          requestHash: input.idempotency.requestHash,
+          runId: run.id,
+          createdAt: input.createdAt,
+        })
+        .onConflictDoUpdate({
+          target: idempotencyKeys.key,
+          set: {
+            runId: run.id,
+            requestHash: input.idempotency.requestHash,
+            createdAt: input.createdAt,
+          },
+        })
+        .run();
+    }
+    appendRunQueued(
+      this.db,
+      run.id,
+      { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) },
+      input.createdAt,
+    );
+    return run;
   }
 
   /** Undoes `createRun` when the run could not be enqueued (the client got an error). */

@@ -22,6 +22,14 @@ export function runStoreSuite(engine: string, open: () => Promise<StoreHarness>)
 
   claimSuite(engine, () => h);
 
+  describe(`${engine}: submit`, () => {
+    it("reads a submitted run back as createRun returned it (its row is built, not read back)", async () => {
+      const run = await h.createRun(newRun({ maxIterations: 4 }, { sessionId: "read-back" }));
+      expect(run).toMatchObject({ status: "queued", progress: "queued", iteration: 0, epoch: 0 });
+      expect(await h.getRun(run.id)).toEqual(run);
+    });
+  });
+
   describe(`${engine}: commit`, () => {
     it("applies the run patch, the iteration changes and the events together", async () => {
       const run = await h.createRun(newRun({}));

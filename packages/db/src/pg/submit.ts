@@ -1,14 +1,13 @@
 import {
   ACTIVE_STATUSES,
   budgetSnapshot,
-  EMPTY_METRICS,
   RunAlreadyActiveError,
   type RunRecord,
 } from "@looprun/core";
 import { and, eq, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { IDEMPOTENCY_TTL_MS } from "../idempotency";
-import { toRunRecord } from "../records";
+import { queuedRunRow, toRunRecord } from "../records";
 import {
   IdempotencyConflictError,
   type NewRun,
@@ -21,39 +20,6 @@ import { idempotencyKeys, runs } from "./schema";
 
 type Writer = Pick<PgDb, "execute">;
 
-/** The row a queued run is stored as: the insert below writes it, the columns' defaults aside. */
-function queuedRow(input: NewRun): typeof runs.$inferSelect {
-  return {
-    id: input.id,
-    sessionId: input.sessionId,
-    task: input.spec.task,
-    spec: input.spec,
-    workspace: input.workspace,
-    status: "queued",
-    reason: null,
-    summary: null,
-    iteration: 0,
-    progress: "queued",
-    metrics: EMPTY_METRICS,
-    consecutiveFailures: 0,
-    stalledIterations: 0,
-    partial: null,
-    epoch: 0,
-    latestReviewId: null,
-    baselineSnapshot: null,
-    latestSnapshot: null,
-    plan: null,
-    activePgid: null,
-    approval: null,
-    pausedMs: 0,
-    createdAt: input.createdAt,
-    startedAt: null,
-    finishedAt: null,
-    deadlineAt: null,
-    stopRequestedAt: null,
-  };
-}
-
 /**
  * The session (unless it exists), the run and its `run_queued` event, in one statement: one
  * round trip, atomic by itself. The session's row and the run's are checked by the foreign
@@ -62,7 +28,7 @@ function queuedRow(input: NewRun): typeof runs.$inferSelect {
  * changes no row. Its text is the same for every run.
  */
 function insertQueuedStatement(input: NewRun): { run: RunRecord; statement: SQL } {
-  const run = toRunRecord(queuedRow(input));
+  const run = toRunRecord(queuedRunRow(input));
   const queued = { sessionId: run.sessionId, budget: budgetSnapshot(run, input.createdAt) };
   const statement = sql`
     with s as (

@@ -1,8 +1,8 @@
 import { request as httpRequest, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readBodyText, refuseLargeBodiesEarly } from "../src/request-body";
 import { useApiHarness } from "./api-harness";
 
@@ -167,6 +167,30 @@ describe("readBodyText", () => {
         first: '"ö"',
         again: '"ö"',
       });
+    } finally {
+      await echo.close();
+    }
+  });
+  it("gives up on a body whose client went away before sending all of it, leaving nothing waiting", async () => {
+    const outcomes: string[] = [];
+    const app = new Hono();
+    app.post("/echo", async (c) => {
+      try {
+        outcomes.push(`read ${await readBodyText(c)}`);
+      } catch (error) {
+        outcomes.push(`refused: ${(error as Error).message}`);
+      }
+      return c.json({});
+    });
+    const echo = await served(app.fetch);
+    try {
+      const { port } = new URL(echo.url);
+      const socket = connect(Number(port), "127.0.0.1");
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{"half":');
+      await vi.waitFor(() => expect(outcomes).toEqual([]), { timeout: 200 });
+      socket.destroy();
+      await vi.waitFor(() => expect(outcomes).toEqual([expect.stringMatching(/^refused: /)]));
     } finally {
       await echo.close();
     }

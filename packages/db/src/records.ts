@@ -38,8 +38,8 @@ export type RunChangeRow = typeof runChanges.$inferSelect;
 export type PhaseArtifactRow = typeof phaseArtifacts.$inferSelect;
 
 /**
- * A queued run's row as a submit stores it: the values written, every other column its
- * default: both engines' submits write these values and read nothing back (run-store-suite.ts
+ * A queued run's row as a submit stores it — the values written, every other column its
+ * default. Both engines' submits write these values and read nothing back (run-store-suite.ts
  * reads the row back on each engine and compares).
  */
 export function queuedRunRow(input: {

@@ -1,26 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   getEvents,
   type RunView,
-  type Stack,
-  startStack,
   submit,
+  useStack,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
 
 const unique = (name: string) => `${name}-${randomBytes(4).toString("hex")}`;
 

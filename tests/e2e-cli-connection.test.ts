@@ -1,22 +1,13 @@
 import { createServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { cliEnvFor, runCli, type Stack, startStack, submittedId } from "./support/stack";
+import { cliEnvFor, runCli, type Stack, startStack, submittedId, useStack } from "./support/stack";
 
 // How the CLI reaches the API: a token, nothing listening, LOOPRUN_URL's forms, a path prefix.
 // The commands themselves: e2e-cli.test.ts.
 
-let stack: Stack;
-let cliEnv: Record<string, string | undefined>;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = cliEnvFor(stack.url);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
+const cliEnv = () => cliEnvFor(stack.url);
 
 describe("looprun CLI reaching the API", () => {
   describe("with an API that wants a token", () => {
@@ -36,7 +27,7 @@ describe("looprun CLI reaching the API", () => {
     });
 
     it("a 401 says to set API_TOKEN; with it, the command goes through", async () => {
-      const env = { ...cliEnv, LOOPRUN_URL: guarded.url };
+      const env = { ...cliEnv(), LOOPRUN_URL: guarded.url };
       const without = await runCli(["ls"], env);
       expect(without.code).toBe(1);
       expect(without.output).toContain("401 unauthorized");
@@ -59,7 +50,7 @@ describe("looprun CLI reaching the API", () => {
     });
     const url = `http://127.0.0.1:${port}`;
     for (const args of [["ls"], ["watch", "01M8815E5VZX91Z5B2J4P53JY7"]]) {
-      const { code, output } = await runCli(args, { ...cliEnv, LOOPRUN_URL: url });
+      const { code, output } = await runCli(args, { ...cliEnv(), LOOPRUN_URL: url });
       expect(code, output).toBe(1);
       expect(output).toContain(
         `cannot reach the looprun API at ${url} (connection refused (ECONNREFUSED))`,
@@ -75,14 +66,14 @@ describe("looprun CLI reaching the API", () => {
       "http://127.0.0.1:8787/?",
       "http://127.0.0.1:8787/#",
     ]) {
-      const { code, output } = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: value });
+      const { code, output } = await runCli(["ls"], { ...cliEnv(), LOOPRUN_URL: value });
       expect(code, output).toBe(1);
       expect(output).toMatch(/^looprun: LOOPRUN_URL must/m);
       expect(output).toContain(JSON.stringify(value));
     }
     // A password in it is refused without being echoed.
     const withPassword = stack.url.replace("http://", "http://me:hunter2-secret@");
-    const refused = await runCli(["ls"], { ...cliEnv, LOOPRUN_URL: withPassword });
+    const refused = await runCli(["ls"], { ...cliEnv(), LOOPRUN_URL: withPassword });
     expect(refused.code, refused.output).toBe(1);
     expect(refused.output).toContain("LOOPRUN_URL must not carry a user or a password");
     expect(refused.output).not.toContain("hunter2-secret");
@@ -91,7 +82,7 @@ describe("looprun CLI reaching the API", () => {
   it("takes the API's URL as `looprun dev` prints it (ending in /api)", async () => {
     for (const suffix of ["/api", "/api/"]) {
       const { code, output } = await runCli(["ls", "-n", "1"], {
-        ...cliEnv,
+        ...cliEnv(),
         LOOPRUN_URL: `${stack.url}${suffix}`,
       });
       expect(code, output).toBe(0);
@@ -119,7 +110,7 @@ describe("looprun CLI reaching the API", () => {
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
     try {
       const { port } = proxy.address() as AddressInfo;
-      const env = { ...cliEnv, LOOPRUN_URL: `http://127.0.0.1:${port}/looprun/` };
+      const env = { ...cliEnv(), LOOPRUN_URL: `http://127.0.0.1:${port}/looprun/` };
       const submitted = await runCli(
         [
           "submit",

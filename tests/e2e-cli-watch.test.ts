@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, describe, expect, inject, it } from "vitest";
 import { freePort } from "./support/redis-server";
 import {
   cliEnvFor,
@@ -9,12 +9,11 @@ import {
   LOOPRUN_BIN,
   type ManagedProcess,
   runCli,
-  type Stack,
   StopWaiting,
   shq,
   spawnManaged,
-  startStack,
   submit,
+  useStack,
   waitFor,
   waitForHealthy,
   waitForStatus,
@@ -23,16 +22,11 @@ import {
 // `looprun watch` as a person sees it: through an API that goes away and comes back, one that
 // shuts down, a reader that stops reading, a terminal and its Ctrl-C.
 
-let stack: Stack;
-let cliEnv: Record<string, string | undefined>;
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
+const cliEnv = () => cliEnvFor(stack.url);
 /** The stack's API, started again by a test that stops it; the next tests talk to it. */
 let restartedApi: ManagedProcess | undefined;
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = cliEnvFor(stack.url);
-});
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -40,7 +34,6 @@ afterEach(async () => {
 
 afterAll(async () => {
   await restartedApi?.stop();
-  await stack?.stop();
 });
 
 /**
@@ -57,7 +50,7 @@ async function submitLongRun(rest: Record<string, unknown> = {}): Promise<string
 }
 
 /** `looprun watch ID`, its output piped to this test. */
-function startWatch(id: string, env = cliEnv): ManagedProcess {
+function startWatch(id: string, env = cliEnv()): ManagedProcess {
   const watch = spawnManaged("looprun watch", process.execPath, [LOOPRUN_BIN, "watch", id], {
     env,
   });
@@ -82,7 +75,7 @@ describe("looprun watch", () => {
         phases: ["planning"],
       }),
     );
-    const watch = await runCli(["watch", id], cliEnv);
+    const watch = await runCli(["watch", id], cliEnv());
     expect(watch.code, watch.output).toBe(0);
     expect(watch.stdout).toContain("planning phase started");
     expect(watch.stdout).toContain("planning phase completed");
@@ -139,7 +132,7 @@ describe("looprun watch", () => {
     await new Promise<void>((listening) => shuttingDown.listen(port, "127.0.0.1", listening));
     cleanups.push(() => new Promise((closed) => shuttingDown.close(closed)));
 
-    const watch = startWatch(id, { ...cliEnv, LOOPRUN_URL: `http://127.0.0.1:${port}` });
+    const watch = startWatch(id, { ...cliEnv(), LOOPRUN_URL: `http://127.0.0.1:${port}` });
     await waitFor(() => streams.length >= 4 || (watch.hasExited() && "exited"), {
       timeoutMs: 40_000,
       message: "four attempts",
@@ -170,7 +163,7 @@ describe("looprun watch", () => {
     // `script` gives the watch a terminal; ^C on it is the terminal's SIGINT, as a person sends it.
     const command = [process.execPath, LOOPRUN_BIN, "watch", id].map(shq).join(" ");
     const terminal: ChildProcess = spawn("script", ["-qfec", command, "/dev/null"], {
-      env: { ...cliEnv, TERM: "xterm" },
+      env: { ...cliEnv(), TERM: "xterm" },
       stdio: ["pipe", "pipe", "pipe"],
     });
     cleanups.push(() => terminal.kill("SIGKILL"));

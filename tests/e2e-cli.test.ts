@@ -1,29 +1,19 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import {
   cliEnvFor,
   commandRun,
   getRun,
   runCli,
-  type Stack,
-  startStack,
   submit,
   submittedId,
+  useStack,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-let cliEnv: Record<string, string | undefined>;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-  cliEnv = cliEnvFor(stack.url);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
+const cliEnv = () => cliEnvFor(stack.url);
 
 describe("looprun CLI", () => {
   it("submit --watch prints progress and exits 0 when the run succeeds", async () => {
@@ -42,7 +32,7 @@ describe("looprun CLI", () => {
         "0",
         "--watch",
       ],
-      cliEnv,
+      cliEnv(),
     );
     expect(code, output).toBe(0);
     const { id, sessionId } = submittedId(output);
@@ -77,7 +67,7 @@ describe("looprun CLI", () => {
         "0",
         "--watch",
       ],
-      cliEnv,
+      cliEnv(),
     );
     expect(code, output).toBe(1);
     const { id } = submittedId(output);
@@ -103,7 +93,7 @@ describe("looprun CLI", () => {
         "--json",
         "--watch",
       ],
-      cliEnv,
+      cliEnv(),
     );
     expect(code, output).toBe(0);
     const lines = stdout.trim().split("\n");
@@ -118,7 +108,7 @@ describe("looprun CLI", () => {
   it("submit reports a refused body and exits 1", async () => {
     const { code, output } = await runCli(
       ["submit", "--task", "t", "--agent", "true", "--test", "true", "--max-iterations", "0"],
-      cliEnv,
+      cliEnv(),
     );
     expect(code).toBe(1);
     // Once, under the flag's name (the API's field is no flag of the CLI).
@@ -128,21 +118,24 @@ describe("looprun CLI", () => {
   });
 
   it("submit without a gate names the flags that make one", async () => {
-    const { code, output } = await runCli(["submit", "--task", "t", "--agent", "true"], cliEnv);
+    const { code, output } = await runCli(["submit", "--task", "t", "--agent", "true"], cliEnv());
     expect(code).toBe(1);
     // Checked before asking the API, whose message names `review` too (no flag of the CLI).
     expect(output.trim()).toBe(
       "looprun: at least one gate is required: --test, --validate or --promise",
     );
     // With a gate, an empty one, the API's refusal names the flag.
-    const empty = await runCli(["submit", "--task", "t", "--agent", "true", "--test", ""], cliEnv);
+    const empty = await runCli(
+      ["submit", "--task", "t", "--agent", "true", "--test", ""],
+      cliEnv(),
+    );
     expect(empty.code).toBe(1);
     expect(empty.output).toMatch(/^looprun: 400 invalid_request: --test: /m);
   });
 
   it("refuses number flags that are not plain decimal numbers, naming the flag, before asking the API", async () => {
     const refused = async (args: string[], message: string) => {
-      const { code, output } = await runCli(args, cliEnv);
+      const { code, output } = await runCli(args, cliEnv());
       expect(code, output).toBe(1);
       expect(output.trim()).toBe(`looprun: ${message}`);
     };
@@ -172,13 +165,13 @@ describe("looprun CLI", () => {
   });
 
   it("sends a run id as one path segment", async () => {
-    const { code, output } = await runCli(["show", "a/../b"], cliEnv);
+    const { code, output } = await runCli(["show", "a/../b"], cliEnv());
     expect(code).toBe(1);
     expect(output.trim()).toBe("looprun: 404 not_found: run a/../b not found");
   });
 
   it("--help names LOOPRUN_URL and API_TOKEN", async () => {
-    const { code, stdout } = await runCli(["--help"], cliEnv);
+    const { code, stdout } = await runCli(["--help"], cliEnv());
     expect(code).toBe(0);
     expect(stdout).toContain("LOOPRUN_URL  the API's address (default http://127.0.0.1:8787)");
     expect(stdout).toContain("API_TOKEN    the API's token");
@@ -196,7 +189,7 @@ describe("looprun CLI", () => {
     });
 
     it("ls lists runs, newest first, one line each", async () => {
-      const ls = await runCli(["ls"], cliEnv);
+      const ls = await runCli(["ls"], cliEnv());
       expect(ls.code, ls.output).toBe(0);
       const line = ls.stdout.split("\n").find((l) => l.startsWith(id));
       expect(line, ls.output).toBeDefined();
@@ -214,7 +207,7 @@ describe("looprun CLI", () => {
           testCommand: "true",
         }),
       );
-      const ls = await runCli(["ls", "--session", "cli-ls-odd"], cliEnv);
+      const ls = await runCli(["ls", "--session", "cli-ls-odd"], cliEnv());
       expect(ls.code, ls.output).toBe(0);
       expect(ls.stdout).not.toContain("\x1b");
       expect(ls.stdout.trim().split("\n")).toEqual([
@@ -223,24 +216,24 @@ describe("looprun CLI", () => {
     });
 
     it("ls says so on stderr when no run matches, and prints no line", async () => {
-      const none = await runCli(["ls", "--session", "cli-ls-nobody"], cliEnv);
+      const none = await runCli(["ls", "--session", "cli-ls-nobody"], cliEnv());
       expect(none.code, none.output).toBe(0);
       expect(none.stdout).toBe("");
       expect(none.output.trim()).toBe("no runs match");
       // A cursor past the oldest run: an empty page says so too.
-      const past = await runCli(["ls", "--cursor", "00000000000000000000000000"], cliEnv);
+      const past = await runCli(["ls", "--cursor", "00000000000000000000000000"], cliEnv());
       expect(past.code, past.output).toBe(0);
       expect(past.stdout).toBe("");
       expect(past.output.trim()).toBe("no more runs");
     });
 
     it("ls filters by session and pages with --limit", async () => {
-      const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv);
+      const bySession = await runCli(["ls", "--session", "cli-ls"], cliEnv());
       expect(bySession.code, bySession.output).toBe(0);
       expect(bySession.stdout.trim().split("\n")).toEqual([
         expect.stringMatching(new RegExp(`^${id} `)),
       ]);
-      const paged = await runCli(["ls", "--limit", "1"], cliEnv);
+      const paged = await runCli(["ls", "--limit", "1"], cliEnv());
       expect(paged.code, paged.output).toBe(0);
       expect(paged.stdout).toMatch(/more: looprun ls -n 1 --cursor [0-9A-Z]{26}/);
     });
@@ -253,7 +246,7 @@ describe("looprun CLI", () => {
       await waitForStatus(stack, other);
       const first = await runCli(
         ["ls", "--session", "cli-ls", "--status", "succeeded", "-n", "1"],
-        cliEnv,
+        cliEnv(),
       );
       expect(first.code, first.output).toBe(0);
       const more =
@@ -261,7 +254,7 @@ describe("looprun CLI", () => {
           first.stdout,
         )?.[1];
       expect(more, first.stdout).toBeDefined();
-      const next = await runCli(String(more).split(" "), cliEnv);
+      const next = await runCli(String(more).split(" "), cliEnv());
       expect(next.code, next.output).toBe(0);
       expect(next.stdout.trim().split("\n")).toEqual([
         expect.stringMatching(new RegExp(`^${id} `)),
@@ -269,7 +262,7 @@ describe("looprun CLI", () => {
     });
 
     it("show prints the run and its iterations as JSON", async () => {
-      const show = await runCli(["show", id], cliEnv);
+      const show = await runCli(["show", id], cliEnv());
       expect(show.code, show.output).toBe(0);
       expect(JSON.parse(show.stdout)).toMatchObject({
         id,
@@ -279,7 +272,7 @@ describe("looprun CLI", () => {
     });
 
     it("watch follows the run to its end", async () => {
-      const watch = await runCli(["watch", id], cliEnv);
+      const watch = await runCli(["watch", id], cliEnv());
       expect(watch.code, watch.output).toBe(0);
       expect(watch.stdout).toContain("finished: succeeded (success)");
     });
@@ -289,20 +282,20 @@ describe("looprun CLI", () => {
     const { id } = await submit(stack, commandRun("sleep 300", { testCommand: "true" }));
     await waitForStatus(stack, id, ["running"]);
 
-    const stop = await runCli(["stop", id], cliEnv);
+    const stop = await runCli(["stop", id], cliEnv());
     expect(stop.code, stop.output).toBe(0);
     expect(stop.output).toMatch(new RegExp(`run ${id}: (stopping|stopped)`));
     expect(await waitForStatus(stack, id, ["stopped"], { timeoutMs: 15_000 })).toMatchObject({
       reason: "stopped",
     });
 
-    const again = await runCli(["stop", id], cliEnv);
+    const again = await runCli(["stop", id], cliEnv());
     expect(again.code, again.output).toBe(0);
     expect(again.output).toContain(`run ${id}: stopped`);
 
     const done = await submit(stack, commandRun("true", { testCommand: "true" }));
     expect(await waitForStatus(stack, done.id)).toMatchObject({ status: "succeeded" });
-    const late = await runCli(["stop", done.id], cliEnv);
+    const late = await runCli(["stop", done.id], cliEnv());
     expect(late.code).toBe(1);
     expect(late.output).toContain("409 run_finished");
   });
@@ -313,7 +306,7 @@ describe("looprun CLI", () => {
       ["stop", " "],
       ["watch", ""],
     ]) {
-      const { code, output } = await runCli(args, cliEnv);
+      const { code, output } = await runCli(args, cliEnv());
       expect(code, output).toBe(1);
       expect(output).toContain("looprun: the run id is empty");
       expect(output).not.toContain("no route");
@@ -325,7 +318,7 @@ describe("looprun CLI", () => {
       readFileSync(new URL("../apps/cli/package.json", import.meta.url), "utf8"),
     ) as { version: string };
     for (const flag of ["--version", "-V"]) {
-      const { code, output } = await runCli([flag], cliEnv);
+      const { code, output } = await runCli([flag], cliEnv());
       expect(code, output).toBe(0);
       expect(output.trim()).toBe(version);
     }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { parsePrometheusText, sampleValue } from "../apps/api/test/prometheus-text";
 import { payload, type SseMessage, SseReader } from "../apps/api/test/sse-client";
 import { ApiClient } from "../apps/cli/src/api-client";
@@ -9,27 +9,18 @@ import {
   commandRun,
   getEvents,
   runCli,
-  type Stack,
-  startStack,
   submit,
+  useStack,
   waitForStatus,
 } from "./support/stack";
 
 const COUNTER = "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count";
 const UNTIL_THREE = 'test "$(cat count)" -ge 3 || { echo "count is $(cat count)"; exit 1; }';
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({
-    redisUrl: inject("redisUrl"),
-    env: { LOOPRUN_SSE_POLL_MS: "100", LOOPRUN_SSE_HEARTBEAT_MS: "300" },
-  });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({
+  redisUrl: inject("redisUrl"),
+  env: { LOOPRUN_SSE_POLL_MS: "100", LOOPRUN_SSE_HEARTBEAT_MS: "300" },
+}));
 
 async function openStream(path: string, headers: Record<string, string> = {}) {
   const abort = new AbortController();

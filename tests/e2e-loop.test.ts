@@ -9,7 +9,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   expectWellFormedEvents,
@@ -18,24 +18,15 @@ import {
   getRun,
   isAlive,
   readPid,
-  type Stack,
   shq,
-  startStack,
   submit,
+  useStack,
   waitFor,
   waitForEvent,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
 
 describe("a run that converges", () => {
   it("fixes one bug per iteration and succeeds in 3 iterations, feeding failures back", async () => {

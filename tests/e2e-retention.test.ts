@@ -2,36 +2,21 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import {
-  commandRun,
-  type Stack,
-  startStack,
-  submit,
-  waitFor,
-  waitForStatus,
-} from "./support/stack";
+import { describe, expect, inject, it } from "vitest";
+import { commandRun, submit, useStack, waitFor, waitForStatus } from "./support/stack";
 
 // Retention from outside: a worker with LOOPRUN_RETENTION_DAYS deletes the runs that finished
 // longer ago (here 4 s) — the API no longer knows them, their snapshot refs are gone — and
 // leaves active runs, however old, and the session, whose next run works as before.
 
 const RETENTION_MS = 4000;
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({
-    redisUrl: inject("redisUrl"),
-    env: {
-      LOOPRUN_RETENTION_DAYS: String(RETENTION_MS / 86_400_000),
-      LOOPRUN_RETENTION_CHECK_MS: "200",
-    },
-  });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({
+  redisUrl: inject("redisUrl"),
+  env: {
+    LOOPRUN_RETENTION_DAYS: String(RETENTION_MS / 86_400_000),
+    LOOPRUN_RETENTION_CHECK_MS: "200",
+  },
+}));
 
 const unique = (name: string) => `${name}-${randomBytes(4).toString("hex")}`;
 

@@ -1,28 +1,19 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   expectWellFormedEvents,
   getEvents,
   getIterations,
-  type Stack,
   shq,
-  startStack,
   submit,
+  useStack,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
 
 describe("a reviewed run through the API and a worker process", () => {
   it("is blocked once by a command reviewer, fixes it from the fix plan, and serves reviews, diffs and the patch", async () => {

@@ -11,7 +11,7 @@ import { join, relative } from "node:path";
 import { RUN_QUEUE } from "@looprun/core";
 import Database from "better-sqlite3";
 import { Queue } from "bullmq";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import {
   cliEnvFor,
   commandRun,
@@ -19,22 +19,13 @@ import {
   getIterations,
   getRun,
   runCli,
-  type Stack,
-  startStack,
   submit,
+  useStack,
   waitFor,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
 
 const cliEnv = () => cliEnvFor(stack.url);
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import {
   commandRun,
   expectWellFormedEvents,
@@ -10,23 +10,14 @@ import {
   getRun,
   isAlive,
   readPid,
-  type Stack,
-  startStack,
   submit,
+  useStack,
   waitFor,
   waitForEvent,
   waitForStatus,
 } from "./support/stack";
 
-let stack: Stack;
-
-beforeAll(async () => {
-  stack = await startStack({ redisUrl: inject("redisUrl") });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-});
+const stack = useStack(() => ({ redisUrl: inject("redisUrl") }));
 
 const unique = (name: string) => `${name}-${randomBytes(4).toString("hex")}`;
 

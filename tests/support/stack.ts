@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll } from "vitest";
+import { useFixture } from "./fixture";
 import { type ApiResponse, type RequestOptions, request } from "./http";
 import { LOOPRUN_BIN, type ManagedProcess, spawnManaged, tempDir, waitFor } from "./processes";
 import { freePort } from "./redis-server";
@@ -71,26 +71,13 @@ function baseEnv(): Record<string, string | undefined> {
   return { PATH, HOME, LANG, TMPDIR, USER, SHELL };
 }
 
-/**
- * A stack started before the tests of the file (or describe block) that calls this and stopped
- * after them — after the `afterAll` hooks registered later (vitest runs those last-first). The
- * value reads through to the running stack.
- */
+/** A stack started before the tests of the calling file (or block) and stopped after them. */
 export function useStack(opts: () => StackOptions): Stack {
-  let current: Stack | undefined;
-  beforeAll(async () => {
-    current = await startStack(opts());
-  });
-  afterAll(async () => {
-    await current?.stop();
-    current = undefined;
-  });
-  return new Proxy({} as Stack, {
-    get(_, key) {
-      if (current === undefined) throw new Error("the stack is used outside its tests");
-      return Reflect.get(current, key);
-    },
-  });
+  return useFixture(
+    "the stack",
+    () => startStack(opts()),
+    (stack) => stack.stop(),
+  );
 }
 
 /** Starts the API (waiting for /healthz) and `workers` worker processes. */

@@ -5,7 +5,8 @@ import { RUN_QUEUE, type RunStore } from "@looprun/core";
 import { openStorage, type RunRepositoryPort, type Storage } from "@looprun/db";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, beforeEach, inject } from "vitest";
+import { inject } from "vitest";
+import { useFixture } from "../../../tests/support/fixture";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
 import { createApp } from "../src/app";
 import type { AppDeps } from "../src/app-deps";
@@ -113,23 +114,18 @@ export function useApiHarness(
   extra: Partial<AppDeps> | (() => Partial<AppDeps>) = {},
   { each = false }: { each?: boolean } = {},
 ): ApiHarness {
-  let current: ApiHarness | undefined;
-  (each ? beforeEach : beforeAll)(async () => {
-    current = await apiHarness(
-      inject("redisUrl"),
-      engine,
-      typeof extra === "function" ? extra() : extra,
-    );
-    await current.untilReady();
-  });
-  (each ? afterEach : afterAll)(async () => {
-    await current?.close();
-    current = undefined;
-  });
-  return new Proxy({} as ApiHarness, {
-    get(_, key) {
-      if (current === undefined) throw new Error("the API harness is used outside its tests");
-      return Reflect.get(current, key);
+  return useFixture(
+    "the API harness",
+    async () => {
+      const h = await apiHarness(
+        inject("redisUrl"),
+        engine,
+        typeof extra === "function" ? extra() : extra,
+      );
+      await h.untilReady();
+      return h;
     },
-  });
+    (h) => h.close(),
+    { each },
+  );
 }

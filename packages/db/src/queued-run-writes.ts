@@ -1,4 +1,4 @@
-import { type BudgetSnapshot, EMPTY_METRICS, type RunSpec } from "@looprun/core";
+import { type BudgetSnapshot, EMPTY_METRICS } from "@looprun/core";
 import type { Db } from "./connection";
 import { appendEvents } from "./event-log";
 import { preparedOnce, sqliteClient } from "./prepared";
@@ -53,10 +53,7 @@ export function ensureSession(db: Db, id: string, workspace: string, createdAt: 
 const EMPTY_METRICS_JSON = JSON.stringify(EMPTY_METRICS);
 
 /** Inserts a queued run and returns its row. */
-export function insertQueuedRun(
-  db: Db,
-  input: { id: string; sessionId: string; spec: RunSpec; workspace: string; createdAt: number },
-): RunRow {
+export function insertQueuedRun(db: Db, input: Parameters<typeof queuedRunRow>[0]): RunRow {
   const row = queuedRunRow(input);
   statements(db).insertRun.run(
     row.id,

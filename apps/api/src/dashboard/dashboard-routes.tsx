@@ -5,6 +5,7 @@ import type { RunRepositoryPort } from "@looprun/db";
 import { type Context, Hono } from "hono";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import { notFound } from "../errors";
+import { PAGE_HEADERS } from "../security-headers";
 import { requireDashboardCookie, safeNext, signIn, signOut, tokenMatches } from "./dashboard-auth";
 import { Layout } from "./layout";
 import { LoginPage } from "./login-page";
@@ -29,8 +30,9 @@ function loadAssets(): Map<string, { body: string; type: string }> {
   return assets;
 }
 
+/** A page: HTML, with its content security policy, and no frame may hold it. */
 const page = (c: Context, element: JSX.Element, status: 200 | 401 | 404 = 200) =>
-  c.html(`<!doctype html>${element.toString()}`, status);
+  c.html(`<!doctype html>${element.toString()}`, status, PAGE_HEADERS);
 
 /** What `/runs/:id` shows for an id no run has: a 404, as the API answers for it. */
 function NoSuchRunPage({ auth, id }: { auth: boolean; id: string }) {

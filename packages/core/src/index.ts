@@ -52,6 +52,7 @@ export {
   PhasesSpec,
   PIPELINE_PHASES,
   PREPARATION_PHASES,
+  queuedRun,
   ReviewSpec,
   RUN_STATUSES,
   RunSubmission,

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type CommandResult,
-  EMPTY_METRICS,
   type EngineResources,
   normalizeSubmission,
+  queuedRun,
   type RunCommandOptions,
   type RunMutation,
   type RunRecord,
@@ -111,35 +111,15 @@ export function makeRun(
       ...body,
     }),
   );
-  return {
+  return queuedRun({
     // Padded: run ids sort in the order they were made, as real ones (UUIDv7) do; stores rely
     // on it ("earlier runs" of a session are the smaller ids), and `run-1-10` < `run-1-9`.
     id: opts.id ?? `run-${process.pid}-${String(counter).padStart(6, "0")}`,
     sessionId: opts.sessionId ?? `session-${process.pid}-${counter}`,
     spec,
     workspace,
-    status: "queued",
-    reason: null,
-    summary: null,
-    iteration: 0,
-    progress: "queued",
-    metrics: { ...EMPTY_METRICS },
-    consecutiveFailures: 0,
-    stalledIterations: 0,
-    partial: null,
-    approval: null,
-    pausedMs: 0,
-    epoch: 0,
-    latestReviewId: null,
-    baselineSnapshot: null,
-    latestSnapshot: null,
-    plan: null,
-    activePgid: null,
     createdAt: opts.createdAt ?? Date.now(),
-    startedAt: null,
-    finishedAt: null,
-    deadlineAt: null,
-  };
+  });
 }
 
 export const silentLogger = { info() {}, warn() {}, error() {} };

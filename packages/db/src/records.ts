@@ -1,5 +1,4 @@
 import {
-  EMPTY_METRICS,
   type IterationOutcome,
   type IterationRecord,
   type IterationSnapshot,
@@ -8,6 +7,7 @@ import {
   type PhaseArtifact,
   PIPELINE_PHASES,
   type PipelinePhase,
+  queuedRun,
   type ReviewArtifact,
   type RunChange,
   type RunReason,
@@ -49,35 +49,7 @@ export function queuedRunRow(input: {
   workspace: string;
   createdAt: number;
 }): RunRow {
-  return {
-    id: input.id,
-    sessionId: input.sessionId,
-    task: input.spec.task,
-    spec: input.spec,
-    workspace: input.workspace,
-    status: "queued",
-    reason: null,
-    summary: null,
-    iteration: 0,
-    progress: "queued",
-    metrics: { ...EMPTY_METRICS },
-    consecutiveFailures: 0,
-    stalledIterations: 0,
-    partial: null,
-    epoch: 0,
-    latestReviewId: null,
-    baselineSnapshot: null,
-    latestSnapshot: null,
-    plan: null,
-    activePgid: null,
-    approval: null,
-    pausedMs: 0,
-    createdAt: input.createdAt,
-    startedAt: null,
-    finishedAt: null,
-    deadlineAt: null,
-    stopRequestedAt: null,
-  };
+  return { ...queuedRun(input), task: input.spec.task, stopRequestedAt: null };
 }
 
 /** A failed tool call as the prompt's "failed so far" list takes it. */

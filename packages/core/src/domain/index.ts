@@ -23,6 +23,7 @@ export {
   EMPTY_METRICS,
   isActive,
   isTerminal,
+  queuedRun,
   RUN_STATUSES,
   TERMINAL_STATUSES,
 } from "./run";

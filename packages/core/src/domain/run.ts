@@ -97,6 +97,39 @@ export interface RunRecord {
   deadlineAt: number | null;
 }
 
+/** A run as a submit makes it: queued, nothing run, counted or decided yet. */
+export function queuedRun(
+  input: Pick<RunRecord, "id" | "sessionId" | "spec" | "workspace" | "createdAt">,
+): RunRecord {
+  return {
+    id: input.id,
+    sessionId: input.sessionId,
+    spec: input.spec,
+    workspace: input.workspace,
+    status: "queued",
+    reason: null,
+    summary: null,
+    iteration: 0,
+    progress: "queued",
+    metrics: { ...EMPTY_METRICS },
+    consecutiveFailures: 0,
+    epoch: 0,
+    latestReviewId: null,
+    baselineSnapshot: null,
+    latestSnapshot: null,
+    activePgid: null,
+    plan: null,
+    stalledIterations: 0,
+    partial: null,
+    approval: null,
+    pausedMs: 0,
+    createdAt: input.createdAt,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+  };
+}
+
 export type IterationStatus = "running" | "passed" | "failed" | "abandoned";
 export type IterationOutcome =
   | "complete"

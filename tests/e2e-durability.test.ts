@@ -233,8 +233,9 @@ describe("workers crashing, pausing and shutting down", () => {
       const first = workerWithPid(stack, readPid(join(running.workspace, "worker.pid"))!);
       const exit = await first.stop("SIGTERM");
       expect(exit, first.output()).toEqual({ code: 0, signal: null });
-      // It killed its agent before handing the run back.
-      expect(isAlive(agentPid)).toBe(false);
+      // It killed its agent before handing the run back (waiting at most its grace for the
+      // group to die).
+      await waitForDeath(agentPid, "the handed-back agent");
 
       const run = await waitForStatus(stack, id, undefined, RECOVERY);
       expect(run).toMatchObject({ status: "succeeded", reason: "success", iteration: 1 });

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { killGroup, RESUMABLE_AGENT, submitUntilAgentRuns } from "./support/cluster";
+import { killGroup, RESUMABLE_AGENT, submitUntilAgentRuns, waitForDeath } from "./support/cluster";
 import { freePort, type RedisHandle, startRedis } from "./support/redis-server";
 import {
   commandRun,
@@ -263,7 +263,7 @@ describe("worker shutdown and crash", () => {
       ]);
       expect(iterations[1]?.agent?.output).toContain("resumed");
       // The worker that resumed the run killed the orphaned agent of the crashed one.
-      expect(isAlive(agentPid)).toBe(false);
+      await waitForDeath(agentPid, "the orphaned agent");
       const events = await getEvents(stack, id);
       expectWellFormedEvents(events);
       expect(events.filter((e) => e.type === "run_resumed").map((e) => e.data)).toEqual([

@@ -74,21 +74,23 @@ describe.each(["directly", "through the launcher", "through posix_spawn"])(
     });
 
     it("on timeout kills the whole process group, background children included", async () => {
-      const result = await runIn(dir, WITH_BACKGROUND_CHILD, { timeoutMs: 300 });
+      // Long enough for `sh` to write the pids and say "started" on a loaded machine.
+      const result = await runIn(dir, WITH_BACKGROUND_CHILD, { timeoutMs: 3000 });
       expect(result.timedOut).toBe(true);
       expect(result.aborted).toBe(false);
       expect(result.exitCode).toBeNull();
       expect(result.signal).toBe("SIGTERM");
       expect(result.output).toContain("started");
-      expect(result.output).toContain("[looprun] killed after the timeout of 300 ms");
+      expect(result.output).toContain("[looprun] killed after the timeout of 3000 ms");
       const pids = readPids(join(dir, "pids"));
       expect(pids).toHaveLength(2);
       for (const pid of pids) expect(isAlive(pid)).toBe(false);
     });
 
     it("escalates to SIGKILL when the group ignores SIGTERM", async () => {
+      // Long enough for `sh` to set its trap before the SIGTERM on a loaded machine.
       const result = await runIn(dir, `trap '' TERM; ${WITH_BACKGROUND_CHILD}`, {
-        timeoutMs: 200,
+        timeoutMs: 2000,
         killGraceMs: 200,
       });
       expect(result.timedOut).toBe(true);

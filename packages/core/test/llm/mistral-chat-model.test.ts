@@ -15,6 +15,9 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
   let model: MistralChatModel;
   beforeAll(async () => {
     await fake.start();
+    // The model loads the SDK at its first call, inside that call's timeout: loaded here, a
+    // loaded machine's slow first import is not counted against the first test's 5 s.
+    await import("@mistralai/mistralai");
     model = new MistralChatModel({
       apiKey: "test-key-123",
       serverURL: fake.url,
@@ -211,7 +214,8 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
 
     it("ends at its timeout without waiting for the next try", { timeout: 10_000 }, async () => {
       fake.replies({ status: 429, headers: { "retry-after": "30" } });
-      const error = await waiting(300)
+      // Far below the 30 s wait, long enough for the first request to be made under load.
+      const error = await waiting(3000)
         .complete(question, new AbortController().signal)
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ChatModelError);
@@ -229,7 +233,8 @@ describe("MistralChatModel (real SDK, fake Mistral server)", () => {
     const pending = new MistralChatModel({
       apiKey: "test-key-123",
       serverURL: fake.url,
-      timeoutMs: 500,
+      // Long enough for the request to reach the server under load before the call ends.
+      timeoutMs: 3000,
       retry: { initialIntervalMs: 10, maxIntervalMs: 50, maxElapsedMs: 100 },
     })
       .complete(

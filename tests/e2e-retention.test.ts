@@ -6,10 +6,12 @@ import { describe, expect, inject, it } from "vitest";
 import { commandRun, submit, useStack, waitFor, waitForStatus } from "./support/stack";
 
 // Retention from outside: a worker with LOOPRUN_RETENTION_DAYS deletes the runs that finished
-// longer ago (here 4 s) — the API no longer knows them, their snapshot refs are gone — and
+// longer ago (here 10 s) — the API no longer knows them, their snapshot refs are gone — and
 // leaves active runs, however old, and the session, whose next run works as before.
 
-const RETENTION_MS = 4000;
+// Long enough for the test to read a finished run (status, patch, refs) on a loaded machine
+// before it goes.
+const RETENTION_MS = 10_000;
 const stack = useStack(() => ({
   redisUrl: inject("redisUrl"),
   env: {
@@ -92,5 +94,6 @@ describe("retention (LOOPRUN_RETENTION_DAYS)", () => {
     await waitFor(() => refs(longSession).length === 0, { timeoutMs: 10_000 });
     // The workspaces are the user's: they stay.
     expect(existsSync(join(running.workspace, "release"))).toBe(true);
-  });
+    // Two runs wait out the retention: ~35 s alone.
+  }, 120_000);
 });

@@ -190,7 +190,9 @@ describe("readBodyText", () => {
       socket.write('POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{"half":');
       await vi.waitFor(() => expect(outcomes).toEqual([]), { timeout: 200 });
       socket.destroy();
-      await vi.waitFor(() => expect(outcomes).toEqual([expect.stringMatching(/^refused: /)]));
+      await vi.waitFor(() => expect(outcomes).toEqual([expect.stringMatching(/^refused: /)]), {
+        timeout: 10_000,
+      });
     } finally {
       await echo.close();
     }

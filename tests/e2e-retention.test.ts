@@ -94,6 +94,5 @@ describe("retention (LOOPRUN_RETENTION_DAYS)", () => {
     await waitFor(() => refs(longSession).length === 0, { timeoutMs: 10_000 });
     // The workspaces are the user's: they stay.
     expect(existsSync(join(running.workspace, "release"))).toBe(true);
-    // Two runs wait out the retention: ~35 s alone.
-  }, 120_000);
+  }, 120_000); // two runs wait out the retention: ~35 s alone
 });

@@ -1,5 +1,5 @@
 import { getEventListeners } from "node:events";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ENGINES } from "./api-harness";
 import { event, liveApi, withMethod } from "./live-harness";
 import { payload, type SseMessage, SseReader } from "./sse-client";
@@ -68,9 +68,9 @@ describe.each(ENGINES)("live streams over app.request() on %s", (engine) => {
       await sse.next(); // `retry:`: the stream is open
       expect(listeners()).toBe(1);
       await sse.cancel();
-      const until = Date.now() + 10_000;
-      while (listeners() > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-      expect(listeners(), `after stream ${i + 1}`).toBe(0);
+      await vi.waitFor(() => expect(listeners(), `after stream ${i + 1}`).toBe(0), {
+        timeout: 10_000,
+      });
     }
     const open = new SseReader(
       (await withShutdown.request(`/api/runs/${id}/events/stream`))

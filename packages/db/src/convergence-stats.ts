@@ -1,7 +1,7 @@
 import { RUN_STATUSES, type RunStatus } from "@looprun/core";
 import type { Db } from "./connection";
 import {
-  hourWindow,
+  dayWindow,
   type IterationsByOutcomeRow,
   iterationsByOutcome,
   type RunsByStatusRow,
@@ -41,11 +41,12 @@ const round = (x: number | null, digits = 0) => {
 };
 
 /**
- * Convergence across the runs created in a time window, from the hourly sums (stats-hourly.ts):
- * the same answers as aggregating every run and iteration, without reading them all.
+ * Convergence across the runs created in a time window, from the daily and hourly sums
+ * (stats-hourly.ts): the same answers as aggregating every run and iteration, without reading
+ * them all.
  */
 export function convergenceStats(db: Db, filter: ConvergenceStatsFilter): ConvergenceStats {
-  const window = hourWindow(filter.since, filter.until);
+  const window = dayWindow(filter.since, filter.until);
   return foldConvergence(runsByStatus(db, window), iterationsByOutcome(db, window));
 }
 

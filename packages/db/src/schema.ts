@@ -260,7 +260,8 @@ export const failurePatterns = sqliteTable(
  * `floor(created_at / 3600000)` (of the run for runs and iterations, of the call for tool
  * calls). SQLite triggers (migration 0008_stats_hourly_triggers) keep them up to date inside
  * the transaction of every write to runs, iterations and tool_calls; stats-hourly.ts reads whole
- * hours from them and the rows themselves at the edges of a window.
+ * days from the daily sums below, whole hours from these at the ends of a window, and the rows
+ * themselves at its edges.
  */
 
 /** Runs by creation hour, status and reason (`""` for none). */
@@ -322,4 +323,69 @@ export const toolErrorsHourly = sqliteTable(
     count: integer("count").notNull(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.server, t.tool, t.error] })],
+);
+
+/*
+ * The same sums by day (`day` is `floor(hour / 24)`, UTC), so that a window of months reads a
+ * few hundred rows rather than thousands of hours. Triggers on the hourly tables (migration
+ * 0013_stats_daily) carry every change of an hourly row into its day's, in the same
+ * transaction: a day holds exactly the sums of its hours.
+ */
+
+/** Runs by creation day, status and reason (`""` for none). */
+export const runStatsDaily = sqliteTable(
+  "run_stats_daily",
+  {
+    day: integer("day").notNull(),
+    status: text("status").notNull(),
+    reason: text("reason").notNull(),
+    runs: integer("runs").notNull(),
+    iterations: integer("iterations").notNull(),
+    iterationsRuns: integer("iterations_runs").notNull(),
+    validationFailures: integer("validation_failures").notNull(),
+    reviewBlockings: integer("review_blockings").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    durationRuns: integer("duration_runs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.status, t.reason] })],
+);
+
+/** Decided iterations by their run's creation day and outcome. */
+export const iterationStatsDaily = sqliteTable(
+  "iteration_stats_daily",
+  {
+    day: integer("day").notNull(),
+    outcome: text("outcome").notNull(),
+    iterations: integer("iterations").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    timed: integer("timed").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.outcome] })],
+);
+
+/** Tool calls by day, server and tool. */
+export const toolStatsDaily = sqliteTable(
+  "tool_stats_daily",
+  {
+    day: integer("day").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    calls: integer("calls").notNull(),
+    failures: integer("failures").notNull(),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.server, t.tool] })],
+);
+
+/** Failed tool calls by day, server, tool and error. */
+export const toolErrorsDaily = sqliteTable(
+  "tool_errors_daily",
+  {
+    day: integer("day").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    error: text("error").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.server, t.tool, t.error] })],
 );

@@ -2,11 +2,12 @@ import type BetterSqlite3 from "better-sqlite3";
 import type { Db } from "./connection";
 
 /**
- * Statistics over a time window from the hourly sums that triggers keep (schema.ts,
- * `*_stats_hourly`): whole hours inside the window come from those tables, the rest of the
- * window (at most an hour at each end) from the rows themselves, all in one statement. The
- * answers are those of aggregating the rows directly, at a cost that grows with the number of
- * hours instead of the number of runs.
+ * Statistics over a time window from the sums that triggers keep (schema.ts, `*_stats_hourly`
+ * and `*_stats_daily`): whole days inside the window come from the daily sums, whole hours
+ * around them (fewer than a day at each end) from the hourly ones, the rest of the window (at
+ * most an hour at each end) from the rows themselves, all in one statement. The answers are
+ * those of aggregating the rows directly, at a cost that grows with the number of days instead
+ * of the number of runs.
  */
 
 export const HOUR_MS = 3_600_000;
@@ -38,15 +39,62 @@ export function hourWindow(since?: number, until?: number): HourWindow {
   };
 }
 
+/**
+ * Bind parameters: `[d1, d2)` whole days, `[h1, h2)` and `[h3, h4)` the whole hours before and
+ * after them, `[a1, b1)` and `[a2, b2)` the rows at the edges; `[s1, s2)` all the whole hours
+ * the sums cover (the days and the hours around them), for PostgreSQL's active runs.
+ */
+export interface DayWindow extends HourWindow {
+  d1: number;
+  d2: number;
+  h3: number;
+  h4: number;
+  s1: number;
+  s2: number;
+}
+
+/** Splits `[since, until)` (epoch ms, either end open) into whole days, hours and two edges. */
+export function dayWindow(since?: number, until?: number): DayWindow {
+  const w = hourWindow(since, until);
+  const none = { d1: 0, d2: 0, h3: 0, h4: 0, s1: w.h1, s2: w.h2 };
+  if (w.h1 >= w.h2) return { ...w, ...none };
+  const d1 = since === undefined ? MIN : Math.ceil(w.h1 / 24);
+  const d2 = until === undefined ? MAX : Math.floor(w.h2 / 24);
+  if (d1 >= d2) return { ...w, ...none };
+  return {
+    ...w,
+    s1: w.h1,
+    s2: w.h2,
+    d1,
+    d2,
+    h1: since === undefined ? 0 : w.h1,
+    h2: since === undefined ? 0 : d1 * 24,
+    h3: until === undefined ? 0 : d2 * 24,
+    h4: until === undefined ? 0 : w.h2,
+  };
+}
+
+/** The sums of a table's whole days and of the whole hours around them, as one union. */
+function sums(table: "run" | "iteration" | "tool" | "tool_errors", columns: string): string {
+  const [daily, hourly] =
+    table === "tool_errors"
+      ? ["tool_errors_daily", "tool_errors_hourly"]
+      : [`${table}_stats_daily`, `${table}_stats_hourly`];
+  return `select ${columns} from ${daily} where day >= :d1 and day < :d2
+  union all select ${columns} from ${hourly} where hour >= :h1 and hour < :h2
+  union all select ${columns} from ${hourly} where hour >= :h3 and hour < :h4`;
+}
+
 const RUNS_BY_STATUS = `
 select status, reason, sum(runs) as runs, sum(iterations) as iterations,
   sum(iterations_runs) as iterationsRuns, sum(validation_failures) as validationFailures,
   sum(review_blockings) as reviewBlockings, sum(duration_ms) as durationMs,
   sum(duration_runs) as durationRuns
 from (
-  select status, reason, runs, iterations, iterations_runs, validation_failures, review_blockings,
-    duration_ms, duration_runs
-  from run_stats_hourly where hour >= :h1 and hour < :h2
+  ${sums(
+    "run",
+    "status, reason, runs, iterations, iterations_runs, validation_failures, review_blockings, duration_ms, duration_runs",
+  )}
   union all ${edgeRuns("a1", "b1")}
   union all ${edgeRuns("a2", "b2")}
 )
@@ -64,8 +112,7 @@ function edgeRuns(from: string, to: string): string {
 const ITERATIONS_BY_OUTCOME = `
 select outcome, sum(iterations) as iterations, sum(duration_ms) as durationMs, sum(timed) as timed
 from (
-  select outcome, iterations, duration_ms, timed
-  from iteration_stats_hourly where hour >= :h1 and hour < :h2
+  ${sums("iteration", "outcome, iterations, duration_ms, timed")}
   union all ${edgeIterations("a1", "b1")}
   union all ${edgeIterations("a2", "b2")}
 )
@@ -81,8 +128,7 @@ function edgeIterations(from: string, to: string): string {
 const TOOLS = `
 select server, tool, sum(calls) as calls, sum(failures) as failures, sum(duration_ms) as durationMs
 from (
-  select server, tool, calls, failures, duration_ms
-  from tool_stats_hourly where hour >= :h1 and hour < :h2
+  ${sums("tool", "server, tool, calls, failures, duration_ms")}
   union all select server, tool, 1, is_error, duration_ms
     from tool_calls where created_at >= :a1 and created_at < :b1
   union all select server, tool, 1, is_error, duration_ms
@@ -94,8 +140,7 @@ order by calls desc, server, tool`;
 const TOOL_ERRORS = `
 select server, tool, error, sum(n) as count
 from (
-  select server, tool, error, count as n
-  from tool_errors_hourly where hour >= :h1 and hour < :h2
+  ${sums("tool_errors", "server, tool, error, count as n")}
   union all select server, tool, substr(result, 1, 200), 1
     from tool_calls where is_error = 1 and created_at >= :a1 and created_at < :b1
   union all select server, tool, substr(result, 1, 200), 1
@@ -142,10 +187,10 @@ export interface ToolErrorRow {
 }
 
 interface Statements {
-  runsByStatus: BetterSqlite3.Statement<[HourWindow], RunsByStatusRow>;
-  iterationsByOutcome: BetterSqlite3.Statement<[HourWindow], IterationsByOutcomeRow>;
-  tools: BetterSqlite3.Statement<[HourWindow], ToolRow>;
-  toolErrors: BetterSqlite3.Statement<[HourWindow & { limit: number }], ToolErrorRow>;
+  runsByStatus: BetterSqlite3.Statement<[DayWindow], RunsByStatusRow>;
+  iterationsByOutcome: BetterSqlite3.Statement<[DayWindow], IterationsByOutcomeRow>;
+  tools: BetterSqlite3.Statement<[DayWindow], ToolRow>;
+  toolErrors: BetterSqlite3.Statement<[DayWindow & { limit: number }], ToolErrorRow>;
 }
 
 const prepared = new WeakMap<BetterSqlite3.Database, Statements>();
@@ -167,21 +212,21 @@ function statements(db: Db): Statements {
 }
 
 /** Runs created in the window, by status and reason. */
-export function runsByStatus(db: Db, w: HourWindow): RunsByStatusRow[] {
+export function runsByStatus(db: Db, w: DayWindow): RunsByStatusRow[] {
   return statements(db).runsByStatus.all(w);
 }
 
 /** Decided iterations of the runs created in the window, by outcome. */
-export function iterationsByOutcome(db: Db, w: HourWindow): IterationsByOutcomeRow[] {
+export function iterationsByOutcome(db: Db, w: DayWindow): IterationsByOutcomeRow[] {
   return statements(db).iterationsByOutcome.all(w);
 }
 
 /** Tool calls made in the window, by server and tool, most called first. */
-export function toolsInWindow(db: Db, w: HourWindow): ToolRow[] {
+export function toolsInWindow(db: Db, w: DayWindow): ToolRow[] {
   return statements(db).tools.all(w);
 }
 
 /** The most common errors of the tool calls made in the window. */
-export function toolErrorsInWindow(db: Db, w: HourWindow, limit: number): ToolErrorRow[] {
+export function toolErrorsInWindow(db: Db, w: DayWindow, limit: number): ToolErrorRow[] {
   return statements(db).toolErrors.all({ ...w, limit });
 }

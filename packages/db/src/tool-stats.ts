@@ -1,7 +1,7 @@
 import { and, count, desc, eq, gte, type SQL, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { toolCalls } from "./schema";
-import { hourWindow, toolErrorsInWindow, toolsInWindow } from "./stats-hourly";
+import { dayWindow, toolErrorsInWindow, toolsInWindow } from "./stats-hourly";
 
 export interface ToolStatsFilter {
   runId?: string;
@@ -34,9 +34,9 @@ export type ToolRows = {
   errors: ToolStats["commonErrors"];
 };
 
-/** Across runs: from the hourly sums (stats-hourly.ts), not from every call. */
+/** Across runs: from the daily and hourly sums (stats-hourly.ts), not from every call. */
 function inWindow(db: Db, since: number | undefined): ToolRows {
-  const window = hourWindow(since);
+  const window = dayWindow(since);
   return {
     rows: toolsInWindow(db, window).map((r) => ({ ...r, mean: r.durationMs / r.calls })),
     errors: toolErrorsInWindow(db, window, 10),

@@ -1,5 +1,5 @@
 /**
- * A history of runs, iterations and tool calls spread over ~40 hours, then later writes (runs
+ * A history of runs, iterations and tool calls spread over ~100 hours (five days), then later writes (runs
  * finishing, iterations decided after their run finished, tool calls changed, deletes), as
  * plain SQL that both engines run: the same rows on SQLite and PostgreSQL, for comparing their
  * statistics.
@@ -30,7 +30,7 @@ export function statsHistory(): Statement[] {
   for (let i = 0; i < 300; i++) {
     const id = `run-${String(i).padStart(4, "0")}`;
     const createdAt =
-      T0 + Math.floor(rnd() * 40) * HOUR + (i % 5 === 0 ? 0 : Math.floor(rnd() * HOUR));
+      T0 + Math.floor(rnd() * 100) * HOUR + (i % 5 === 0 ? 0 : Math.floor(rnd() * HOUR));
     const status = pick(["queued", "running", "succeeded", "succeeded", "failed", "stopped"]);
     const reason =
       status === "failed"
@@ -92,7 +92,7 @@ export function statsHistory(): Statement[] {
           isError,
           isError ? pick(["ENOENT", "EACCES", "x".repeat(300)]) : "ok",
           Math.floor(rnd() * 100),
-          T0 + Math.floor(rnd() * 41 * HOUR),
+          T0 + Math.floor(rnd() * 101 * HOUR),
         ],
       });
     }
@@ -105,7 +105,8 @@ export function statsHistory(): Statement[] {
   const every = (k: number, r: number) => `cast(substr(run_id, 5) as integer) % ${k} = ${r}`;
   const everyRun = (k: number, r: number) => `cast(substr(id, 5) as integer) % ${k} = ${r}`;
   // Later writes: runs finishing (their running iteration decided after them, as a commit
-  // writes them), abandoned attempts, changed tool calls, deletes.
+  // writes them), abandoned attempts, changed tool calls, deletes (of runs, and of single
+  // iterations and tool calls).
   out.push({
     sql: `update runs set status = 'failed', reason = 'error', finished_at = created_at + 5,
       metrics = '{"iterations": 7}' where status = 'running' and ${everyRun(2, 0)}`,
@@ -125,6 +126,8 @@ export function statsHistory(): Statement[] {
     params: [true],
   });
   out.push({ sql: `delete from iterations where n = 3 and ${every(5, 0)}`, params: [] });
+  out.push({ sql: `delete from tool_calls where seq = 1 and ${every(3, 1)}`, params: [] });
+  out.push({ sql: "delete from tool_calls where server = 'Zeta' and tool = 'Alpha'", params: [] });
   out.push({ sql: `delete from runs where ${everyRun(17, 0)}`, params: [] });
   return out;
 }
@@ -139,5 +142,43 @@ export const STATS_WINDOWS: [string, number | undefined, number | undefined][] =
   ["both on the hour", T0 + 5 * HOUR, T0 + 30 * HOUR],
   ["inside one hour", T0 + 7 * HOUR + 10, T0 + 7 * HOUR + 3_000_000],
   ["across one boundary", T0 + 7 * HOUR + 10, T0 + 8 * HOUR + 10],
-  ["empty", T0 + 100 * HOUR, undefined],
+  ["across days, mid-hour", T0 + 5 * HOUR + 1, T0 + 80 * HOUR - 1],
+  ["across days, on the hour", T0 + 5 * HOUR, T0 + 80 * HOUR],
+  ["whole days", T0 + 24 * HOUR, T0 + 72 * HOUR],
+  ["a day and an hour, mid-hour", T0 + 23 * HOUR + 7, T0 + 48 * HOUR + 7],
+  ["since, days ago", T0 + 30 * HOUR + 5, undefined],
+  ["until, days in", undefined, T0 + 50 * HOUR + 5],
+  ["empty", T0 + 200 * HOUR, undefined],
 ];
+
+/** The daily sums' tables: name prefix, key columns, summed columns. */
+export const DAILY_SUMS = [
+  [
+    "run_stats",
+    "status, reason",
+    "runs, iterations, iterations_runs, validation_failures, review_blockings, duration_ms, duration_runs",
+  ],
+  ["iteration_stats", "outcome", "iterations, duration_ms, timed"],
+  ["tool_stats", "server, tool", "calls, failures, duration_ms"],
+  ["tool_errors", "server, tool, error", "count"],
+] as const;
+
+/**
+ * A query (either engine) counting the rows where a daily table and its hourly table summed by
+ * day disagree: 0 when every day holds exactly the sums of its hours.
+ */
+export function dailyMismatchesSql(): string {
+  return DAILY_SUMS.map(([table, keys, sums]) => {
+    const daily = `select day, ${keys}, ${sums} from ${table}_daily`;
+    const summed = `select hour / 24, ${keys}, ${sums
+      .split(", ")
+      .map((c) => `sum(${c})`)
+      .join(", ")} from ${table}_hourly group by hour / 24, ${keys}`;
+    return `select count(*) as n from (select * from (${daily} except ${summed}) a
+      union all select * from (${summed} except ${daily}) b) x`;
+  })
+    .map((q) => `(${q})`)
+    .join(" + ")
+    .replace(/^/, "select ")
+    .concat(" as n");
+}

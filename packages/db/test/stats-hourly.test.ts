@@ -1,8 +1,15 @@
-import { convergenceStats, type Database, openDatabase, toolStats } from "@looprun/db";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  convergenceStats,
+  type Database,
+  MIGRATIONS_FOLDER,
+  openDatabase,
+  toolStats,
+} from "@looprun/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const HOUR = 3_600_000;
-const T0 = Date.UTC(2030, 4, 1);
+import { DAILY_SUMS, dailyMismatchesSql, HOUR, STATS_WINDOWS, T0 } from "./stats-fixture";
+import { freshDatabase, removeDir } from "./support";
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function random(seed: number): () => number {
@@ -93,9 +100,9 @@ describe("stats from the hourly sums", () => {
     );
     for (let i = 0; i < 400; i++) {
       const id = `run-${i}`;
-      // Spread over ~40 hours, several runs an hour, some exactly on the hour.
+      // Spread over ~100 hours (five days), a few runs an hour, some exactly on the hour.
       const createdAt =
-        T0 + Math.floor(rnd() * 40) * HOUR + (i % 5 === 0 ? 0 : Math.floor(rnd() * HOUR));
+        T0 + Math.floor(rnd() * 100) * HOUR + (i % 5 === 0 ? 0 : Math.floor(rnd() * HOUR));
       const status = pick(["queued", "running", "succeeded", "succeeded", "failed", "stopped"]);
       const reason =
         status === "failed"
@@ -134,7 +141,7 @@ describe("stats from the hourly sums", () => {
       }
       for (let k = 1; k <= Math.floor(rnd() * 3); k++) {
         const isError = rnd() < 0.3 ? 1 : 0;
-        const at = T0 + Math.floor(rnd() * 41 * HOUR);
+        const at = T0 + Math.floor(rnd() * 101 * HOUR);
         insertCall.run(
           id,
           k,
@@ -164,19 +171,7 @@ describe("stats from the hourly sums", () => {
   });
   afterAll(() => database.close());
 
-  const windows: [string, number | undefined, number | undefined][] = [
-    ["all time", undefined, undefined],
-    ["since, on the hour", T0 + 3 * HOUR, undefined],
-    ["since, mid-hour", T0 + 3 * HOUR + 1234, undefined],
-    ["until, mid-hour", undefined, T0 + 20 * HOUR + 99],
-    ["both mid-hour", T0 + 5 * HOUR + 1, T0 + 30 * HOUR - 1],
-    ["both on the hour", T0 + 5 * HOUR, T0 + 30 * HOUR],
-    ["inside one hour", T0 + 7 * HOUR + 10, T0 + 7 * HOUR + 3_000_000],
-    ["across one boundary", T0 + 7 * HOUR + 10, T0 + 8 * HOUR + 10],
-    ["empty", T0 + 100 * HOUR, undefined],
-  ];
-
-  it.each(windows)("GET /api/stats equals the rows' aggregate: %s", (_, since, until) => {
+  it.each(STATS_WINDOWS)("GET /api/stats equals the rows' aggregate: %s", (_, since, until) => {
     const ref = reference(database, since, until);
     const stats = convergenceStats(database.db, {
       ...(since !== undefined ? { since } : {}),
@@ -202,7 +197,7 @@ describe("stats from the hourly sums", () => {
     expect(stats.iterationOutcomes).toEqual(ref.outcomes);
   });
 
-  it.each(windows.filter(([, , until]) => until === undefined))(
+  it.each(STATS_WINDOWS.filter(([, , until]) => until === undefined))(
     "GET /api/stats/tools equals the rows' aggregate: %s",
     (_, since) => {
       const ref = reference(database, since);
@@ -235,9 +230,122 @@ describe("stats from the hourly sums", () => {
         `select (select count(*) from run_stats_hourly where runs = 0)
           + (select count(*) from iteration_stats_hourly where iterations = 0)
           + (select count(*) from tool_stats_hourly where calls = 0)
-          + (select count(*) from tool_errors_hourly where count = 0) n`,
+          + (select count(*) from tool_errors_hourly where count = 0)
+          + (select count(*) from run_stats_daily where runs = 0)
+          + (select count(*) from iteration_stats_daily where iterations = 0)
+          + (select count(*) from tool_stats_daily where calls = 0)
+          + (select count(*) from tool_errors_daily where count = 0) n`,
       )
       .get() as { n: number };
     expect(zero.n).toBe(0);
   });
+
+  it("holds in each day's sums exactly the sums of its hours", () => {
+    const days = database.sqlite.prepare("select count(*) n from run_stats_daily").get() as {
+      n: number;
+    };
+    expect(days.n).toBeGreaterThan(5);
+    expect(database.sqlite.prepare(dailyMismatchesSql()).get()).toEqual({ n: 0 });
+  });
 });
+
+/** The daily tables' rows, and what summing the hourly tables by day gives (same order). */
+
+function dailyRows(database: Database) {
+  return DAILY_SUMS.map(([table, keys, sums]) =>
+    database.sqlite
+      .prepare(`select day, ${keys}, ${sums} from ${table}_daily order by day, ${keys}`)
+      .all(),
+  );
+}
+
+function daysOfHours(database: Database) {
+  return DAILY_SUMS.map(([table, keys, sums]) =>
+    database.sqlite
+      .prepare(
+        `select hour / 24 as day, ${keys}, ${sums
+          .split(", ")
+          .map((c) => `sum(${c}) as ${c}`)
+          .join(", ")}
+         from ${table}_hourly group by day, ${keys} order by day, ${keys}`,
+      )
+      .all(),
+  );
+}
+
+describe("the daily sums of a database made before them", () => {
+  it("are filled from its hourly sums by the migration", async () => {
+    const { dir, path, database } = await freshDatabase();
+    try {
+      const s = database.sqlite;
+      s.prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)").run();
+      const run = s.prepare(
+        `insert into runs (id, session_id, task, spec, workspace, status, reason, metrics,
+           created_at, started_at, finished_at) values (?, 's', 't', '{}', '/w', ?, ?, ?, ?, ?, ?)`,
+      );
+      const call = s.prepare(
+        `insert into tool_calls (run_id, seq, iteration, server, tool, args, is_error, result,
+           duration_ms, created_at) values (?, 1, 1, 'workspace', ?, '{}', ?, ?, 5, ?)`,
+      );
+      for (let i = 0; i < 60; i++) {
+        const at = T0 + i * 5 * HOUR + 17;
+        const failed = i % 3 === 0;
+        run.run(
+          `r${i}`,
+          failed ? "failed" : "succeeded",
+          failed ? "error" : "success",
+          JSON.stringify({ iterations: 1 + (i % 4) }),
+          at,
+          at + 1,
+          at + 1000 + i,
+        );
+        call.run(
+          `r${i}`,
+          i % 2 ? "run" : "read_text_file",
+          failed ? 1 : 0,
+          failed ? "boom" : "ok",
+          at,
+        );
+      }
+      // The version before: no daily tables, no record of their migration.
+      const expected = daysOfHours(database);
+      for (const table of ["run_stats", "iteration_stats", "tool_stats", "tool_errors"]) {
+        s.exec(`drop table ${table}_daily`);
+        for (const change of ["insert", "update", "delete"])
+          s.exec(`drop trigger ${table}_daily_${change}`);
+      }
+      s.prepare("delete from __drizzle_migrations where created_at >= ?").run(
+        migrationTime("0013_stats_daily"),
+      );
+      database.close();
+
+      const reopened = openDatabase(path);
+      try {
+        expect(dailyRows(reopened)).toEqual(expected);
+        expect(expected[0]?.length).toBeGreaterThan(10);
+        const before = convergenceStats(reopened.db, { since: T0 + 24 * HOUR });
+        // The triggers are back: a run deleted now leaves its day.
+        reopened.sqlite.prepare("delete from runs where id = 'r6'").run();
+        expect(dailyRows(reopened)).toEqual(daysOfHours(reopened));
+        const after = convergenceStats(reopened.db, { since: T0 + 24 * HOUR });
+        expect(after.runs.total).toBe(before.runs.total - 1);
+      } finally {
+        reopened.close();
+      }
+    } finally {
+      await removeDir(dir);
+    }
+  });
+});
+
+/** When the SQLite migration `tag` was made (its record's `created_at`). */
+function migrationTime(tag: string): number {
+  const journal = JSON.parse(
+    readFileSync(join(MIGRATIONS_FOLDER, "meta/_journal.json"), "utf8"),
+  ) as {
+    entries: { tag: string; when: number }[];
+  };
+  const entry = journal.entries.find((e) => e.tag === tag);
+  if (!entry) throw new Error(`no migration ${tag}`);
+  return entry.when;
+}

@@ -9,7 +9,7 @@ import type {
 import { ulidFloor } from "../ulid-floor";
 import type { PgDb } from "./connection";
 import { liveRuns } from "./live-queries";
-import { iterations, runStatsHourly, runs, toolCalls } from "./schema";
+import { iterations, runStatsDaily, runs, toolCalls } from "./schema";
 
 type Tx = Parameters<Parameters<PgDb["transaction"]>[0]>[0];
 
@@ -205,15 +205,15 @@ async function toolCallCounts(tx: Tx, join: SQL | undefined): Promise<ToolCallCo
   }));
 }
 
-/** Finished runs from the hourly sums (drizzle-pg/0001), active ones from their rows. */
+/** Finished runs from the daily sums (drizzle-pg/0008), active ones from their rows. */
 async function runCountsByStatus(tx: Tx): Promise<{ status: string; count: number }[]> {
   const finished = await tx
     .select({
-      status: runStatsHourly.status,
-      count: sql<number>`sum(${runStatsHourly.runs})::float8`,
+      status: runStatsDaily.status,
+      count: sql<number>`sum(${runStatsDaily.runs})::float8`,
     })
-    .from(runStatsHourly)
-    .groupBy(runStatsHourly.status);
+    .from(runStatsDaily)
+    .groupBy(runStatsDaily.status);
   const active = await tx
     .select({ status: runs.status, count: sql<number>`count(*)::float8` })
     .from(runs)

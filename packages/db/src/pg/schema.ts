@@ -325,3 +325,62 @@ export const toolErrorsHourly = pgTable(
   },
   (t) => [primaryKey({ columns: [t.hour, t.server, t.tool, t.error] })],
 );
+
+/*
+ * The same sums by day (`day` is `floor(hour / 24)`; ../schema.ts), written with the hourly
+ * ones by the functions that fold a finished run in (drizzle-pg/0008_stats_daily).
+ */
+
+export const runStatsDaily = pgTable(
+  "run_stats_daily",
+  {
+    day: integer("day").notNull(),
+    status: text("status").notNull(),
+    reason: text("reason").notNull(),
+    runs: integer("runs").notNull(),
+    iterations: integer("iterations").notNull(),
+    iterationsRuns: integer("iterations_runs").notNull(),
+    validationFailures: integer("validation_failures").notNull(),
+    reviewBlockings: integer("review_blockings").notNull(),
+    durationMs: int8("duration_ms").notNull(),
+    durationRuns: integer("duration_runs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.status, t.reason] })],
+);
+
+export const iterationStatsDaily = pgTable(
+  "iteration_stats_daily",
+  {
+    day: integer("day").notNull(),
+    outcome: text("outcome").notNull(),
+    iterations: integer("iterations").notNull(),
+    durationMs: int8("duration_ms").notNull(),
+    timed: integer("timed").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.outcome] })],
+);
+
+export const toolStatsDaily = pgTable(
+  "tool_stats_daily",
+  {
+    day: integer("day").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    calls: integer("calls").notNull(),
+    failures: integer("failures").notNull(),
+    durationMs: int8("duration_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.server, t.tool] })],
+);
+
+export const toolErrorsDaily = pgTable(
+  "tool_errors_daily",
+  {
+    day: integer("day").notNull(),
+    server: text("server").notNull(),
+    tool: text("tool").notNull(),
+    error: text("error").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.server, t.tool, t.error] })],
+);

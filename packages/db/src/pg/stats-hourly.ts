@@ -1,6 +1,6 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
 import type {
-  HourWindow,
+  DayWindow,
   IterationsByOutcomeRow,
   RunsByStatusRow,
   ToolErrorRow,
@@ -9,18 +9,27 @@ import type {
 import { type PgDb, poolOf } from "./connection";
 
 /**
- * ../stats-hourly.ts on PostgreSQL: whole hours from the hourly sums, the edges of the window
- * from the rows. The sums hold the finished runs only (drizzle-pg/0001): the runs still active
- * in the whole hours — few, found through the partial index of active runs — are read from
- * their rows as well. Sums come back as float8 (JavaScript numbers, exact below 2^53); text
- * is ordered byte-wise (`COLLATE "C"`), as SQLite orders it, whatever the database's locale.
+ * ../stats-hourly.ts on PostgreSQL: whole days from the daily sums, whole hours around them from
+ * the hourly ones, the edges of the window from the rows. The sums hold the finished runs only
+ * (drizzle-pg/0002): the runs still active in the hours the sums cover — few, found through the
+ * partial index of active runs — are read from their rows as well. Sums come back as float8
+ * (JavaScript numbers, exact below 2^53); text is ordered byte-wise (`COLLATE "C"`), as SQLite
+ * orders it, whatever the database's locale.
  *
- * Parameters: $1 h1, $2 h2 (whole hours), $3 a1, $4 b1, $5 a2, $6 b2 (edges, epoch ms).
+ * Parameters: $1 s1, $2 s2 (the whole hours the sums cover), $3 a1, $4 b1, $5 a2, $6 b2 (edges,
+ * epoch ms), $7 d1, $8 d2 (whole days), $9 h1, $10 h2, $11 h3, $12 h4 (whole hours around them).
  */
 
 const ACTIVE = `(${ACTIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
 const IN_WHOLE_HOURS = (column: string) =>
   `${column} / 3600000 >= $1::int8 and ${column} / 3600000 < $2::int8`;
+
+/** The sums of a table's whole days and of the whole hours around them, as one union. */
+function sums(daily: string, hourly: string, columns: string): string {
+  return `select ${columns} from ${daily} where day >= $7::int8 and day < $8::int8
+  union all select ${columns} from ${hourly} where hour >= $9::int8 and hour < $10::int8
+  union all select ${columns} from ${hourly} where hour >= $11::int8 and hour < $12::int8`;
+}
 
 function runRow(where: string): string {
   const m = (key: string) => `(metrics ->> '${key}')`;
@@ -41,9 +50,11 @@ select status, reason, sum(runs)::float8 as runs, sum(iterations)::float8 as "it
   sum(review_blockings)::float8 as "reviewBlockings", sum(duration_ms)::float8 as "durationMs",
   sum(duration_runs)::float8 as "durationRuns"
 from (
-  select status, reason, runs, iterations, iterations_runs, validation_failures, review_blockings,
-    duration_ms, duration_runs
-  from run_stats_hourly where hour >= $1::int8 and hour < $2::int8
+  ${sums(
+    "run_stats_daily",
+    "run_stats_hourly",
+    "status, reason, runs, iterations, iterations_runs, validation_failures, review_blockings, duration_ms, duration_runs",
+  )}
   union all ${runRow(`status in ${ACTIVE} and ${IN_WHOLE_HOURS("created_at")}`)}
   union all ${runRow("created_at >= $3::int8 and created_at < $4::int8")}
   union all ${runRow("created_at >= $5::int8 and created_at < $6::int8")}
@@ -61,8 +72,7 @@ const ITERATIONS_BY_OUTCOME = `
 select outcome, sum(iterations)::float8 as iterations, sum(duration_ms)::float8 as "durationMs",
   sum(timed)::float8 as timed
 from (
-  select outcome, iterations, duration_ms, timed
-  from iteration_stats_hourly where hour >= $1::int8 and hour < $2::int8
+  ${sums("iteration_stats_daily", "iteration_stats_hourly", "outcome, iterations, duration_ms, timed")}
   union all ${iterationRow(`r.status in ${ACTIVE} and ${IN_WHOLE_HOURS("r.created_at")}`)}
   union all ${iterationRow("r.created_at >= $3::int8 and r.created_at < $4::int8")}
   union all ${iterationRow("r.created_at >= $5::int8 and r.created_at < $6::int8")}
@@ -77,8 +87,7 @@ const TOOLS = `
 select server, tool, sum(calls)::float8 as calls, sum(failures)::float8 as failures,
   sum(duration_ms)::float8 as "durationMs"
 from (
-  select server, tool, calls, failures, duration_ms
-  from tool_stats_hourly where hour >= $1::int8 and hour < $2::int8
+  ${sums("tool_stats_daily", "tool_stats_hourly", "server, tool, calls, failures, duration_ms")}
   union all select t.server, t.tool, 1, t.is_error::int, t.duration_ms from ${ACTIVE_CALLS}
   union all select server, tool, 1, is_error::int, duration_ms
     from tool_calls where created_at >= $3::int8 and created_at < $4::int8
@@ -91,8 +100,7 @@ order by calls desc, server collate "C", tool collate "C"`;
 const TOOL_ERRORS = `
 select server, tool, error, sum(n)::float8 as count
 from (
-  select server, tool, error, count as n
-  from tool_errors_hourly where hour >= $1::int8 and hour < $2::int8
+  ${sums("tool_errors_daily", "tool_errors_hourly", "server, tool, error, count as n")}
   union all select t.server, t.tool, substr(t.result, 1, 200), 1
     from ${ACTIVE_CALLS} and t.is_error
   union all select server, tool, substr(result, 1, 200), 1
@@ -102,9 +110,22 @@ from (
 ) t
 group by server, tool, error having sum(n) > 0
 order by count desc, server collate "C", tool collate "C", error collate "C"
-limit $7`;
+limit $13`;
 
-const params = (w: HourWindow) => [w.h1, w.h2, w.a1, w.b1, w.a2, w.b2];
+const params = (w: DayWindow) => [
+  w.s1,
+  w.s2,
+  w.a1,
+  w.b1,
+  w.a2,
+  w.b2,
+  w.d1,
+  w.d2,
+  w.h1,
+  w.h2,
+  w.h3,
+  w.h4,
+];
 
 /** Named statements: each connection of the pool parses and plans them once. */
 async function query<T>(db: PgDb, name: string, text: string, values: unknown[]): Promise<T[]> {
@@ -112,25 +133,21 @@ async function query<T>(db: PgDb, name: string, text: string, values: unknown[])
 }
 
 /** Runs created in the window, by status and reason. */
-export function runsByStatus(db: PgDb, w: HourWindow): Promise<RunsByStatusRow[]> {
+export function runsByStatus(db: PgDb, w: DayWindow): Promise<RunsByStatusRow[]> {
   return query(db, "looprun_runs_by_status", RUNS_BY_STATUS, params(w));
 }
 
 /** Decided iterations of the runs created in the window, by outcome. */
-export function iterationsByOutcome(db: PgDb, w: HourWindow): Promise<IterationsByOutcomeRow[]> {
+export function iterationsByOutcome(db: PgDb, w: DayWindow): Promise<IterationsByOutcomeRow[]> {
   return query(db, "looprun_iterations_by_outcome", ITERATIONS_BY_OUTCOME, params(w));
 }
 
 /** Tool calls made in the window, by server and tool, most called first. */
-export function toolsInWindow(db: PgDb, w: HourWindow): Promise<ToolRow[]> {
+export function toolsInWindow(db: PgDb, w: DayWindow): Promise<ToolRow[]> {
   return query(db, "looprun_tools_in_window", TOOLS, params(w));
 }
 
 /** The most common errors of the tool calls made in the window. */
-export function toolErrorsInWindow(
-  db: PgDb,
-  w: HourWindow,
-  limit: number,
-): Promise<ToolErrorRow[]> {
+export function toolErrorsInWindow(db: PgDb, w: DayWindow, limit: number): Promise<ToolErrorRow[]> {
   return query(db, "looprun_tool_errors_in_window", TOOL_ERRORS, [...params(w), limit]);
 }

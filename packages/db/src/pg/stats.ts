@@ -4,7 +4,7 @@ import {
   type ConvergenceStatsFilter,
   foldConvergence,
 } from "../convergence-stats";
-import { hourWindow } from "../stats-hourly";
+import { dayWindow } from "../stats-hourly";
 import { foldToolStats, type ToolRows, type ToolStats, type ToolStatsFilter } from "../tool-stats";
 import type { PgDb } from "./connection";
 import { toolCalls } from "./schema";
@@ -20,7 +20,7 @@ export async function convergenceStats(
   db: PgDb,
   filter: ConvergenceStatsFilter,
 ): Promise<ConvergenceStats> {
-  const window = hourWindow(filter.since, filter.until);
+  const window = dayWindow(filter.since, filter.until);
   const [runRows, iterationRows] = await Promise.all([
     runsByStatus(db, window),
     iterationsByOutcome(db, window),
@@ -28,9 +28,9 @@ export async function convergenceStats(
   return foldConvergence(runRows, iterationRows);
 }
 
-/** Across runs: from the hourly sums (stats-hourly.ts). */
+/** Across runs: from the daily and hourly sums (stats-hourly.ts). */
 async function inWindow(db: PgDb, since: number | undefined): Promise<ToolRows> {
-  const window = hourWindow(since);
+  const window = dayWindow(since);
   const [rows, errors] = await Promise.all([
     toolsInWindow(db, window),
     toolErrorsInWindow(db, window, 10),

@@ -264,6 +264,34 @@ export const failurePatterns = sqliteTable(
  * themselves at its edges.
  */
 
+/** The summed columns of the run sums (hourly and daily): new builders for each table. */
+const runSums = () => ({
+  runs: integer("runs").notNull(),
+  /** Sum of `metrics.iterations`, and how many runs had it. */
+  iterations: integer("iterations").notNull(),
+  iterationsRuns: integer("iterations_runs").notNull(),
+  validationFailures: integer("validation_failures").notNull(),
+  reviewBlockings: integer("review_blockings").notNull(),
+  /** Sum of `finished_at - started_at`, and how many runs had both. */
+  durationMs: integer("duration_ms").notNull(),
+  durationRuns: integer("duration_runs").notNull(),
+});
+
+/** The summed columns of the iteration sums. */
+const iterationSums = () => ({
+  iterations: integer("iterations").notNull(),
+  /** Sum of `finished_at - started_at`, and how many iterations had a `finished_at`. */
+  durationMs: integer("duration_ms").notNull(),
+  timed: integer("timed").notNull(),
+});
+
+/** The summed columns of the tool call sums. */
+const toolSums = () => ({
+  calls: integer("calls").notNull(),
+  failures: integer("failures").notNull(),
+  durationMs: integer("duration_ms").notNull(),
+});
+
 /** Runs by creation hour, status and reason (`""` for none). */
 export const runStatsHourly = sqliteTable(
   "run_stats_hourly",
@@ -271,15 +299,7 @@ export const runStatsHourly = sqliteTable(
     hour: integer("hour").notNull(),
     status: text("status").notNull(),
     reason: text("reason").notNull(),
-    runs: integer("runs").notNull(),
-    /** Sum of `metrics.iterations`, and how many runs had it. */
-    iterations: integer("iterations").notNull(),
-    iterationsRuns: integer("iterations_runs").notNull(),
-    validationFailures: integer("validation_failures").notNull(),
-    reviewBlockings: integer("review_blockings").notNull(),
-    /** Sum of `finished_at - started_at`, and how many runs had both. */
-    durationMs: integer("duration_ms").notNull(),
-    durationRuns: integer("duration_runs").notNull(),
+    ...runSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.status, t.reason] })],
 );
@@ -290,10 +310,7 @@ export const iterationStatsHourly = sqliteTable(
   {
     hour: integer("hour").notNull(),
     outcome: text("outcome").notNull(),
-    iterations: integer("iterations").notNull(),
-    /** Sum of `finished_at - started_at`, and how many iterations had a `finished_at`. */
-    durationMs: integer("duration_ms").notNull(),
-    timed: integer("timed").notNull(),
+    ...iterationSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.outcome] })],
 );
@@ -305,9 +322,7 @@ export const toolStatsHourly = sqliteTable(
     hour: integer("hour").notNull(),
     server: text("server").notNull(),
     tool: text("tool").notNull(),
-    calls: integer("calls").notNull(),
-    failures: integer("failures").notNull(),
-    durationMs: integer("duration_ms").notNull(),
+    ...toolSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.server, t.tool] })],
 );
@@ -339,13 +354,7 @@ export const runStatsDaily = sqliteTable(
     day: integer("day").notNull(),
     status: text("status").notNull(),
     reason: text("reason").notNull(),
-    runs: integer("runs").notNull(),
-    iterations: integer("iterations").notNull(),
-    iterationsRuns: integer("iterations_runs").notNull(),
-    validationFailures: integer("validation_failures").notNull(),
-    reviewBlockings: integer("review_blockings").notNull(),
-    durationMs: integer("duration_ms").notNull(),
-    durationRuns: integer("duration_runs").notNull(),
+    ...runSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.status, t.reason] })],
 );
@@ -356,9 +365,7 @@ export const iterationStatsDaily = sqliteTable(
   {
     day: integer("day").notNull(),
     outcome: text("outcome").notNull(),
-    iterations: integer("iterations").notNull(),
-    durationMs: integer("duration_ms").notNull(),
-    timed: integer("timed").notNull(),
+    ...iterationSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.outcome] })],
 );
@@ -370,9 +377,7 @@ export const toolStatsDaily = sqliteTable(
     day: integer("day").notNull(),
     server: text("server").notNull(),
     tool: text("tool").notNull(),
-    calls: integer("calls").notNull(),
-    failures: integer("failures").notNull(),
-    durationMs: integer("duration_ms").notNull(),
+    ...toolSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.server, t.tool] })],
 );

@@ -272,19 +272,41 @@ export const failurePatterns = pgTable(
  * queries, whose migration fills them from the rows written until then.
  */
 
+/** The summed columns of the run sums (hourly and daily): new builders for each table. */
+const runSums = () => ({
+  runs: integer("runs").notNull(),
+  /** Sum of `metrics.iterations`, and how many runs had it. */
+  iterations: integer("iterations").notNull(),
+  iterationsRuns: integer("iterations_runs").notNull(),
+  validationFailures: integer("validation_failures").notNull(),
+  reviewBlockings: integer("review_blockings").notNull(),
+  /** Sum of `finished_at - started_at`, and how many runs had both. */
+  durationMs: int8("duration_ms").notNull(),
+  durationRuns: integer("duration_runs").notNull(),
+});
+
+/** The summed columns of the iteration sums. */
+const iterationSums = () => ({
+  iterations: integer("iterations").notNull(),
+  /** Sum of `finished_at - started_at`, and how many iterations had a `finished_at`. */
+  durationMs: int8("duration_ms").notNull(),
+  timed: integer("timed").notNull(),
+});
+
+/** The summed columns of the tool call sums. */
+const toolSums = () => ({
+  calls: integer("calls").notNull(),
+  failures: integer("failures").notNull(),
+  durationMs: int8("duration_ms").notNull(),
+});
+
 export const runStatsHourly = pgTable(
   "run_stats_hourly",
   {
     hour: integer("hour").notNull(),
     status: text("status").notNull(),
     reason: text("reason").notNull(),
-    runs: integer("runs").notNull(),
-    iterations: integer("iterations").notNull(),
-    iterationsRuns: integer("iterations_runs").notNull(),
-    validationFailures: integer("validation_failures").notNull(),
-    reviewBlockings: integer("review_blockings").notNull(),
-    durationMs: int8("duration_ms").notNull(),
-    durationRuns: integer("duration_runs").notNull(),
+    ...runSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.status, t.reason] })],
 );
@@ -294,9 +316,7 @@ export const iterationStatsHourly = pgTable(
   {
     hour: integer("hour").notNull(),
     outcome: text("outcome").notNull(),
-    iterations: integer("iterations").notNull(),
-    durationMs: int8("duration_ms").notNull(),
-    timed: integer("timed").notNull(),
+    ...iterationSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.outcome] })],
 );
@@ -307,9 +327,7 @@ export const toolStatsHourly = pgTable(
     hour: integer("hour").notNull(),
     server: text("server").notNull(),
     tool: text("tool").notNull(),
-    calls: integer("calls").notNull(),
-    failures: integer("failures").notNull(),
-    durationMs: int8("duration_ms").notNull(),
+    ...toolSums(),
   },
   (t) => [primaryKey({ columns: [t.hour, t.server, t.tool] })],
 );
@@ -337,13 +355,7 @@ export const runStatsDaily = pgTable(
     day: integer("day").notNull(),
     status: text("status").notNull(),
     reason: text("reason").notNull(),
-    runs: integer("runs").notNull(),
-    iterations: integer("iterations").notNull(),
-    iterationsRuns: integer("iterations_runs").notNull(),
-    validationFailures: integer("validation_failures").notNull(),
-    reviewBlockings: integer("review_blockings").notNull(),
-    durationMs: int8("duration_ms").notNull(),
-    durationRuns: integer("duration_runs").notNull(),
+    ...runSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.status, t.reason] })],
 );
@@ -353,9 +365,7 @@ export const iterationStatsDaily = pgTable(
   {
     day: integer("day").notNull(),
     outcome: text("outcome").notNull(),
-    iterations: integer("iterations").notNull(),
-    durationMs: int8("duration_ms").notNull(),
-    timed: integer("timed").notNull(),
+    ...iterationSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.outcome] })],
 );
@@ -366,9 +376,7 @@ export const toolStatsDaily = pgTable(
     day: integer("day").notNull(),
     server: text("server").notNull(),
     tool: text("tool").notNull(),
-    calls: integer("calls").notNull(),
-    failures: integer("failures").notNull(),
-    durationMs: int8("duration_ms").notNull(),
+    ...toolSums(),
   },
   (t) => [primaryKey({ columns: [t.day, t.server, t.tool] })],
 );

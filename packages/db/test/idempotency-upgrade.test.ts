@@ -1,25 +1,13 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { idempotencyKeyHash, MIGRATIONS_FOLDER, openDatabase, RunRepository } from "@looprun/db";
 import { openPgDatabase, PG_MIGRATIONS_FOLDER, PgRunRepository } from "@looprun/db/pg";
 import { describe, expect, it } from "vitest";
 import { freshPgDatabase } from "./pg-support";
-import { freshDatabase, newRun, removeDir } from "./support";
+import { freshDatabase, migrationTime, newRun, removeDir } from "./support";
 
 // Keys a version before their hashing stored as written: hashed by a migration (SQLite 0012,
 // PostgreSQL 0007), so that a client's retry across the upgrade gets its run (it got a second
 // one). Each test makes the database of that version: migrated, its record of the migration
 // removed, the rows as it wrote them.
-
-/** When the migration `tag` of a migrations folder was made (its record's `created_at`). */
-function migrationTime(folder: string, tag: string): number {
-  const journal = JSON.parse(readFileSync(join(folder, "meta/_journal.json"), "utf8")) as {
-    entries: { tag: string; when: number }[];
-  };
-  const entry = journal.entries.find((e) => e.tag === tag);
-  if (!entry) throw new Error(`no migration ${tag}`);
-  return entry.when;
-}
 
 const seedRows = [
   "insert into sessions (id, workspace, created_at) values ('s', '/w', 0)",

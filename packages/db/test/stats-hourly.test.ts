@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   convergenceStats,
   type Database,
@@ -9,7 +7,7 @@ import {
 } from "@looprun/db";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DAILY_SUMS, dailyMismatchesSql, HOUR, STATS_WINDOWS, T0 } from "./stats-fixture";
-import { freshDatabase, removeDir } from "./support";
+import { freshDatabase, migrationTime, removeDir } from "./support";
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function random(seed: number): () => number {
@@ -315,7 +313,7 @@ describe("the daily sums of a database made before them", () => {
           s.exec(`drop trigger ${table}_daily_${change}`);
       }
       s.prepare("delete from __drizzle_migrations where created_at >= ?").run(
-        migrationTime("0013_stats_daily"),
+        migrationTime(MIGRATIONS_FOLDER, "0013_stats_daily"),
       );
       database.close();
 
@@ -337,15 +335,3 @@ describe("the daily sums of a database made before them", () => {
     }
   });
 });
-
-/** When the SQLite migration `tag` was made (its record's `created_at`). */
-function migrationTime(tag: string): number {
-  const journal = JSON.parse(
-    readFileSync(join(MIGRATIONS_FOLDER, "meta/_journal.json"), "utf8"),
-  ) as {
-    entries: { tag: string; when: number }[];
-  };
-  const entry = journal.entries.find((e) => e.tag === tag);
-  if (!entry) throw new Error(`no migration ${tag}`);
-  return entry.when;
-}

@@ -18,6 +18,19 @@ import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
 /** Shared with every suite (tests/support): whether a process is alive, the snapshots directory. */
 export { isAlive, testSnapshotsDir };
 
+/**
+ * When the migration `tag` of a migrations folder was made (its record's `created_at`): a test
+ * that removes the records from there on makes a database of the version before it.
+ */
+export function migrationTime(folder: string, tag: string): number {
+  const journal = JSON.parse(readFileSync(join(folder, "meta/_journal.json"), "utf8")) as {
+    entries: { tag: string; when: number }[];
+  };
+  const entry = journal.entries.find((e) => e.tag === tag);
+  if (!entry) throw new Error(`no migration ${tag}`);
+  return entry.when;
+}
+
 export async function tempDir(prefix = "looprun-db-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }

@@ -74,16 +74,29 @@ export function dayWindow(since?: number, until?: number): DayWindow {
   };
 }
 
-/** The sums of a table's whole days and of the whole hours around them, as one union. */
-function sums(table: "run" | "iteration" | "tool" | "tool_errors", columns: string): string {
+/** The daily and hourly tables of the sums of runs, iterations, tool calls and tool errors. */
+export type SumsTable = "run" | "iteration" | "tool" | "tool_errors";
+
+/**
+ * The sums of a table's whole days and of the whole hours around them, as one union; `p` writes
+ * a window bound (`d1`, `d2`, `h1`…`h4`) as the engine's placeholder.
+ */
+export function sumsUnion(
+  table: SumsTable,
+  columns: string,
+  p: (bound: "d1" | "d2" | "h1" | "h2" | "h3" | "h4") => string,
+): string {
   const [daily, hourly] =
     table === "tool_errors"
       ? ["tool_errors_daily", "tool_errors_hourly"]
       : [`${table}_stats_daily`, `${table}_stats_hourly`];
-  return `select ${columns} from ${daily} where day >= :d1 and day < :d2
-  union all select ${columns} from ${hourly} where hour >= :h1 and hour < :h2
-  union all select ${columns} from ${hourly} where hour >= :h3 and hour < :h4`;
+  return `select ${columns} from ${daily} where day >= ${p("d1")} and day < ${p("d2")}
+  union all select ${columns} from ${hourly} where hour >= ${p("h1")} and hour < ${p("h2")}
+  union all select ${columns} from ${hourly} where hour >= ${p("h3")} and hour < ${p("h4")}`;
 }
+
+/** SQLite's statements bind the window by name. */
+const sums = (table: SumsTable, columns: string) => sumsUnion(table, columns, (b) => `:${b}`);
 
 const RUNS_BY_STATUS = `
 select status, reason, sum(runs) as runs, sum(iterations) as iterations,

@@ -1,10 +1,12 @@
 import { ACTIVE_STATUSES } from "@looprun/core";
-import type {
-  DayWindow,
-  IterationsByOutcomeRow,
-  RunsByStatusRow,
-  ToolErrorRow,
-  ToolRow,
+import {
+  type DayWindow,
+  type IterationsByOutcomeRow,
+  type RunsByStatusRow,
+  type SumsTable,
+  sumsUnion,
+  type ToolErrorRow,
+  type ToolRow,
 } from "../stats-hourly";
 import { type PgDb, poolOf } from "./connection";
 
@@ -24,12 +26,10 @@ const ACTIVE = `(${ACTIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
 const IN_WHOLE_HOURS = (column: string) =>
   `${column} / 3600000 >= $1::int8 and ${column} / 3600000 < $2::int8`;
 
-/** The sums of a table's whole days and of the whole hours around them, as one union. */
-function sums(daily: string, hourly: string, columns: string): string {
-  return `select ${columns} from ${daily} where day >= $7::int8 and day < $8::int8
-  union all select ${columns} from ${hourly} where hour >= $9::int8 and hour < $10::int8
-  union all select ${columns} from ${hourly} where hour >= $11::int8 and hour < $12::int8`;
-}
+/** The daily and hourly sums of `table` in the window: bounds $7 to $12 (`params` below). */
+const PARAMS = { d1: 7, d2: 8, h1: 9, h2: 10, h3: 11, h4: 12 } as const;
+const sums = (table: SumsTable, columns: string) =>
+  sumsUnion(table, columns, (b) => `$${PARAMS[b]}::int8`);
 
 function runRow(where: string): string {
   const m = (key: string) => `(metrics ->> '${key}')`;
@@ -51,8 +51,7 @@ select status, reason, sum(runs)::float8 as runs, sum(iterations)::float8 as "it
   sum(duration_runs)::float8 as "durationRuns"
 from (
   ${sums(
-    "run_stats_daily",
-    "run_stats_hourly",
+    "run",
     "status, reason, runs, iterations, iterations_runs, validation_failures, review_blockings, duration_ms, duration_runs",
   )}
   union all ${runRow(`status in ${ACTIVE} and ${IN_WHOLE_HOURS("created_at")}`)}
@@ -72,7 +71,7 @@ const ITERATIONS_BY_OUTCOME = `
 select outcome, sum(iterations)::float8 as iterations, sum(duration_ms)::float8 as "durationMs",
   sum(timed)::float8 as timed
 from (
-  ${sums("iteration_stats_daily", "iteration_stats_hourly", "outcome, iterations, duration_ms, timed")}
+  ${sums("iteration", "outcome, iterations, duration_ms, timed")}
   union all ${iterationRow(`r.status in ${ACTIVE} and ${IN_WHOLE_HOURS("r.created_at")}`)}
   union all ${iterationRow("r.created_at >= $3::int8 and r.created_at < $4::int8")}
   union all ${iterationRow("r.created_at >= $5::int8 and r.created_at < $6::int8")}
@@ -87,7 +86,7 @@ const TOOLS = `
 select server, tool, sum(calls)::float8 as calls, sum(failures)::float8 as failures,
   sum(duration_ms)::float8 as "durationMs"
 from (
-  ${sums("tool_stats_daily", "tool_stats_hourly", "server, tool, calls, failures, duration_ms")}
+  ${sums("tool", "server, tool, calls, failures, duration_ms")}
   union all select t.server, t.tool, 1, t.is_error::int, t.duration_ms from ${ACTIVE_CALLS}
   union all select server, tool, 1, is_error::int, duration_ms
     from tool_calls where created_at >= $3::int8 and created_at < $4::int8
@@ -100,7 +99,7 @@ order by calls desc, server collate "C", tool collate "C"`;
 const TOOL_ERRORS = `
 select server, tool, error, sum(n)::float8 as count
 from (
-  ${sums("tool_errors_daily", "tool_errors_hourly", "server, tool, error, count as n")}
+  ${sums("tool_errors", "server, tool, error, count as n")}
   union all select t.server, t.tool, substr(t.result, 1, 200), 1
     from ${ACTIVE_CALLS} and t.is_error
   union all select server, tool, substr(result, 1, 200), 1

@@ -245,8 +245,9 @@ describe("shutdown", () => {
     for (const { sse } of streams.filter((_, i) => i % 2 === 0)) {
       await sse.until((m) => m.event === "agent_started");
     }
-    // Without the streams ending, the server would wait for them and be SIGKILLed after 15 s.
+    // Without the streams ending, the server would wait for them until its grace (5 s) cut them.
     expect(await stack.apiProcess.stop("SIGTERM")).toEqual({ code: 0, signal: null });
+    expect(stack.apiProcess.output()).not.toContain("connections still open, cut");
     // Every stream ends (whatever it still had to send): the server closed them.
     for (const { sse } of streams) {
       await sse.rest();

@@ -132,6 +132,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     url,
     database: storage.location,
     async close() {
+      const stopping = Date.now();
       shutdown.abort();
       const closed = new Promise<void>((done) => server.close(() => done()));
       // The abort ends open event streams, but a client that reconnects at once (`looprun
@@ -141,15 +142,24 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
       // and its enqueue) finish and are answered; what still holds a connection after the
       // grace is cut.
       const idle = setInterval(() => server.closeIdleConnections(), 50);
-      const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      const cut = setTimeout(() => {
+        // A stream or an answer that outlived the grace is a fault to look into: logged.
+        logger.warn(
+          { graceMs: SHUTDOWN_GRACE_MS, inFlight },
+          "shutdown: connections still open, cut",
+        );
+        server.closeAllConnections();
+      }, SHUTDOWN_GRACE_MS);
       await closed;
       clearInterval(idle);
       clearTimeout(cut);
+      logger.info({ ms: Date.now() - stopping }, "shutdown: every connection closed");
       // A handler may outlive its cut connection: the queue and the database stay open for it.
       await waitUntil(() => inFlight === 0, SHUTDOWN_GRACE_MS);
       await queue.close();
       writeBatcher?.close();
       await storage.close();
+      logger.info({ ms: Date.now() - stopping }, "looprun API stopped");
     },
   };
 }

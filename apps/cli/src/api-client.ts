@@ -26,6 +26,11 @@ export class ApiRequestError extends Error {
   }
 }
 
+/** No answer from the API at all (refused, reset, no such host); `cause` is fetch's error. */
+export class ApiUnreachableError extends Error {
+  override readonly name = "ApiUnreachableError";
+}
+
 /** The path of a run (and below it): the id is one path segment, whatever it holds. */
 export function runPath(id: string, rest = ""): string {
   // An empty id would name the runs list (`/api/runs/`), which answers "no route".
@@ -181,8 +186,9 @@ export class ApiClient {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new Error(
+      throw new ApiUnreachableError(
         `cannot reach the looprun API at ${this.baseUrl} (${unreachableReason(error)}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
+        { cause: error },
       );
     }
     if (!res.ok) throw await apiErrorOf(res, { ...opts, token: this.token });

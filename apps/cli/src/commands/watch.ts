@@ -1,4 +1,11 @@
-import { type ApiClient, apiErrorOf, fetchFailure, runPath } from "../api-client";
+import {
+  type ApiClient,
+  ApiRequestError,
+  ApiUnreachableError,
+  apiErrorOf,
+  fetchFailure,
+  runPath,
+} from "../api-client";
 import { messages, type StreamHooks } from "./sse-reader";
 import type { EventView } from "./watch-events";
 import { clock, Progress, type WatchOutput } from "./watch-progress";
@@ -69,6 +76,49 @@ function failureReason(error: unknown): string {
 }
 
 /**
+ * Attempts in a row that brought nothing: each failure is told once per outage and reason, the
+ * pause before the next attempt doubles from `minDelayMs` to `maxDelayMs`, and there is no next
+ * attempt after `maxFailures`.
+ */
+class Retries {
+  private failures = 0;
+  /** The reason told for the outage under way (null: none told). */
+  private told: string | null = null;
+
+  constructor(
+    private readonly progress: Progress,
+    private readonly opts: WatchOptions,
+  ) {}
+
+  /** An attempt brought something: the outage, if any, is over. */
+  recovered(): void {
+    this.failures = 0;
+    this.told = null;
+  }
+
+  /**
+   * Counts a failed attempt and waits before the next: at least `floorMs`, and without a word
+   * when `quiet`. False after the last attempt (the progress line cleared, nothing waited).
+   */
+  async failed(reason: string, { quiet = false, floorMs = 0 } = {}): Promise<boolean> {
+    this.failures++;
+    if (this.failures >= (this.opts.maxFailures ?? 20)) {
+      this.progress.finish();
+      return false;
+    }
+    const notice = quiet || reason === this.told ? undefined : `${reason}, retrying…`;
+    if (notice) this.told = reason;
+    this.progress.reconnecting(this.failures, notice);
+    const backoff = Math.min(
+      (this.opts.minDelayMs ?? 250) * 2 ** (this.failures - 1),
+      this.opts.maxDelayMs ?? 5000,
+    );
+    await pause(Math.max(backoff, floorMs), this.opts.signal);
+    return true;
+  }
+}
+
+/**
  * Follows a run's event stream (SSE) until `run_finished`, reconnecting with Last-Event-ID when
  * the connection drops or goes silent; prints progress; resolves with the run's final view.
  *
@@ -88,17 +138,13 @@ export async function watchRun(
   const progress = new Progress(out, first.budget.maxIterations, id);
   const url = client.url(runPath(id, "/events/stream"));
   const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
-  const minDelayMs = opts.minDelayMs ?? 250;
   const maxDelayMs = opts.maxDelayMs ?? 5000;
   const interrupted = () => {
     progress.finish();
     return new WatchInterrupted(`stopped watching run ${id}`);
   };
+  const retries = new Retries(progress, opts);
   let last = 0;
-  /** Attempts in a row that brought nothing. */
-  let failures = 0;
-  /** The reason told for the outage under way (null: none told). */
-  let told: string | null = null;
   let serverRetryMs = 0;
   let finished = false;
   while (!finished) {
@@ -170,31 +216,49 @@ export async function watchRun(
       clearTimeout(idle);
       abort.abort();
     }
+    if (brought) retries.recovered();
     if (finished) break;
-    if (brought) {
-      failures = 0;
-      told = null;
-    }
-    failures++;
-    if (failures >= (opts.maxFailures ?? 20)) {
-      progress.finish();
-      throw new Error(`lost the event stream of run ${id} at ${client.baseUrl}: ${reason}`);
-    }
     // A stream that brought something and ended is how SSE goes on: reopened without a word.
-    const quiet = brought && ended;
-    const notice = quiet || reason === told ? undefined : `${reason}, retrying…`;
-    if (notice) told = reason;
-    progress.reconnecting(failures, notice);
-    const backoff = Math.min(minDelayMs * 2 ** (failures - 1), maxDelayMs);
     // The server's `retry:` counts, within reason (a huge one would look like a hang).
-    const floor = ended ? Math.min(serverRetryMs, maxDelayMs) : 0;
-    await pause(Math.max(backoff, floor), opts.signal);
+    const again = await retries.failed(reason, {
+      quiet: brought && ended,
+      floorMs: ended ? Math.min(serverRetryMs, maxDelayMs) : 0,
+    });
+    if (!again)
+      throw new Error(`lost the event stream of run ${id} at ${client.baseUrl}: ${reason}`);
   }
-  const run = await client.request<RunView>("GET", runPath(id));
+  const run = await finalView(client, id, retries, interrupted, opts.signal);
   const iterations = run.metrics?.iterations ?? run.iteration;
   // The summary is the agent's words: `finish` prints it without control characters.
   progress.finish(
     `run ${run.id} ${run.status} (${run.reason ?? "—"})${run.summary ? ` — ${run.summary}` : ""} · ${iterations} iteration${iterations === 1 ? "" : "s"} · ${clock(run.budget.elapsedMs)}`,
   );
   return run;
+}
+
+/**
+ * The finished run as the API has it now (its summary, its iterations). The outcome is known
+ * already: an API that goes away at this moment (a restart) is waited for as the stream was,
+ * not taken for an error.
+ */
+async function finalView(
+  client: ApiClient,
+  id: string,
+  retries: Retries,
+  interrupted: () => Error,
+  signal?: AbortSignal,
+): Promise<RunView> {
+  for (;;) {
+    if (signal?.aborted) throw interrupted();
+    try {
+      return await client.request<RunView>("GET", runPath(id));
+    } catch (error) {
+      let reason: string;
+      if (error instanceof ApiUnreachableError) reason = failureReason(error.cause);
+      else if (error instanceof ApiRequestError && error.status >= 500)
+        reason = `the API answered ${error.message}`;
+      else throw error;
+      if (!(await retries.failed(reason))) throw error;
+    }
+  }
 }

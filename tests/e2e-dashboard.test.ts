@@ -24,8 +24,11 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     await fake.start();
     d = await openDashboard(inject("redisUrl"), {
       env: { MISTRAL_API_KEY: "dashboard-e2e-key-0123456789", MISTRAL_SERVER_URL: fake.url },
-      // The form's test provokes a 400.
-      expectedErrors: [{ status: 400, path: /^\/api\/runs$/ }],
+      // The form's test provokes a 400; the run page's test answers 503 for it.
+      expectedErrors: [
+        { status: 400, path: /^\/api\/runs$/ },
+        { status: 503, path: /^\/api\/runs\/[0-9A-Z]{26}\/iterations$/ },
+      ],
     });
     stack = d.stack;
     page = d.page;
@@ -121,6 +124,51 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     await waitText("#events", "stop_requested");
     expect(await textOf("#run-reason")).toContain("stopped");
     expect(await page.isDisabled("#stop-run")).toBe(true);
+  });
+
+  it("reads again what it could not read as the run finished (an API restarting), and catches up", async () => {
+    const res = await stack.api(
+      "POST",
+      "/api/runs",
+      {
+        task: "three slow iterations",
+        sessionId: "dash-catch-up",
+        agent: { type: "command", command: "echo x >> lines; sleep 0.3" },
+        testCommand: '[ "$(wc -l < lines)" -ge 3 ]',
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    expect(res.status).toBe(202);
+    const id: string = res.body.id;
+    // The page's reads of the iterations fail twice once the run is finished: the read that
+    // its last events mark stale, and the next — what an API restarting at that moment answers.
+    let failed = 0;
+    await page.route(`**/api/runs/${id}/iterations`, async (route) => {
+      const run = await stack.api("GET", `/api/runs/${id}`, undefined, auth);
+      if (run.body.status === "succeeded" && failed < 2) {
+        failed++;
+        await route.fulfill({
+          status: 503,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "unavailable", message: "restarting" } }),
+        });
+        return;
+      }
+      await route.continue();
+    });
+    try {
+      await page.goto(`${stack.url}/runs/${id}`);
+      await waitText("#run-status", "succeeded", 20_000);
+      await page
+        .locator('#iterations li.iteration[data-n="3"] .validation .exit', { hasText: "exit 0" })
+        .waitFor({ timeout: 10_000 });
+      expect(failed).toBe(2);
+      expect(await page.locator("#iterations li.iteration").count()).toBe(3);
+      expect(await page.isHidden("#run-error")).toBe(true);
+    } finally {
+      await page.unroute(`**/api/runs/${id}/iterations`);
+    }
   });
 
   it("answers a blocked agent from the run page, twice: each reply reaches the next prompt", async () => {

@@ -240,6 +240,12 @@ const READ = {
 const stale = new Set();
 let reloadTimer = null;
 let reloading = false;
+/** The pause before reading again what a failed read left stale (0: none failed). */
+let retryMs = 0;
+
+/** A failure that reading again may mend: no answer at all (a restarting API), a 5xx, a 429. */
+const passing = (error) =>
+  !(error instanceof ApiError) || error.status >= 500 || error.status === 429;
 
 // Reads what is stale at most every 300 ms, however fast the events come.
 async function reload() {
@@ -250,18 +256,25 @@ async function reload() {
   stale.clear();
   try {
     await Promise.all(parts.map((part) => READ[part]()));
+    retryMs = 0;
     clearError("read");
     renderIterations();
     renderReview();
     loadDiffs();
   } catch (error) {
+    // Read again, backing off to 10 s: the run's last reads come as it finishes, when no
+    // event will mark them stale again — the page would keep what it had before.
+    if (passing(error)) {
+      for (const part of parts) stale.add(part);
+      retryMs = Math.min(retryMs === 0 ? 1000 : retryMs * 2, 10_000);
+    }
     showError(
       error instanceof ApiError && error.status === 404 ? `No run ${id}.` : error.message,
       "read",
     );
   } finally {
     reloading = false;
-    if (stale.size > 0) reloadTimer = setTimeout(reload, 300);
+    if (stale.size > 0) reloadTimer = setTimeout(reload, retryMs || 300);
   }
 }
 function markStale(parts) {

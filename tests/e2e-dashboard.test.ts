@@ -8,7 +8,7 @@ import {
   TOKEN,
 } from "./support/dashboard-browser";
 import { FakeMistral, finish } from "./support/fake-mistral";
-import { type Stack, waitFor } from "./support/stack";
+import { type Stack, submit, waitFor } from "./support/stack";
 
 // The dashboard in Chromium: signing in, submitting, following runs live, stopping, answering
 // a blocked agent, the form's presets and errors, the list's filters and the statistics.
@@ -127,9 +127,8 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
   });
 
   it("reads again what it could not read as the run finished (an API restarting), and catches up", async () => {
-    const res = await stack.api(
-      "POST",
-      "/api/runs",
+    const { id } = await submit(
+      stack,
       {
         task: "three slow iterations",
         sessionId: "dash-catch-up",
@@ -139,8 +138,6 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
       },
       auth,
     );
-    expect(res.status).toBe(202);
-    const id: string = res.body.id;
     // The page's reads of the iterations fail twice once the run is finished: the read that
     // its last events mark stale, and the next — what an API restarting at that moment answers.
     let failed = 0;
@@ -195,9 +192,8 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
       },
       finish("written"),
     );
-    const created = await stack.api(
-      "POST",
-      "/api/runs",
+    const created = await submit(
+      stack,
       {
         task: "Write the greeting into hello.txt",
         sessionId: "dash-reply",
@@ -207,8 +203,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
       },
       auth,
     );
-    expect(created.status).toBe(202);
-    await page.goto(`${stack.url}/runs/${created.body.id}`);
+    await page.goto(`${stack.url}/runs/${created.id}`);
     await waitText("#run-status", "awaiting approval");
     await page.locator("#reply-form:not([hidden])").waitFor();
     expect(await textOf("#approval-text")).toBe(QUESTION);

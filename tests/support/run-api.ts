@@ -89,12 +89,13 @@ export function commandRun(
   return { task: "e2e task", agent: { type: "command", command }, cooldownMs: 0, ...rest };
 }
 
-/** POST /api/runs; asserts the 202 and returns its body. */
+/** POST /api/runs (with `opts`' credentials, if any); asserts the 202 and returns its body. */
 export async function submit(
   stack: Stack,
   body: Record<string, unknown>,
+  opts?: Parameters<Stack["api"]>[3],
 ): Promise<{ id: string; sessionId: string }> {
-  const res = await stack.api("POST", "/api/runs", body);
+  const res = await stack.api("POST", "/api/runs", body, opts);
   if (res.status !== 202) {
     throw new Error(`POST /api/runs answered ${res.status}: ${JSON.stringify(res.body)}`);
   }

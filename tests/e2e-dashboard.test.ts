@@ -44,6 +44,9 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
   const submitForm = (preset: string, overrides?: Record<string, string>) =>
     d.submitForm(preset, overrides);
   const acceptNextDialog = () => d.acceptNextDialog();
+  /** The exit shown for iteration `n`'s first validation command on the run page. */
+  const validationExit = (n: number) =>
+    page.locator(`#iterations li.iteration[data-n="${n}"] .validation .exit`).first().innerText();
 
   it("signs in with the token, submits a run through the form and shows it going live to succeeded", async () => {
     await page.goto(`${stack.url}/`);
@@ -83,12 +86,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     const first = page.locator('#iterations li.iteration[data-n="1"]');
     expect(await first.innerText()).toContain("validation failed");
     expect(await first.locator(".validation .exit").first().innerText()).toBe("exit 1");
-    expect(
-      await page
-        .locator('#iterations li.iteration[data-n="3"] .validation .exit')
-        .first()
-        .innerText(),
-    ).toBe("exit 0");
+    expect(await validationExit(3)).toBe("exit 0");
     await first.locator(".validation summary").first().click();
     expect(await first.locator(".validation pre").first().innerText()).toContain("count is 1");
     await shot("run-succeeded");
@@ -167,12 +165,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
       });
       await page.locator("#run-error").waitFor({ state: "hidden" });
       expect(await page.locator("#iterations li.iteration").count()).toBe(3);
-      expect(
-        await page
-          .locator('#iterations li.iteration[data-n="3"] .validation .exit')
-          .first()
-          .innerText(),
-      ).toBe("exit 0");
+      expect(await validationExit(3)).toBe("exit 0");
     } finally {
       await page.unroute(`**/api/runs/${id}/iterations`);
     }

@@ -84,11 +84,15 @@ class Retries {
   private failures = 0;
   /** The reason told for the outage under way (null: none told). */
   private told: string | null = null;
+  /** The longest pause between attempts. */
+  readonly maxDelayMs: number;
 
   constructor(
     private readonly progress: Progress,
     private readonly opts: WatchOptions,
-  ) {}
+  ) {
+    this.maxDelayMs = opts.maxDelayMs ?? 5000;
+  }
 
   /** An attempt brought something: the outage, if any, is over. */
   recovered(): void {
@@ -111,7 +115,7 @@ class Retries {
     this.progress.reconnecting(this.failures, notice);
     const backoff = Math.min(
       (this.opts.minDelayMs ?? 250) * 2 ** (this.failures - 1),
-      this.opts.maxDelayMs ?? 5000,
+      this.maxDelayMs,
     );
     await pause(Math.max(backoff, floorMs), this.opts.signal);
     return true;
@@ -138,7 +142,6 @@ export async function watchRun(
   const progress = new Progress(out, first.budget.maxIterations, id);
   const url = client.url(runPath(id, "/events/stream"));
   const idleTimeoutMs = opts.idleTimeoutMs ?? 45_000;
-  const maxDelayMs = opts.maxDelayMs ?? 5000;
   const interrupted = () => {
     progress.finish();
     return new WatchInterrupted(`stopped watching run ${id}`);
@@ -222,7 +225,7 @@ export async function watchRun(
     // The server's `retry:` counts, within reason (a huge one would look like a hang).
     const again = await retries.failed(reason, {
       quiet: brought && ended,
-      floorMs: ended ? Math.min(serverRetryMs, maxDelayMs) : 0,
+      floorMs: ended ? Math.min(serverRetryMs, retries.maxDelayMs) : 0,
     });
     if (!again)
       throw new Error(`lost the event stream of run ${id} at ${client.baseUrl}: ${reason}`);

@@ -168,12 +168,13 @@ describe("looprun watch", () => {
     ]);
   });
 
-  it("waits for an API that is away as the run finishes, and reads the outcome once it is back", async () => {
+  it("waits for an API that is away, failing or limiting as the run finishes, and reads the outcome once it is back", async () => {
     const { id } = await submit(stack, commandRun("touch done", { testCommand: "test -f done" }));
     // A proxy to the real API that fails the watch's reads of the run after its event stream
-    // opened (the read of the outcome after `run_finished`): a cut connection, then a 503.
+    // opened (the read of the outcome after `run_finished`): a cut connection, a 503, then a
+    // rate limit's 429.
     let streamOpened = false;
-    const failures = ["cut", "503"];
+    const failures = ["cut", "503", "429"];
     const proxy: Server = createServer((req, res) => {
       const path = req.url ?? "/";
       if (path.includes("/events/stream")) streamOpened = true;
@@ -184,6 +185,12 @@ describe("looprun watch", () => {
           res.writeHead(503, { "content-type": "application/json" });
           return void res.end(
             JSON.stringify({ error: { code: "unavailable", message: "restarting" } }),
+          );
+        }
+        if (failure === "429") {
+          res.writeHead(429, { "content-type": "application/json", "retry-after": "1" });
+          return void res.end(
+            JSON.stringify({ error: { code: "rate_limited", message: "too many requests" } }),
           );
         }
       }
@@ -213,9 +220,10 @@ describe("looprun watch", () => {
     expect(watch.code, watch.output).toBe(0);
     expect(watch.stdout).toContain(`run ${id} succeeded (success)`);
     const notices = linesWith(watch.output, "retrying…");
-    expect(notices, watch.output).toHaveLength(2);
+    expect(notices, watch.output).toHaveLength(3);
     expect(notices[0], watch.output).toMatch(/^connection to the API lost \(.+\), retrying…$/);
     expect(notices[1]).toBe("the API answered 503 unavailable: restarting, retrying…");
+    expect(notices[2]).toBe("the API answered 429 rate_limited: too many requests, retrying…");
     expect(watch.output).not.toContain("cannot reach");
   });
 

@@ -241,8 +241,8 @@ export async function watchRun(
 
 /**
  * The finished run as the API has it now (its summary, its iterations). The outcome is known
- * already: an API that goes away at this moment (a restart) is waited for as the stream was,
- * not taken for an error.
+ * already: an API that goes away at this moment (a restart), fails (5xx) or sheds load (429) is
+ * waited for as the stream was, not taken for an error.
  */
 async function finalView(
   client: ApiClient,
@@ -258,7 +258,7 @@ async function finalView(
     } catch (error) {
       let reason: string;
       if (error instanceof ApiUnreachableError) reason = failureReason(error.cause);
-      else if (error instanceof ApiRequestError && error.status >= 500)
+      else if (error instanceof ApiRequestError && (error.status >= 500 || error.status === 429))
         reason = `the API answered ${error.message}`;
       else throw error;
       if (!(await retries.failed(reason))) throw error;

@@ -187,8 +187,15 @@ describe("worker shutdown and crash", () => {
     expect(isAlive(agentPid)).toBe(true);
 
     const [first] = stack.workers;
+    // The files its snapshot store made ahead (spare-files.ts) are removed as it closes.
+    const spares = () =>
+      readdirSync(join(stack.dir, "snapshots", "objects")).filter((name) =>
+        name.startsWith(`tmp_spare_${first!.pid}_`),
+      );
+    await waitFor(() => spares().length > 0 || undefined, { message: "the worker's spare files" });
     const exit = await first!.stop("SIGTERM");
     expect(exit, first!.output()).toEqual({ code: 0, signal: null });
+    expect(spares()).toEqual([]);
     // It did not wait for the agent: the agent was killed before its sleep ended (its pid was
     // seen alive for a moment after the worker's exit once, on a loaded machine: its death is
     // waited for, seconds against the sleep's 30).
@@ -248,8 +255,16 @@ describe("worker shutdown and crash", () => {
       LOOPRUN_STALLED_INTERVAL_MS: "1000",
     });
     const { id, agentPid } = await submitUntilAgentRuns(stack, RESUMABLE_AGENT);
+    const objects = join(stack.dir, "snapshots", "objects");
+    const doomedSpares = () =>
+      readdirSync(objects).filter((name) => name.startsWith(`tmp_spare_${doomed.pid}_`));
     try {
+      await waitFor(() => doomedSpares().length > 0 || undefined, {
+        message: "the doomed worker's spare files",
+      });
       expect((await doomed.stop("SIGKILL")).signal).toBe("SIGKILL");
+      // Left by the kill; removed by the next worker that keeps spares in the store.
+      expect(doomedSpares().length).toBeGreaterThan(0);
       // The crashed worker's agent runs on in its own process group, until the run resumes.
       expect(isAlive(agentPid)).toBe(true);
 
@@ -262,6 +277,7 @@ describe("worker shutdown and crash", () => {
         [1, 2, "passed", "complete"],
       ]);
       expect(iterations[1]?.agent?.output).toContain("resumed");
+      expect(doomedSpares()).toEqual([]);
       // The worker that resumed the run killed the orphaned agent of the crashed one.
       await waitForDeath(agentPid, "the orphaned agent");
       const events = await getEvents(stack, id);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  closeSnapshotsOf,
   collectSecrets,
   type EngineResources,
   failRun,
@@ -22,6 +23,12 @@ import { pino } from "pino";
 import { snapshotsDirOf, type WorkerEnv, withoutWorkerSettings } from "./env";
 import { reconcile } from "./reconciler";
 import { startRetention } from "./retention-timer";
+
+/**
+ * Files the snapshot store keeps made ahead (see SpareFiles in @looprun/core): a snapshot of
+ * one changed file writes three objects (blob, tree, commit); one more for a second file.
+ */
+const SPARE_FILES = 4;
 
 export interface RunWorker {
   /** Stops taking jobs, hands the iterations in flight back to the queue, and closes. */
@@ -80,6 +87,8 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
     stopPollMs: env.LOOPRUN_STOP_POLL_MS,
     defaultModel: env.LOOPRUN_MISTRAL_MODEL,
     snapshotsDir: snapshotsDirOf(env),
+    // Files for the snapshots' objects made while commands run (removed on close).
+    spareFiles: SPARE_FILES,
     ...(env.MISTRAL_API_KEY
       ? {
           llm: new MistralChatModel({
@@ -264,6 +273,7 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
       await Promise.allSettled(steps);
       await reconciling;
       await retention.pruning;
+      await closeSnapshotsOf(resources);
       await queue.close();
       await subscriber.quit().catch(() => subscriber.disconnect());
       await connection.quit().catch(() => connection.disconnect());

@@ -82,6 +82,7 @@ export type {
   WorkspaceHold,
 } from "./engine/index";
 export {
+  closeSnapshotsOf,
   decideIteration,
   endWait,
   failRun,

@@ -21,5 +21,5 @@ export type {
   WorkspaceHold,
 } from "./run-store";
 export { mergeStatus, startsOnClaim } from "./run-store";
-export { SNAPSHOT_DEFAULTS } from "./snapshot-step";
+export { closeSnapshotsOf, SNAPSHOT_DEFAULTS } from "./snapshot-step";
 export type { StepResult } from "./step-result";

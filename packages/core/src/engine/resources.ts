@@ -38,6 +38,12 @@ export interface EngineResources {
   snapshotsDir?: string;
   /** @defaultValue 60000 — timeout of one git command of a snapshot */
   snapshotTimeoutMs?: number;
+  /**
+   * @defaultValue 0 — files the snapshot store keeps made ahead for its next objects, with its
+   * object directories (see snapshots/spare-files.ts): a long-lived worker's, removed when it
+   * closes (closeSnapshotsOf)
+   */
+  spareFiles?: number;
   /** @defaultValue 262144 — bytes of an iteration's diff stored (the rest is cut) */
   diffCapBytes?: number;
   /** @defaultValue 8388608 — a run's whole patch larger than this is not stored */

@@ -23,10 +23,18 @@ export function snapshotsOf(res: EngineResources): WorkspaceSnapshots {
       root: res.snapshotsDir ?? SNAPSHOT_DEFAULTS.dir,
       path: res.commandEnv.PATH,
       timeoutMs: res.snapshotTimeoutMs ?? SNAPSHOT_DEFAULTS.timeoutMs,
+      ...(res.spareFiles !== undefined ? { spareFiles: res.spareFiles } : {}),
     });
     snapshotsByResources.set(res, snapshots);
   }
   return snapshots;
+}
+
+/** Closes the snapshot store of `res`, if it made one (a worker shutting down). */
+export async function closeSnapshotsOf(res: EngineResources): Promise<void> {
+  const snapshots = snapshotsByResources.get(res);
+  snapshotsByResources.delete(res);
+  await snapshots?.close();
 }
 
 /**

@@ -4,6 +4,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { rewriteInPlace } from "../util/rewrite-in-place";
+import type { SpareFiles } from "./spare-files";
 
 /**
  * The two git writes of a snapshot that need no git process: its commit object and the ref
@@ -11,7 +12,8 @@ import { rewriteInPlace } from "../util/rewrite-in-place";
  * blocked event loop (fork + exec + git's start-up), more than the write itself; a snapshot
  * is taken after every iteration, so these two spawns were a fair share of an iteration with
  * quick commands. The formats are git's documented on-disk ones (gitformat-loose, the
- * "files" ref backend), written the way git writes them: a temporary file renamed into place.
+ * "files" ref backend), written the way git writes them: a temporary file renamed into place —
+ * one made ahead when the store keeps spare files (spare-files.ts).
  *
  * The writes are synchronous, as git's own are: a snapshot's few small files (a blob or two, a
  * tree per changed directory, the commit, the ref) cost five file operations each, and through
@@ -31,28 +33,36 @@ export function isSha1(id: string): boolean {
   return SHA1_HEX.test(id);
 }
 
-/**
- * Writes a loose object (unless it exists) and returns its id. `known` holds ids known to be
- * stored (objects are never deleted here: gc is off): those are not looked for again.
- */
+/** What a writer knows of a git dir's object store. */
+export interface ObjectStore {
+  /** Ids known to be stored (objects are never deleted here: gc is off): not looked for again. */
+  known: Set<string>;
+  /** Files made ahead for the next objects (spare-files.ts). */
+  spares?: SpareFiles;
+}
+
+/** Writes a loose object (unless it exists) and returns its id. */
 export function writeLooseObject(
   gitDir: string,
   type: "commit" | "tree" | "blob",
   content: Buffer,
-  known?: Set<string>,
+  store?: ObjectStore,
 ): string {
   const raw = Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]);
   const id = createHash("sha1").update(raw).digest("hex");
-  if (known?.has(id)) return id;
+  if (store?.known.has(id)) return id;
   const dir = join(gitDir, "objects", id.slice(0, 2));
   const file = join(dir, id.slice(2));
   // In a directory made just now there is nothing to look for.
   if (ensureDir(dir) || !existsSync(file)) {
-    const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
-    writeInDir(tmp, deflateSync(raw), 0o444);
-    renameSync(tmp, file);
+    const data = deflateSync(raw);
+    if (!store?.spares?.writeAs(file, data)) {
+      const tmp = join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString("hex")}`);
+      writeInDir(tmp, data, 0o444);
+      renameSync(tmp, file);
+    }
   }
-  known?.add(id);
+  store?.known.add(id);
   return id;
 }
 
@@ -86,7 +96,7 @@ export interface CommitFields {
 const IDENTITY = "looprun <looprun@localhost>";
 
 /** Writes a commit object as `git commit-tree TREE [-p PARENT] -m MESSAGE` would. */
-export function writeCommit(gitDir: string, fields: CommitFields): string {
+export function writeCommit(gitDir: string, fields: CommitFields, store?: ObjectStore): string {
   if (!isSha1(fields.tree) || (fields.parent !== null && !isSha1(fields.parent)))
     throw new Error(`not SHA-1 object ids: ${fields.tree} ${fields.parent ?? ""}`);
   const when = `${fields.timeSeconds ?? Math.floor(Date.now() / 1000)} +0000`;
@@ -98,7 +108,7 @@ export function writeCommit(gitDir: string, fields: CommitFields): string {
     "",
     fields.message.replaceAll("\n", " "),
   ];
-  return writeLooseObject(gitDir, "commit", Buffer.from(`${lines.join("\n")}\n`, "utf8"));
+  return writeLooseObject(gitDir, "commit", Buffer.from(`${lines.join("\n")}\n`, "utf8"), store);
 }
 
 /**

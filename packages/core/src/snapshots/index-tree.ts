@@ -1,5 +1,5 @@
 import { readFile, stat } from "node:fs/promises";
-import { writeLooseObject } from "./git-objects";
+import { type ObjectStore, writeLooseObject } from "./git-objects";
 
 /**
  * `git write-tree` without the git process: reads the index that `git add -A` just wrote and
@@ -10,12 +10,12 @@ import { writeLooseObject } from "./git-objects";
  */
 export async function writeTreeFromIndex(
   gitDir: string,
-  known: Set<string>,
+  store: ObjectStore,
   indexFile: string,
 ): Promise<{ tree: string; index: GitIndex } | null> {
   const index = await readGitIndex(indexFile);
   if (index === null) return null;
-  return { tree: writeTree(gitDir, index.entries, known), index };
+  return { tree: writeTree(gitDir, index.entries, store), index };
 }
 
 /** One file of a tree: its path (bytes relative to the work tree, `/`-separated), mode and blob. */
@@ -71,8 +71,8 @@ export function statKey(ino: bigint, size: bigint, mtimeNs: bigint, ctimeNs: big
 }
 
 /** Writes the tree objects of `files` (sorted by path bytes, as git's index is); returns the root tree id. */
-export function writeTree(gitDir: string, files: TreeFile[], known: Set<string>): string {
-  return writeDirectory(gitDir, files, 0, files.length, Buffer.alloc(0), known);
+export function writeTree(gitDir: string, files: TreeFile[], store: ObjectStore): string {
+  return writeDirectory(gitDir, files, 0, files.length, Buffer.alloc(0), store);
 }
 
 const SIGNATURE = 0x44495243; // "DIRC"
@@ -146,7 +146,7 @@ function writeDirectory(
   from: number,
   to: number,
   prefix: Buffer,
-  known: Set<string>,
+  store: ObjectStore,
 ): string {
   const skip = prefix.length;
   const items: TreeEntry[] = [];
@@ -165,7 +165,7 @@ function writeDirectory(
     const dirPrefix = Buffer.concat([prefix, name, Buffer.from("/")]);
     let j = i + 1;
     while (j < to && startsWith(entries[j]!.path, dirPrefix)) j++;
-    const id = writeDirectory(gitDir, entries, i, j, dirPrefix, known);
+    const id = writeDirectory(gitDir, entries, i, j, dirPrefix, store);
     items.push({ name, mode: "40000", id: Buffer.from(id, "hex"), dir: true });
     i = j;
   }
@@ -173,7 +173,7 @@ function writeDirectory(
   const body = Buffer.concat(
     items.flatMap((e) => [Buffer.from(`${e.mode} `), e.name, Buffer.from([0]), e.id]),
   );
-  return writeLooseObject(gitDir, "tree", body, known);
+  return writeLooseObject(gitDir, "tree", body, store);
 }
 
 function startsWith(path: Buffer, prefix: Buffer): boolean {

@@ -10,7 +10,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import ignore, { type Ignore } from "ignore";
-import { writeLooseObject } from "./git-objects";
+import { type ObjectStore, writeLooseObject } from "./git-objects";
 import { type GitIndex, statKey, type TreeFile, writeTree } from "./index-tree";
 
 /**
@@ -108,7 +108,7 @@ export function scanWorkspace(
   workspace: string,
   previous: WorkspaceFiles,
   gitDir: string,
-  known: Set<string>,
+  store: ObjectStore,
   limits: ScanLimits = {},
 ): { tree: string; files: WorkspaceFiles } | null {
   const maxFiles = limits.maxFiles ?? 5000;
@@ -199,9 +199,9 @@ export function scanWorkspace(
   }
 
   for (const { file, content } of toWrite)
-    file.id = Buffer.from(writeLooseObject(gitDir, "blob", content, known), "hex");
+    file.id = Buffer.from(writeLooseObject(gitDir, "blob", content, store), "hex");
   const sorted = [...files.values()].sort((a, b) => Buffer.compare(a.path, b.path));
-  return { tree: writeTree(gitDir, sorted, known), files };
+  return { tree: writeTree(gitDir, sorted, store), files };
 }
 
 /** Whether `path` is a directory with nothing in it (one entry read, not the whole listing). */

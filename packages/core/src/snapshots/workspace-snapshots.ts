@@ -1,10 +1,11 @@
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
-import { isSha1, readCommitHeader, writeCommit, writeRef } from "./git-objects";
+import { isSha1, type ObjectStore, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
 import { ensureSnapshotAttributes, initSnapshotRepository } from "./snapshot-repository";
+import { SpareFiles } from "./spare-files";
 import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
@@ -23,6 +24,12 @@ export interface WorkspaceSnapshotsOptions {
   timeoutMs?: number;
   /** When a workspace is left to `git add -A` rather than scanned in-process. */
   scanLimits?: ScanLimits;
+  /**
+   * How many files to keep made ahead for the objects of the next snapshots, with the store's
+   * object directories (spare-files.ts), until `close`; 0: none, each object's file (and
+   * directory) is made when it is written. @defaultValue 0
+   */
+  spareFiles?: number;
 }
 
 export interface SnapshotTarget {
@@ -51,11 +58,16 @@ export class WorkspaceSnapshots {
   readonly root: string;
   private readonly env: Record<string, string>;
   private readonly timeoutMs: number;
-  /** Per git dir: object ids known to be stored (see writeLooseObject). */
-  private readonly knownObjects = new Map<string, Set<string>>();
+  /** Per git dir: object ids known to be stored, files made ahead (see writeLooseObject). */
+  private readonly objectStores = new Map<string, ObjectStore>();
+  /** Per object store directory (its real path: the sessions share one). */
+  private readonly spares = new Map<string, SpareFiles>();
   /** Per git dir and workspace: its files as the last snapshot saw them (see workspace-scan.ts). */
   private readonly scans = new Map<string, WorkspaceFiles>();
   private readonly limits: ScanLimits;
+  private readonly spareFiles: number;
+  /** Closed: nothing more is made ahead. */
+  private closed = false;
   /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
   readonly reads = { scans: 0, gitAdds: 0 };
   /** How diff-tree requests were answered: by a long-lived process, or by a git of their own. */
@@ -71,6 +83,7 @@ export class WorkspaceSnapshots {
     this.env = gitEnv(opts.path, this.root);
     this.timeoutMs = opts.timeoutMs ?? 60_000;
     this.limits = opts.scanLimits ?? {};
+    this.spareFiles = opts.spareFiles ?? 0;
   }
 
   gitDir(sessionId: string): string {
@@ -96,14 +109,14 @@ export class WorkspaceSnapshots {
   ): Promise<string> {
     const gitDir = this.ensureRepository(target.sessionId);
     const key = `${gitDir}\0${resolve(target.workspace)}`;
-    const known = this.objectsOf(gitDir);
+    const store = this.objectsOf(gitDir);
     // An empty workspace (one the worker has just made) is nothing to `git add -A`: a scan
     // from no files at all gives its tree.
     const previous = this.scans.get(key) ?? (isEmptyDir(target.workspace) ? new Map() : undefined);
     this.scans.delete(key);
     let tree: string | null = null;
     if (previous !== undefined && opts.index !== true) {
-      const scanned = scanWorkspace(target.workspace, previous, gitDir, known, this.limits);
+      const scanned = scanWorkspace(target.workspace, previous, gitDir, store, this.limits);
       if (scanned !== null) {
         tree = scanned.tree;
         this.reads.scans++;
@@ -115,7 +128,7 @@ export class WorkspaceSnapshots {
     const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
     if (isSha1(tree) && (parent === null || isSha1(parent))) {
       // The commit and the ref without two more git processes (see git-objects.ts).
-      const commit = writeCommit(gitDir, { tree, parent, message });
+      const commit = writeCommit(gitDir, { tree, parent, message }, store);
       writeRef(gitDir, ref, commit);
       if (this.commitTrees.size >= 10_000) this.commitTrees.clear();
       this.commitTrees.set(commit, tree);
@@ -210,9 +223,14 @@ export class WorkspaceSnapshots {
     });
   }
 
-  /** The diff-tree processes this store keeps are ended (a worker shutting down, tests). */
-  close(): void {
+  /**
+   * The diff-tree processes this store keeps are ended, and what it made ahead is removed once
+   * nothing more is being made (a worker shutting down, tests).
+   */
+  async close(): Promise<void> {
+    this.closed = true;
     this.diffTreeProcesses.closeAll();
+    await this.closeSpares();
   }
 
   /** The parent of a snapshot this store wrote (null: a root, or a commit git wrote). */
@@ -256,16 +274,45 @@ export class WorkspaceSnapshots {
     await this.git(gitDir, null, ["update-ref", "--stdin"], undefined, undefined, stdin);
   }
 
-  private objectsOf(gitDir: string): Set<string> {
-    let known = this.knownObjects.get(gitDir);
-    // A bound on what a long-lived worker remembers (sessions come and go): forgetting only
-    // costs a look at the disk.
-    if (known === undefined || known.size > 50_000) {
-      if (known === undefined && this.knownObjects.size >= 256) this.knownObjects.clear();
-      known = new Set();
-      this.knownObjects.set(gitDir, known);
+  private objectsOf(gitDir: string): ObjectStore {
+    let store = this.objectStores.get(gitDir);
+    if (store === undefined) {
+      // A bound on what a long-lived worker remembers (sessions come and go): forgetting only
+      // costs a look at the disk.
+      if (this.objectStores.size >= 256) this.objectStores.clear();
+      const spares = this.sparesOf(gitDir);
+      store = { known: new Set(), ...(spares ? { spares } : {}) };
+      this.objectStores.set(gitDir, store);
+    } else if (store.known.size > 50_000) {
+      store.known = new Set();
     }
-    return known;
+    return store;
+  }
+
+  /** The spare files of the object store `gitDir` writes to (the shared one, mostly). */
+  private sparesOf(gitDir: string): SpareFiles | undefined {
+    if (this.spareFiles <= 0 || this.closed) return undefined;
+    let dir: string;
+    try {
+      dir = realpathSync(join(gitDir, "objects"));
+    } catch {
+      return undefined;
+    }
+    let spares = this.spares.get(dir);
+    if (spares === undefined) {
+      // Repositories of their own (made before the store was shared) each have theirs.
+      if (this.spares.size >= 16) void this.closeSpares();
+      spares = new SpareFiles(dir, this.spareFiles);
+      this.spares.set(dir, spares);
+    }
+    return spares;
+  }
+
+  private async closeSpares(): Promise<void> {
+    const closing = [...this.spares.values()].map((spares) => spares.close());
+    this.spares.clear();
+    for (const store of this.objectStores.values()) delete store.spares;
+    await Promise.all(closing);
   }
 
   private base(gitDir: string, workTree: string | null, args: string[]): string[] {
@@ -337,7 +384,7 @@ export class WorkspaceSnapshots {
       return gitDir;
     }
     // A new (or removed and made again) git dir holds none of the objects seen before.
-    this.knownObjects.delete(gitDir);
+    this.objectStores.delete(gitDir);
     this.forgetScans(gitDir);
     initSnapshotRepository(this.root, gitDir);
     return gitDir;

@@ -3,6 +3,7 @@ import { readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { CommandAgentSpec } from "../domain/run-spec";
+import { processExists } from "../process/process-exists";
 import { type CommandResult, runCommand } from "../process/run-command";
 import { rewriteInPlace } from "../util/rewrite-in-place";
 import { CompletionPromiseScanner } from "./completion-promise";
@@ -48,16 +49,6 @@ export async function removeStaleTempDirs(dir = tmpdir()): Promise<number> {
     removed++;
   }
   return removed;
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, as another user's.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 let promptDir: string | null = null;

@@ -3,6 +3,7 @@ import { closeSync, open, readdirSync, renameSync, unlinkSync, writeSync } from 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { processExists } from "../process/process-exists";
 
 const openFile = promisify(open);
 
@@ -152,18 +153,8 @@ function removeDeadSpares(dir: string): Set<string> {
     if (!name.startsWith(SPARE_PREFIX)) continue;
     const pid = Number(name.slice(SPARE_PREFIX.length).split("_")[0]);
     // This process's own (another store's here) and a live one's are in use.
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processExists(pid)) continue;
     removeFile(join(dir, name));
   }
   return new Set(names);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, another user's.
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
-  }
 }

@@ -187,12 +187,20 @@ describe("worker shutdown and crash", () => {
     expect(isAlive(agentPid)).toBe(true);
 
     const [first] = stack.workers;
-    // The files its snapshot store made ahead (spare-files.ts) are removed as it closes.
-    const spares = () =>
-      readdirSync(join(stack.dir, "snapshots", "objects")).filter((name) =>
+    // What its snapshot store made ahead (spare-files.ts, spare-repositories.ts) is removed as
+    // it closes.
+    const snapshots = join(stack.dir, "snapshots");
+    const spares = () => [
+      ...readdirSync(join(snapshots, "objects")).filter((name) =>
         name.startsWith(`tmp_spare_${first!.pid}_`),
-      );
-    await waitFor(() => spares().length > 0 || undefined, { message: "the worker's spare files" });
+      ),
+      ...readdirSync(snapshots).filter((name) => name.startsWith(`.spare_${first!.pid}_`)),
+    ];
+    await waitFor(
+      () =>
+        (spares().length > 0 && spares().some((name) => name.startsWith(".spare_"))) || undefined,
+      { message: "the worker's spare files and git dir" },
+    );
     const exit = await first!.stop("SIGTERM");
     expect(exit, first!.output()).toEqual({ code: 0, signal: null });
     expect(spares()).toEqual([]);

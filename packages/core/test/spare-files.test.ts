@@ -1,5 +1,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { WorkspaceSnapshots } from "@looprun/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -123,5 +132,55 @@ describe("a snapshot store's spare files", () => {
     const id = await snapshots.take(target(), "again", null);
     expect(git("show", `${id}:a.txt`)).toBe("two\n");
     expect(() => git("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+});
+
+describe("a snapshot store's git dir made ahead", () => {
+  const spareDirs = () => readdirSync(root).filter((name) => name.startsWith(".spare_"));
+  /** One made whole (its HEAD is written last), and a step more for its maker to see it done. */
+  const oneReady = async () => {
+    await until(() => spareDirs().some((name) => existsSync(join(root, name, "HEAD"))));
+    await until(() => true);
+  };
+
+  it("becomes the next new session's, a repository git reads as the others, and is made again", async () => {
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    await snapshots.take(target(), "baseline", null);
+    await oneReady();
+    const [made] = spareDirs();
+    const other = { sessionId: "s2", runId: "02RUN", workspace: ws };
+    const id = await snapshots.take(other, "baseline", null);
+    expect(readdirSync(root)).not.toContain(made);
+    await oneReady();
+    expect(spareDirs()).toHaveLength(1);
+    expect(spareDirs()[0]).not.toBe(made);
+
+    const git2 = (...args: string[]) =>
+      execFileSync("git", [`--git-dir=${snapshots.gitDir("s2")}`, ...args], {
+        encoding: "utf8",
+        env: { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: "1" },
+      });
+    expect(git2("show", `${id}:a.txt`)).toBe("one\n");
+    expect(git2("rev-parse", "refs/looprun/02RUN").trim()).toBe(id);
+    expect(git2("rev-parse", "--is-bare-repository").trim()).toBe("true");
+    expect(git2("config", "--get", "gc.auto").trim()).toBe("0");
+    expect(git2("config", "--get", "extensions.preciousObjects").trim()).toBe("true");
+    expect(readFileSync(join(snapshots.gitDir("s2"), "info", "attributes"), "utf8")).toBe(
+      readFileSync(join(snapshots.gitDir("s1"), "info", "attributes"), "utf8"),
+    );
+    // The object store is the one the sessions share.
+    expect(realpathSync(join(snapshots.gitDir("s2"), "objects"))).toBe(realpathSync(objects()));
+    expect(() => git2("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+
+  it("is removed when the store closes; a dead process's is removed by the next store", async () => {
+    mkdirSync(join(root, `.spare_${deadPid()}_0123456789ab.git`, "refs"), { recursive: true });
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    await snapshots.take(target(), "baseline", null);
+    await oneReady();
+    expect(spareDirs()).toHaveLength(1);
+    expect(spareDirs()[0]).toMatch(new RegExp(`^\\.spare_${process.pid}_`));
+    await snapshots.close();
+    expect(spareDirs()).toEqual([]);
   });
 });

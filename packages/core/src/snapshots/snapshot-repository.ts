@@ -31,7 +31,11 @@ export function sharedObjectsDir(root: string): string {
   return join(root, "objects");
 }
 
-const CONFIG = [
+/** A snapshot git dir's `HEAD` (no branch is ever written: the refs are `refs/looprun/…`). */
+export const HEAD = "ref: refs/heads/main\n";
+
+/** A snapshot git dir's `config`. */
+export const CONFIG = [
   "[core]",
   "\trepositoryformatversion = 1",
   "\tfilemode = true",
@@ -101,6 +105,6 @@ export function initSnapshotRepository(root: string, gitDir: string): void {
   // Renamed into place: git reads a repository whose HEAD is there, whole.
   const head = join(gitDir, "HEAD");
   const tmp = `${head}.${process.pid}.tmp`;
-  writeFileSync(tmp, "ref: refs/heads/main\n");
+  writeFileSync(tmp, HEAD);
   renameSync(tmp, head);
 }

@@ -1,11 +1,11 @@
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type DiffTreeOutput, DiffTreeProcesses } from "./diff-tree-process";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { isSha1, type ObjectStore, readCommitHeader, writeCommit, writeRef } from "./git-objects";
 import { writeTreeFromIndex } from "./index-tree";
+import { MadeAhead } from "./made-ahead";
 import { ensureSnapshotAttributes, initSnapshotRepository } from "./snapshot-repository";
-import { SpareFiles } from "./spare-files";
 import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
@@ -26,8 +26,9 @@ export interface WorkspaceSnapshotsOptions {
   scanLimits?: ScanLimits;
   /**
    * How many files to keep made ahead for the objects of the next snapshots, with the store's
-   * object directories (spare-files.ts), until `close`; 0: none, each object's file (and
-   * directory) is made when it is written. @defaultValue 0
+   * object directories (spare-files.ts) and a git dir for the next new session
+   * (spare-repositories.ts), until `close`; 0: none, each is made when it is needed.
+   * @defaultValue 0
    */
   spareFiles?: number;
 }
@@ -60,14 +61,11 @@ export class WorkspaceSnapshots {
   private readonly timeoutMs: number;
   /** Per git dir: object ids known to be stored, files made ahead (see writeLooseObject). */
   private readonly objectStores = new Map<string, ObjectStore>();
-  /** Per object store directory (its real path: the sessions share one). */
-  private readonly spares = new Map<string, SpareFiles>();
+  /** What is made ahead of need (with `spareFiles`), or null. */
+  private readonly ahead: MadeAhead | null;
   /** Per git dir and workspace: its files as the last snapshot saw them (see workspace-scan.ts). */
   private readonly scans = new Map<string, WorkspaceFiles>();
   private readonly limits: ScanLimits;
-  private readonly spareFiles: number;
-  /** Closed: nothing more is made ahead. */
-  private closed = false;
   /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
   readonly reads = { scans: 0, gitAdds: 0 };
   /** How diff-tree requests were answered: by a long-lived process, or by a git of their own. */
@@ -83,7 +81,7 @@ export class WorkspaceSnapshots {
     this.env = gitEnv(opts.path, this.root);
     this.timeoutMs = opts.timeoutMs ?? 60_000;
     this.limits = opts.scanLimits ?? {};
-    this.spareFiles = opts.spareFiles ?? 0;
+    this.ahead = (opts.spareFiles ?? 0) > 0 ? new MadeAhead(this.root, opts.spareFiles ?? 0) : null;
   }
 
   gitDir(sessionId: string): string {
@@ -228,9 +226,8 @@ export class WorkspaceSnapshots {
    * nothing more is being made (a worker shutting down, tests).
    */
   async close(): Promise<void> {
-    this.closed = true;
     this.diffTreeProcesses.closeAll();
-    await this.closeSpares();
+    await this.ahead?.close();
   }
 
   /** The parent of a snapshot this store wrote (null: a root, or a commit git wrote). */
@@ -280,39 +277,13 @@ export class WorkspaceSnapshots {
       // A bound on what a long-lived worker remembers (sessions come and go): forgetting only
       // costs a look at the disk.
       if (this.objectStores.size >= 256) this.objectStores.clear();
-      const spares = this.sparesOf(gitDir);
+      const spares = this.ahead?.filesFor(gitDir);
       store = { known: new Set(), ...(spares ? { spares } : {}) };
       this.objectStores.set(gitDir, store);
     } else if (store.known.size > 50_000) {
       store.known = new Set();
     }
     return store;
-  }
-
-  /** The spare files of the object store `gitDir` writes to (the shared one, mostly). */
-  private sparesOf(gitDir: string): SpareFiles | undefined {
-    if (this.spareFiles <= 0 || this.closed) return undefined;
-    let dir: string;
-    try {
-      dir = realpathSync(join(gitDir, "objects"));
-    } catch {
-      return undefined;
-    }
-    let spares = this.spares.get(dir);
-    if (spares === undefined) {
-      // Repositories of their own (made before the store was shared) each have theirs.
-      if (this.spares.size >= 16) void this.closeSpares();
-      spares = new SpareFiles(dir, this.spareFiles);
-      this.spares.set(dir, spares);
-    }
-    return spares;
-  }
-
-  private async closeSpares(): Promise<void> {
-    const closing = [...this.spares.values()].map((spares) => spares.close());
-    this.spares.clear();
-    for (const store of this.objectStores.values()) delete store.spares;
-    await Promise.all(closing);
   }
 
   private base(gitDir: string, workTree: string | null, args: string[]): string[] {
@@ -386,7 +357,7 @@ export class WorkspaceSnapshots {
     // A new (or removed and made again) git dir holds none of the objects seen before.
     this.objectStores.delete(gitDir);
     this.forgetScans(gitDir);
-    initSnapshotRepository(this.root, gitDir);
+    if (!this.ahead?.repositoryAs(gitDir)) initSnapshotRepository(this.root, gitDir);
     return gitDir;
   }
 

@@ -11,3 +11,13 @@ export function processExists(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
+
+/**
+ * Whether `name` — `<prefix><pid>_<rest>` — was made by a process that is gone: not this one,
+ * and no process with that pid runs. False for any other name.
+ */
+export function madeByGoneProcess(name: string, prefix: string): boolean {
+  if (!name.startsWith(prefix)) return false;
+  const pid = Number(name.slice(prefix.length).split("_")[0]);
+  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && !processExists(pid);
+}

@@ -3,7 +3,7 @@ import { closeSync, open, readdirSync, renameSync, unlinkSync, writeSync } from 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { processExists } from "../process/process-exists";
+import { madeByGoneProcess } from "../process/process-exists";
 
 const openFile = promisify(open);
 
@@ -149,12 +149,7 @@ function removeDeadSpares(dir: string): Set<string> {
   } catch {
     return new Set();
   }
-  for (const name of names) {
-    if (!name.startsWith(SPARE_PREFIX)) continue;
-    const pid = Number(name.slice(SPARE_PREFIX.length).split("_")[0]);
-    // This process's own (another store's here) and a live one's are in use.
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processExists(pid)) continue;
-    removeFile(join(dir, name));
-  }
+  // This process's own (another store's here) and a live one's are in use.
+  for (const name of names) if (madeByGoneProcess(name, SPARE_PREFIX)) removeFile(join(dir, name));
   return new Set(names);
 }

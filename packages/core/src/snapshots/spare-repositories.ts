@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { processExists } from "../process/process-exists";
+import { madeByGoneProcess } from "../process/process-exists";
 import { CONFIG, HEAD, SNAPSHOT_ATTRIBUTES, sharedObjectsDir } from "./snapshot-repository";
 
 /**
@@ -97,9 +97,7 @@ function removeDeadSpares(root: string): void {
     return;
   }
   for (const name of names) {
-    if (!name.startsWith(SPARE_PREFIX)) continue;
-    const pid = Number(name.slice(SPARE_PREFIX.length).split("_")[0]);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processExists(pid)) continue;
-    rmSync(join(root, name), { recursive: true, force: true });
+    if (madeByGoneProcess(name, SPARE_PREFIX))
+      rmSync(join(root, name), { recursive: true, force: true });
   }
 }

@@ -85,7 +85,7 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     expect(await textOf("#review")).toContain("No review");
     const first = page.locator('#iterations li.iteration[data-n="1"]');
     expect(await first.innerText()).toContain("validation failed");
-    expect(await first.locator(".validation .exit").first().innerText()).toBe("exit 1");
+    expect(await validationExit(1)).toBe("exit 1");
     expect(await validationExit(3)).toBe("exit 0");
     await first.locator(".validation summary").first().click();
     expect(await first.locator(".validation pre").first().innerText()).toContain("count is 1");

@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   rmSync,
   statSync,
@@ -165,8 +166,15 @@ describe("a snapshot store's git dir made ahead", () => {
     expect(git2("rev-parse", "--is-bare-repository").trim()).toBe("true");
     expect(git2("config", "--get", "gc.auto").trim()).toBe("0");
     expect(git2("config", "--get", "extensions.preciousObjects").trim()).toBe("true");
-    expect(readFileSync(join(snapshots.gitDir("s2"), "info", "attributes"), "utf8")).toBe(
-      readFileSync(join(snapshots.gitDir("s1"), "info", "attributes"), "utf8"),
+    // The same files as a git dir made on the spot (s1's, the first new session's): what
+    // initSnapshotRepository writes and what the spare's maker writes must not drift apart.
+    for (const file of ["HEAD", "config", join("info", "attributes")]) {
+      expect(readFileSync(join(snapshots.gitDir("s2"), file), "utf8"), file).toBe(
+        readFileSync(join(snapshots.gitDir("s1"), file), "utf8"),
+      );
+    }
+    expect(readlinkSync(join(snapshots.gitDir("s2"), "objects"))).toBe(
+      readlinkSync(join(snapshots.gitDir("s1"), "objects")),
     );
     // The object store is the one the sessions share.
     expect(realpathSync(join(snapshots.gitDir("s2"), "objects"))).toBe(realpathSync(objects()));

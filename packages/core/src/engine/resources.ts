@@ -40,8 +40,8 @@ export interface EngineResources {
   snapshotTimeoutMs?: number;
   /**
    * @defaultValue 0 — files the snapshot store keeps made ahead for its next objects, with its
-   * object directories (see snapshots/spare-files.ts): a long-lived worker's, removed when it
-   * closes (closeSnapshotsOf)
+   * object directories and a git dir for the next new session (see snapshots/made-ahead.ts): a
+   * long-lived worker's, removed when it closes (closeSnapshotsOf)
    */
   spareFiles?: number;
   /** @defaultValue 262144 — bytes of an iteration's diff stored (the rest is cut) */

@@ -63,7 +63,10 @@ describe("a snapshot store's spare files", () => {
   it("become the objects git reads, read-only as git makes them, and are made again", async () => {
     writeFileSync(join(ws, "a.txt"), "zero\n");
     let parent = await snapshots.take(target(), "baseline", null);
-    // Made once the store is first written, and after each take: `count` of them.
+    // Made as the store is first written to (the baseline takes some of them), then again when
+    // the owner asks (the engine: as a command starts): `count` of them.
+    await until(() => spares().length > 0);
+    snapshots.makeAhead();
     await until(() => spares().length === 3);
     const made = new Set(spares());
     const ids: string[] = [parent];
@@ -71,6 +74,7 @@ describe("a snapshot store's spare files", () => {
       writeFileSync(join(ws, "a.txt"), `${text}\n`);
       parent = await snapshots.take(target(), text, parent);
       ids.push(parent);
+      snapshots.makeAhead();
       await until(() => spares().length === 3);
     }
     // Each snapshot wrote a blob, a tree and a commit through spares: none of the first three
@@ -86,9 +90,31 @@ describe("a snapshot store's spare files", () => {
     expect(() => git("fsck", "--strict", "--no-dangling")).not.toThrow();
   });
 
+  it("are made again when the owner asks, not when a snapshot takes them", async () => {
+    writeFileSync(join(ws, "a.txt"), "zero\n");
+    const parent = await snapshots.take(target(), "baseline", null);
+    snapshots.makeAhead();
+    await until(() => spares().length === 3);
+    // A file being made holds the directory the snapshot renames its objects out of: the
+    // snapshot's writes do not make the next ones (they would wait for them).
+    writeFileSync(join(ws, "a.txt"), "one\n");
+    const next = await snapshots.take(target(), "one", parent);
+    expect(spares()).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(spares()).toEqual([]);
+    // Beyond the files ready, a snapshot makes its own.
+    writeFileSync(join(ws, "a.txt"), "two\n");
+    const last = await snapshots.take(target(), "two", next);
+    expect(git("show", `${last}:a.txt`)).toBe("two\n");
+    snapshots.makeAhead();
+    await until(() => spares().length === 3);
+    expect(() => git("fsck", "--strict", "--no-dangling")).not.toThrow();
+  });
+
   it("are removed when the store closes, and none is made after", async () => {
     writeFileSync(join(ws, "a.txt"), "one\n");
     const base = await snapshots.take(target(), "baseline", null);
+    snapshots.makeAhead();
     await until(() => spares().length === 3);
     await snapshots.close();
     expect(spares()).toEqual([]);
@@ -96,6 +122,7 @@ describe("a snapshot store's spare files", () => {
     writeFileSync(join(ws, "a.txt"), "two\n");
     const next = await snapshots.take(target(), "after", base);
     expect(git("show", `${next}:a.txt`)).toBe("two\n");
+    snapshots.makeAhead();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(spares()).toEqual([]);
   });
@@ -125,6 +152,7 @@ describe("a snapshot store's spare files", () => {
   it("held for a store that was removed and made anew do not fail a snapshot", async () => {
     writeFileSync(join(ws, "a.txt"), "one\n");
     await snapshots.take(target(), "baseline", null);
+    snapshots.makeAhead();
     // Nothing is being made when it goes (a removal that meets a mkdir fails).
     await until(() => spares().length === 3 && readdirSync(objects()).length >= 256 + 2 + 3);
     // Everything goes, the spares (held open) with it; the store is made anew on the next take.

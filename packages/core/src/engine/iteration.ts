@@ -13,7 +13,7 @@ import { type Interruption, watchInterruptions } from "./interruptions";
 import type { EngineResources, StepOptions } from "./resources";
 import { runReviewPhase } from "./review-phase";
 import type { RunContext } from "./run-context";
-import { type PendingSnapshot, snapshotIteration } from "./snapshot-step";
+import { type PendingSnapshot, snapshotIteration, snapshotsOf } from "./snapshot-step";
 import { validationEvents } from "./validation-events";
 import { workspaceMoved } from "./workspace-check";
 
@@ -147,6 +147,9 @@ export async function runIteration(
         res.logger.warn({ err: error, runId: ctx.run.id }, "could not record the process group");
       });
     };
+    // The files the snapshot will write are made while the last command before it runs: the
+    // agent's, when no validation command follows (see WorkspaceSnapshots.makeAhead).
+    if (spec.validationCommands.length === 0) snapshotsOf(res).makeAhead();
     const result = await runAgentPhase(res, ctx, {
       onSpawn,
       n,
@@ -218,8 +221,10 @@ export async function runIteration(
         outputCapBytes,
         signal: watch.signal,
         onSpawn: (pgid) => {
-          if (agentWritten === null) agentWritten = agentEnd(pgid);
-          else onSpawn(pgid);
+          if (agentWritten === null) {
+            agentWritten = agentEnd(pgid);
+            snapshotsOf(res).makeAhead();
+          } else onSpawn(pgid);
         },
         onCommandStart: async (index, command) => {
           if (index > 0)

@@ -43,6 +43,11 @@ export class MadeAhead {
     return files;
   }
 
+  /** Makes the files the object stores' writes took since the last call (see SpareFiles.refill). */
+  refill(): void {
+    for (const files of this.files.values()) files.refill();
+  }
+
   /** Moves the git dir made ahead to the new session's `gitDir`; false when there is none. */
   repositoryAs(gitDir: string): boolean {
     if (this.closed) return false;

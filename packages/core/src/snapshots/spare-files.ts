@@ -13,8 +13,8 @@ const openFile = promisify(open);
  * directory. Creating a file or a directory is most of what a loose object costs, and what it
  * costs varies: on this project's bench machine 0.03 ms at one moment, 0.5–1 ms at another
  * (bench/RESULTS.md, the thirty-seventh session). A snapshot is on the iteration's path; while
- * the command before it runs, the worker waits anyway — the files are made then, in libuv's
- * thread pool.
+ * the command before it runs, the worker waits anyway — the files are made then (`refill`,
+ * which the engine calls when that command starts), in libuv's thread pool.
  *
  * - Spare files: `count` empty files in the store, each held open; a write takes one, writes
  *   it and renames it into place. Each is named after the process that made it
@@ -50,16 +50,17 @@ export class SpareFiles {
   ) {
     const names = removeDeadSpares(dir);
     this.track(this.makeFanOut(names));
+    // The first ones at once: the store's first write (a session's baseline) made it.
+    this.refill();
   }
 
   /**
    * Writes `data` into a spare file and renames it to `path`; false when none is ready or the
    * spare failed (its store removed since, say): it is dropped, and the caller makes its own
-   * file. Starts making the next.
+   * file. The next are made by `refill`, not here (see there).
    */
   writeAs(path: string, data: Buffer): boolean {
     const spare = this.ready.shift();
-    this.fill();
     if (spare === undefined) return false;
     try {
       try {
@@ -88,8 +89,15 @@ export class SpareFiles {
     }
   }
 
-  /** Makes files until `count` are ready or being made. */
-  private fill(): void {
+  /**
+   * Makes files until `count` are ready or being made. Called while the worker waits on a
+   * command (the engine: as the last one before a snapshot starts), not when a write takes a
+   * file: making a file holds its directory in the kernel for as long as the create takes
+   * (0.1–1 ms on the bench machine), and the renames out of it that followed at once waited for
+   * it (0.2–0.6 ms an object); made on the event loop's next turn instead, they were made while
+   * the next agent ran, and slowed it as much (bench/RESULTS.md, the thirty-eighth session).
+   */
+  refill(): void {
     while (!this.closed && this.ready.length + this.making < this.count) {
       this.making++;
       this.track(this.makeOne());

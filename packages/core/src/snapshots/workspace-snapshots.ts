@@ -27,7 +27,8 @@ export interface WorkspaceSnapshotsOptions {
   /**
    * How many files to keep made ahead for the objects of the next snapshots, with the store's
    * object directories (spare-files.ts) and a git dir for the next new session
-   * (spare-repositories.ts), until `close`; 0: none, each is made when it is needed.
+   * (spare-repositories.ts), until `close`; 0: none, each is made when it is needed. The files
+   * the snapshots take are made again when the owner calls `makeAhead`.
    * @defaultValue 0
    */
   spareFiles?: number;
@@ -219,6 +220,15 @@ export class WorkspaceSnapshots {
       stdin,
       maxStdoutBytes,
     });
+  }
+
+  /**
+   * Makes again the files made ahead that the snapshots since the last call took (with
+   * `spareFiles`): the owner calls it while it waits on something that takes a while — the
+   * engine, when the last command before an iteration's snapshot starts.
+   */
+  makeAhead(): void {
+    this.ahead?.refill();
   }
 
   /**

@@ -44,6 +44,15 @@ async function until(done: () => boolean): Promise<void> {
   } while (!done());
 }
 
+/** The baseline of a.txt holding `text`, with the store's spare files made and ready. */
+async function baselineWithSpares(text: string): Promise<string> {
+  writeFileSync(join(ws, "a.txt"), text);
+  const id = await snapshots.take(target(), "baseline", null);
+  snapshots.makeAhead();
+  await until(() => spares().length === 3);
+  return id;
+}
+
 /** A pid no process has now: a child's, once it has exited and been reaped. */
 const deadPid = () => spawnSync("true").pid;
 
@@ -91,10 +100,7 @@ describe("a snapshot store's spare files", () => {
   });
 
   it("are made again when the owner asks, not when a snapshot takes them", async () => {
-    writeFileSync(join(ws, "a.txt"), "zero\n");
-    const parent = await snapshots.take(target(), "baseline", null);
-    snapshots.makeAhead();
-    await until(() => spares().length === 3);
+    const parent = await baselineWithSpares("zero\n");
     // A file being made holds the directory the snapshot renames its objects out of: the
     // snapshot's writes do not make the next ones (they would wait for them).
     writeFileSync(join(ws, "a.txt"), "one\n");
@@ -112,10 +118,7 @@ describe("a snapshot store's spare files", () => {
   });
 
   it("are removed when the store closes, and none is made after", async () => {
-    writeFileSync(join(ws, "a.txt"), "one\n");
-    const base = await snapshots.take(target(), "baseline", null);
-    snapshots.makeAhead();
-    await until(() => spares().length === 3);
+    const base = await baselineWithSpares("one\n");
     await snapshots.close();
     expect(spares()).toEqual([]);
     // A store closed still writes, making each file as it goes.

@@ -6,9 +6,9 @@ import { engine, seed, useEngineFixture } from "./engine-support";
 import { removeDir, resources, tempDir } from "./support";
 
 // A worker's snapshot store makes the files of the next snapshot's objects ahead
-// (spare-files.ts) while the last command before that snapshot runs — not as the snapshot takes
-// them, which made them beside the renames out of the same directory and beside the next
-// iteration's first steps (bench/RESULTS.md, the thirty-eighth session).
+// (spare-files.ts) while the iteration's validation runs — not as the snapshot takes them, which
+// made them beside the renames out of the same directory, or beside the next agent
+// (bench/RESULTS.md, the thirty-eighth session).
 
 useEngineFixture();
 

@@ -147,8 +147,8 @@ export async function runIteration(
         res.logger.warn({ err: error, runId: ctx.run.id }, "could not record the process group");
       });
     };
-    // The files the snapshot will write are made while the last command before it runs: the
-    // agent's, when no validation command follows (see WorkspaceSnapshots.makeAhead).
+    // The files the snapshot will write are made while the validation runs, or while the agent
+    // does when no validation command follows it (see WorkspaceSnapshots.makeAhead).
     if (spec.validationCommands.length === 0) snapshotsOf(res).makeAhead();
     const result = await runAgentPhase(res, ctx, {
       onSpawn,

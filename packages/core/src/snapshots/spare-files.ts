@@ -91,7 +91,7 @@ export class SpareFiles {
 
   /**
    * Makes files until `count` are ready or being made. Called while the worker waits on a
-   * command (the engine: as the last one before a snapshot starts), not when a write takes a
+   * command (the engine: as an iteration's validation starts), not when a write takes a
    * file: making a file holds its directory in the kernel for as long as the create takes
    * (0.1–1 ms on the bench machine), and the renames out of it that followed at once waited for
    * it (0.2–0.6 ms an object); made on the event loop's next turn instead, they were made while

@@ -225,7 +225,7 @@ export class WorkspaceSnapshots {
   /**
    * Makes again the files made ahead that the snapshots since the last call took (with
    * `spareFiles`): the owner calls it while it waits on something that takes a while — the
-   * engine, when the last command before an iteration's snapshot starts.
+   * engine, as an iteration's validation starts (its agent, when no validation command follows).
    */
   makeAhead(): void {
     this.ahead?.refill();

@@ -112,7 +112,7 @@ export class SpareFiles {
       this.ready.push({ path, fd });
     } catch {
       // Not made (a full disk, a store removed): writes make their own files meanwhile, and the
-      // next write asks again.
+      // next refill tries again.
     } finally {
       this.making--;
     }

@@ -188,7 +188,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
   });
   const floor = (mode: NodeLoopMode) => summarize(pairedRatios(node[mode], bash));
   const warmWall = warm.map((s) => s.wallMs);
-  const warmAfter = `warm (after ${(1 + ctx.reps + warming) * ITERATIONS} iterations)`;
+  const warmAfter = `warm (after ${((1 + ctx.reps + warming) * ITERATIONS).toLocaleString("en")} iterations)`;
   return {
     id: "iteration-overhead",
     title: "1. Iteration overhead",

@@ -16,8 +16,9 @@ import { pairedRatios, summarize } from "./support/stats";
 
 const ITERATIONS = 40;
 /**
- * Runs between the measured ones and the warm ones: a worker's first ~1,000 iterations still
- * have V8 optimise functions an iteration runs (on its background threads, beside the commands).
+ * Runs between the measured ones and the warm ones: V8 optimises functions an iteration runs
+ * well into a worker's first thousand iterations (on its background threads, beside the
+ * commands; still a few a run after that — bench/RESULTS.md, the thirty-ninth session).
  */
 const WARMING_RUNS = { full: 25, quick: 10 };
 const AGENT = "echo line >> lines.txt";
@@ -257,7 +258,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
       "The node loops (bench/baselines/node-loop.ts) run the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from the first command to the last one's exit, for context (no goal): `spawn` spawns them with Node's child_process (which forks the Node process); `posix` through posix_spawn, with the addon looprun's workers use (packages/spawn) called directly, the least spawning from Node costs; `posix-commit` adds one durable SQLite commit per iteration (WAL, synchronous=FULL, one row), the least a runner that keeps its history writes.",
       `Against the bash loop, in this run: the spawn loop ${fmtRatio(floor("spawn"))}, the posix_spawn loop ${fmtRatio(floor("posix"))}, the posix_spawn loop with a commit per iteration ${fmtRatio(floor("posix-commit"))}.`,
       "One warm-up run of each, not recorded.",
-      `Warm: the same worker, after ${warming} more runs not recorded (a long-lived worker's steady state: in a worker's first ~1,000 iterations V8 still optimises functions an iteration runs, on its background threads, beside the commands); each warm run paired with a bash loop run after it. The goal is read on the first figure.`,
+      `Warm: the same worker, after ${warming} more runs not recorded (nearer a long-lived worker's steady state: V8 optimises functions an iteration runs well into a worker's first thousand iterations, on its background threads, beside the commands); each warm run paired with a bash loop run after it. The goal is read on the first figure.`,
     ],
   };
 }

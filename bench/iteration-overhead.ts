@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { buildCommandEnv } from "@looprun/core";
 import type { BenchContext } from "./support/context";
 import {
   api,
@@ -10,7 +11,7 @@ import {
   submitRun,
   waitForSuccess,
 } from "./support/looprun";
-import { removeTempDir, spawnTracked, spawnTs, tempDir } from "./support/processes";
+import { baseEnv, removeTempDir, spawnTracked, spawnTs, tempDir } from "./support/processes";
 import { fmtRatio, type ScenarioResult } from "./support/report";
 import { pairedRatios, summarize } from "./support/stats";
 
@@ -23,6 +24,13 @@ const ITERATIONS = 40;
 const WARMING_RUNS = { full: 25, quick: 10 };
 const AGENT = "echo line >> lines.txt";
 const TEST = `[ "$(wc -l < lines.txt)" -ge ${ITERATIONS} ]`;
+
+/**
+ * The environment looprun's worker gives its commands, from the one the bench's stack starts
+ * with: the baselines run theirs in it too (with the locale: `wc` in C.UTF-8 made the bash
+ * loop ~5 ms slower than in the C locale they had before — bench/RESULTS.md, the fortieth session).
+ */
+const COMMAND_ENV = buildCommandEnv(baseEnv(), []);
 
 /** The Ralph loop in bash: the same two commands, each through `sh -c` as looprun runs them. */
 const BASH_LOOP = `
@@ -100,7 +108,7 @@ export async function bashOnce(): Promise<number> {
     const t0 = performance.now();
     const proc = spawnTracked("bash loop", "bash", ["-c", BASH_LOOP], {
       cwd: dir,
-      env: { PATH: process.env.PATH, AGENT, TEST },
+      env: { ...COMMAND_ENV, AGENT, TEST },
     });
     const exit = await proc.exited;
     const ms = performance.now() - t0;
@@ -126,6 +134,7 @@ export async function nodeOnce(mode: NodeLoopMode = "spawn"): Promise<number> {
       AGENT,
       TEST,
       ITERATIONS: String(ITERATIONS),
+      COMMAND_ENV: JSON.stringify(COMMAND_ENV),
       DIR: dir,
       MODE: mode,
     });
@@ -254,6 +263,7 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
       `Agent \`${AGENT}\`, test \`${TEST}\`, cooldown 0, maxIterations ${ITERATIONS}: the run succeeds at iteration ${ITERATIONS}. One worker process (WORKER_CONCURRENCY=2, the default), LOG_LEVEL=info.`,
       "looprun is timed from just before `POST /api/runs` to the run's `finishedAt`; the bash loop from spawning `bash -c` to its exit.",
       'The bash loop runs each command as `sh -c "$CMD"` (the agent with a prompt file on stdin), as looprun does: a Ralph loop, not shell builtins.',
+      `The baselines run their commands in the environment looprun's worker gives its commands, from the one the stack starts with (${Object.keys(COMMAND_ENV).sort().join(", ")}).`,
       "The breakdown comes from the stored iterations (whole milliseconds): the commands are the agent's and the test's durations as looprun records them (from spawn until the process group is reaped); \"engine inside the iteration\" is the rest of each iteration's startedAt → finishedAt: the prompt, the DB commits of the iteration (the worker's are synchronous=NORMAL: in WAL mode they survive the worker's crash at once and a power loss from the next checkpoint), the workspace snapshot (git) and the decision; \"between iterations\" is one iteration's finishedAt to the next one's startedAt.",
       "The node loops (bench/baselines/node-loop.ts) run the same two commands the same way (own process group, the prompt on stdin) from a plain Node process, timed from the first command to the last one's exit, for context (no goal): `spawn` spawns them with Node's child_process (which forks the Node process); `posix` through posix_spawn, with the addon looprun's workers use (packages/spawn) called directly, the least spawning from Node costs; `posix-commit` adds one durable SQLite commit per iteration (WAL, synchronous=FULL, one row), the least a runner that keeps its history writes.",
       `Against the bash loop, in this run: the spawn loop ${fmtRatio(floor("spawn"))}, the posix_spawn loop ${fmtRatio(floor("posix"))}, the posix_spawn loop with a commit per iteration ${fmtRatio(floor("posix-commit"))}.`,

@@ -7,7 +7,7 @@
  *   here directly): the least spawning from Node costs;
  * - `posix-commit`: the same, and one durable SQLite commit per iteration (WAL,
  *   synchronous=FULL, one row) — the least a runner that keeps its history can write.
- * Runs in DIR with AGENT, TEST, ITERATIONS; prints `{"ms": …, "iterations": …}` (the loop
+ * Runs in DIR with AGENT, TEST, ITERATIONS, the commands' environment in COMMAND_ENV; prints `{"ms": …, "iterations": …}` (the loop
  * alone, without Node's start-up).
  */
 import { spawn } from "node:child_process";
@@ -25,7 +25,8 @@ const env = (name: string) => {
 const dir = env("DIR");
 const mode = process.env.MODE ?? "spawn";
 if (!["spawn", "posix", "posix-commit"].includes(mode)) throw new Error(`unknown MODE ${mode}`);
-const commandEnv = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+// The environment looprun's worker gives its commands (COMMAND_ENV, JSON, from the bench).
+const commandEnv = JSON.parse(env("COMMAND_ENV")) as Record<string, string>;
 const envp = Object.entries(commandEnv).map(([name, value]) => `${name}=${value}`);
 
 function spawned(command: string, stdin: string): Promise<number | null> {

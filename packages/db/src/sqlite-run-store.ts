@@ -157,9 +157,15 @@ export class SqliteRunStore implements RunStore {
     const head = st.runHead.get({ id: runId });
     if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
     let result: typeof runs.$inferSelect | undefined;
-    if (m.run && Object.keys(m.run).length > 0) {
-      const status = mergeStatus(head.status as RunRecord["status"], m.run.status);
-      const { statement, params } = st.updateRun.for({ ...m.run, status });
+    // The status is set only when it changes: set at all, even to the value it has, SQLite
+    // rewrites the run's entries in the two indexes on it — two more pages in the WAL on every
+    // commit, of the three most of an iteration's commits write (bench/RESULTS.md, the
+    // fortieth session).
+    const { status: asked, ...rest } = m.run ?? {};
+    const status = mergeStatus(head.status as RunRecord["status"], asked);
+    const set = status === head.status ? rest : { ...rest, status };
+    if (Object.keys(set).length > 0) {
+      const { statement, params } = st.updateRun.for(set);
       const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
       if (!updated) throw new LeaseLostError(runId, epoch);
       result = updated;

@@ -1,11 +1,18 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
+import { type Database, RunRepository } from "@looprun/db";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { failurePatternSuite } from "./failure-patterns-suite";
 import { runStoreSuite } from "./run-store-suite";
 import { sqliteHarness } from "./store-harness";
-import { freshDatabase, newRun, removeDir, startWorker, workerOutput } from "./support";
+import {
+  freshDatabase,
+  freshStoreForEachTest,
+  newRun,
+  removeDir,
+  startWorker,
+  workerOutput,
+} from "./support";
 
 // The behaviour every store shares (the same suite runs on PostgreSQL in pg-run-store.test.ts).
 runStoreSuite("SQLite", sqliteHarness);
@@ -44,29 +51,18 @@ describe("SqliteRunStore across processes", () => {
 });
 
 describe("SqliteRunStore's commits, page by page", () => {
-  let dir: string;
-  let database: Database;
-  let repo: RunRepository;
-  let store: SqliteRunStore;
-  beforeEach(async () => {
-    ({ dir, database } = await freshDatabase());
-    repo = new RunRepository(database.db);
-    store = new SqliteRunStore(database.db);
-  });
-  afterEach(async () => {
-    database.close();
-    await removeDir(dir);
-  });
+  const fresh = freshStoreForEachTest();
 
   /** The pages a commit wrote: the WAL's frames after it, emptied before. */
   const pagesWritten = async (commit: () => Promise<unknown>) => {
-    database.sqlite.pragma("wal_checkpoint(TRUNCATE)");
+    fresh.database.sqlite.pragma("wal_checkpoint(TRUNCATE)");
     await commit();
-    const [frames] = database.sqlite.pragma("wal_checkpoint(PASSIVE)") as { log: number }[];
+    const [frames] = fresh.database.sqlite.pragma("wal_checkpoint(PASSIVE)") as { log: number }[];
     return frames?.log;
   };
 
   it("leaves the indexes on a run's status alone when a commit does not change it", async () => {
+    const { repo, store } = fresh;
     const { id } = repo.createRun(newRun({}));
     const claimed = await store.claimRun(id);
     if (!claimed) throw new Error("not claimed");

@@ -10,7 +10,14 @@ import {
   type RunStore,
   RunSubmission,
 } from "@looprun/core";
-import { type Database, type NewRun, openDatabase } from "@looprun/db";
+import {
+  type Database,
+  type NewRun,
+  openDatabase,
+  RunRepository,
+  SqliteRunStore,
+} from "@looprun/db";
+import { afterEach, beforeEach } from "vitest";
 
 import { isAlive } from "../../../tests/support/processes";
 import { testSnapshotsDir } from "../../../tests/support/snapshots-dir";
@@ -37,6 +44,36 @@ export async function tempDir(prefix = "looprun-db-test-"): Promise<string> {
 
 export async function removeDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
+}
+
+/** What `freshStoreForEachTest` makes for each test. */
+export interface FreshStore {
+  dir: string;
+  database: Database;
+  repo: RunRepository;
+  store: SqliteRunStore;
+}
+
+/**
+ * A fresh database, its repository and its run store for each test of the calling block (made
+ * before each, closed and removed after): read its fields inside a test.
+ */
+export function freshStoreForEachTest(): FreshStore {
+  const fresh = {} as FreshStore;
+  beforeEach(async () => {
+    const { dir, database } = await freshDatabase();
+    Object.assign(fresh, {
+      dir,
+      database,
+      repo: new RunRepository(database.db),
+      store: new SqliteRunStore(database.db),
+    });
+  });
+  afterEach(async () => {
+    fresh.database.close();
+    await removeDir(fresh.dir);
+  });
+  return fresh;
 }
 
 /** A fresh database file in its own temporary directory. */

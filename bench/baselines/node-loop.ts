@@ -7,8 +7,8 @@
  *   here directly): the least spawning from Node costs;
  * - `posix-commit`: the same, and one durable SQLite commit per iteration (WAL,
  *   synchronous=FULL, one row) — the least a runner that keeps its history can write.
- * Runs in DIR with AGENT, TEST, ITERATIONS, the commands' environment in COMMAND_ENV; prints `{"ms": …, "iterations": …}` (the loop
- * alone, without Node's start-up).
+ * Runs in DIR with AGENT, TEST, ITERATIONS and the commands' environment (COMMAND_ENV, JSON);
+ * prints `{"ms": …, "iterations": …}` (the loop alone, without Node's start-up).
  */
 import { spawn } from "node:child_process";
 import { closeSync } from "node:fs";

@@ -158,8 +158,8 @@ export class SqliteRunStore implements RunStore {
     if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
     let result: typeof runs.$inferSelect | undefined;
     // The status is set only when it changes: set at all, even to the value it has, SQLite
-    // rewrites the run's entries in the two indexes on it — two more pages in the WAL on every
-    // commit, of the three most of an iteration's commits write (bench/RESULTS.md, the
+    // rewrites the run's entries in the two indexes on it, two pages more in the WAL for every
+    // commit (an iteration's commits wrote 31 pages, 23 without: bench/RESULTS.md, the
     // fortieth session).
     const { status: asked, ...rest } = m.run ?? {};
     const status = mergeStatus(head.status as RunRecord["status"], asked);

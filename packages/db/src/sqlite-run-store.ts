@@ -4,11 +4,11 @@ import {
   type ClaimStart,
   isTerminal,
   LeaseLostError,
-  mergeStatus,
   type PhaseArtifact,
   type RunMutation,
   type RunRecord,
   type RunStore,
+  runRowChanges,
   startsOnClaim,
   type WorkspaceHold,
 } from "@looprun/core";
@@ -157,15 +157,9 @@ export class SqliteRunStore implements RunStore {
     const head = st.runHead.get({ id: runId });
     if (!head || head.epoch !== epoch) throw new LeaseLostError(runId, epoch);
     let result: typeof runs.$inferSelect | undefined;
-    // The status is set only when it changes: set at all, even to the value it has, SQLite
-    // rewrites the run's entries in the two indexes on it, two pages more in the WAL for every
-    // commit (an iteration's commits wrote 31 pages, 23 without: bench/RESULTS.md, the
-    // fortieth session).
-    const { status: asked, ...rest } = m.run ?? {};
-    const status = mergeStatus(head.status as RunRecord["status"], asked);
-    const set = status === head.status ? rest : { ...rest, status };
+    const set = runRowChanges(head.status as RunRecord["status"], m.run);
     if (Object.keys(set).length > 0) {
-      const { statement, params } = st.updateRun.for(set);
+      const { statement, params } = st.updateRun.for({ ...set });
       const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
       if (!updated) throw new LeaseLostError(runId, epoch);
       result = updated;

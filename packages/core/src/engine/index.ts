@@ -20,6 +20,6 @@ export type {
   RunStore,
   WorkspaceHold,
 } from "./run-store";
-export { mergeStatus, startsOnClaim } from "./run-store";
+export { runRowChanges, startsOnClaim } from "./run-store";
 export { closeSnapshotsOf, SNAPSHOT_DEFAULTS } from "./snapshot-step";
 export type { StepResult } from "./step-result";

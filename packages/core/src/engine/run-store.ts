@@ -160,10 +160,23 @@ export function startsOnClaim(run: RunRecord): boolean {
 }
 
 /** The rule every store applies when a patch sets a status. */
-export function mergeStatus(current: RunStatus, next: RunStatus | undefined): RunStatus {
+function mergeStatus(current: RunStatus, next: RunStatus | undefined): RunStatus {
   if (next === undefined) return current;
   // A stop request also wins over a pause for a person: the run ends instead of waiting.
   if (current === "stopping" && (next === "running" || next === "awaiting_approval"))
     return current;
   return next;
+}
+
+/**
+ * What a patch changes in the row of a run whose status is `current`, as every store writes it:
+ * the status merged (see mergeStatus), and left out when it stays as it is — set at all, even to
+ * the value it has, SQLite rewrites the run's entries in the two indexes on it, two pages more
+ * in the WAL for every commit (an iteration's commits wrote 31 pages, 23 without:
+ * bench/RESULTS.md, the fortieth session). Empty: nothing to write.
+ */
+export function runRowChanges(current: RunStatus, patch: RunPatch | undefined): RunPatch {
+  const { status: asked, ...rest } = patch ?? {};
+  const status = mergeStatus(current, asked);
+  return status === current ? rest : { ...rest, status };
 }

@@ -6,9 +6,9 @@ import type { IterationSnapshot, RunChange } from "../domain/snapshots";
 import {
   type ClaimedRun,
   type ClaimStart,
-  mergeStatus,
   type RunMutation,
   type RunStore,
+  runRowChanges,
   startsOnClaim,
   type WorkspaceHold,
 } from "../engine/run-store";
@@ -85,10 +85,7 @@ export class MemoryRunStore implements RunStore {
   async commit(runId: string, epoch: number, m: RunMutation, now: number): Promise<RunRecord> {
     const run = this.runs.get(runId);
     if (!run || run.epoch !== epoch) throw new LeaseLostError(runId, epoch);
-    if (m.run) {
-      const status = mergeStatus(run.status, m.run.status);
-      Object.assign(run, m.run, { status });
-    }
+    if (m.run) Object.assign(run, runRowChanges(run.status, m.run));
     if (m.insertIteration) {
       const { n, attempt } = m.insertIteration;
       if (this.iterations.some((i) => i.runId === runId && i.n === n && i.attempt === attempt)) {

@@ -4,11 +4,11 @@ import {
   type ClaimStart,
   isTerminal,
   LeaseLostError,
-  mergeStatus,
   type PhaseArtifact,
   type RunMutation,
   type RunRecord,
   type RunStore,
+  runRowChanges,
   startsOnClaim,
   type WorkspaceHold,
 } from "@looprun/core";
@@ -123,11 +123,11 @@ export class PgRunStore implements RunStore {
     // The run's own row last: when this commit finishes the run, the statistics trigger
     // (drizzle-pg/0002) then folds the run with everything written above in one go, and
     // holds its summary rows only for the moment before the commit.
-    if (!m.run || Object.keys(m.run).length === 0) return toRunRecord(row);
-    const status = mergeStatus(row.status as RunRecord["status"], m.run.status);
+    const set = runRowChanges(row.status as RunRecord["status"], m.run);
+    if (Object.keys(set).length === 0) return toRunRecord(row);
     const [updated] = await tx
       .update(runs)
-      .set({ ...m.run, status })
+      .set(set)
       .where(and(eq(runs.id, runId), eq(runs.epoch, epoch)))
       .returning();
     if (!updated) throw new LeaseLostError(runId, epoch);

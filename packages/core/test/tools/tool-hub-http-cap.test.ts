@@ -52,9 +52,13 @@ beforeAll(async () => {
         const chunk = "z".repeat(1024 * 1024);
         for (let sent = 0; sent < HUGE_BYTES && !res.destroyed; sent += chunk.length) {
           if (!res.write(chunk)) {
+            // Whichever comes first; the other listener goes with it (one per full buffer).
             await new Promise<void>((resolve) => {
-              res.once("drain", resolve);
-              res.once("close", resolve);
+              const done = () => {
+                res.off("drain", done).off("close", done);
+                resolve();
+              };
+              res.once("drain", done).once("close", done);
             });
           }
           hugeWritten = sent + chunk.length;

@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cappedFetch, ReplyTooLargeError } from "../../src/tools/capped-fetch";
+import { drainedOrClosed } from "./helpers";
 
 let http: Server;
 let base: string;
@@ -15,12 +16,7 @@ async function stream(res: ServerResponse, key: string, parts: string[]): Promis
     if (res.destroyed) break;
     const drained = res.write(part);
     sent += Buffer.byteLength(part);
-    if (!drained) {
-      await new Promise<void>((resolve) => {
-        res.once("drain", resolve);
-        res.once("close", resolve);
-      });
-    }
+    if (!drained) await drainedOrClosed(res);
   }
   written.set(key, sent);
   res.end();

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -22,4 +23,19 @@ export function textOf(result: unknown): string {
 /** Absolute path of a file of the monorepo, from this test file. */
 export function repoPath(relative: string): string {
   return new URL(`../../../../${relative}`, import.meta.url).pathname;
+}
+
+/**
+ * Resolves once a test server's full write buffer drains or its client goes away, whichever
+ * comes first; the other listener goes with it (a reply written in many pieces would pile up
+ * one per full buffer: MaxListenersExceededWarning).
+ */
+export function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done).off("close", done);
+      resolve();
+    };
+    res.once("drain", done).once("close", done);
+  });
 }

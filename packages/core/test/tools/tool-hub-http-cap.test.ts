@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_HTTP_REPLY_BYTES } from "../../src/tools/capped-fetch";
 import { ToolHub } from "../../src/tools/index";
+import { drainedOrClosed } from "./helpers";
 
 // A run names its MCP servers' urls: one may answer a tool call with far more than any
 // message should hold. The SDK reads a reply whole; the hub reads no more than the cap of it.
@@ -52,14 +53,7 @@ beforeAll(async () => {
         const chunk = "z".repeat(1024 * 1024);
         for (let sent = 0; sent < HUGE_BYTES && !res.destroyed; sent += chunk.length) {
           if (!res.write(chunk)) {
-            // Whichever comes first; the other listener goes with it (one per full buffer).
-            await new Promise<void>((resolve) => {
-              const done = () => {
-                res.off("drain", done).off("close", done);
-                resolve();
-              };
-              res.once("drain", done).once("close", done);
-            });
+            await drainedOrClosed(res);
           }
           hugeWritten = sent + chunk.length;
         }

@@ -150,6 +150,32 @@ export async function nodeOnce(mode: NodeLoopMode = "spawn"): Promise<number> {
   }
 }
 
+/** The per-iteration breakdown of `samples` against their bash loop runs (`when`: which runs). */
+function perIteration(samples: LooprunSample[], bash: number[], when: string) {
+  const name = (what: string) => `looprun breakdown per iteration${when}: ${what}`;
+  return [
+    {
+      name: name("the two commands"),
+      unit: "ms",
+      looprun: summarize(samples.map((x) => x.commandsMs)),
+      baseline: {
+        name: "bash (whole iteration)",
+        summary: summarize(bash.map((x) => x / ITERATIONS)),
+      },
+    },
+    {
+      name: name("engine inside the iteration"),
+      unit: "ms",
+      looprun: summarize(samples.map((x) => x.engineMs)),
+    },
+    {
+      name: name("between iterations"),
+      unit: "ms",
+      looprun: summarize(samples.map((x) => x.betweenMs)),
+    },
+  ];
+}
+
 /** 1. A 40-iteration run of trivial commands vs a bash loop running them 40 times. */
 export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResult> {
   const stack = await startStack({ redisUrl: ctx.redis.url });
@@ -229,35 +255,8 @@ export async function iterationOverhead(ctx: BenchContext): Promise<ScenarioResu
         unit: "ms",
         looprun: summarize(looprun.map((x) => x.beforeFirstMs)),
       },
-      {
-        name: "looprun breakdown per iteration: the two commands",
-        unit: "ms",
-        looprun: summarize(looprun.map((x) => x.commandsMs)),
-        baseline: {
-          name: "bash (whole iteration)",
-          summary: summarize(bash.map((x) => x / ITERATIONS)),
-        },
-      },
-      {
-        name: "looprun breakdown per iteration: engine inside the iteration",
-        unit: "ms",
-        looprun: summarize(looprun.map((x) => x.engineMs)),
-      },
-      {
-        name: "looprun breakdown per iteration: between iterations",
-        unit: "ms",
-        looprun: summarize(looprun.map((x) => x.betweenMs)),
-      },
-      {
-        name: `looprun breakdown per iteration, ${warmAfter}: the two commands`,
-        unit: "ms",
-        looprun: summarize(warm.map((x) => x.commandsMs)),
-      },
-      {
-        name: `looprun breakdown per iteration, ${warmAfter}: engine inside the iteration and between two`,
-        unit: "ms",
-        looprun: summarize(warm.map((x) => x.engineMs + x.betweenMs)),
-      },
+      ...perIteration(looprun, bash, ""),
+      ...perIteration(warm, warmBash, `, ${warmAfter}`),
     ],
     notes: [
       `Agent \`${AGENT}\`, test \`${TEST}\`, cooldown 0, maxIterations ${ITERATIONS}: the run succeeds at iteration ${ITERATIONS}. One worker process (WORKER_CONCURRENCY=2, the default), LOG_LEVEL=info.`,

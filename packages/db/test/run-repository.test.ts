@@ -1,26 +1,13 @@
 import { RunAlreadyActiveError } from "@looprun/core";
-import { type Database, RunRepository, SqliteRunStore } from "@looprun/db";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { freshDatabase, newRun, removeDir } from "./support";
+import { describe, expect, it } from "vitest";
+import { freshStoreForEachTest, newRun } from "./support";
 
-let dir: string;
-let database: Database;
-let repo: RunRepository;
-let store: SqliteRunStore;
-beforeEach(async () => {
-  ({ dir, database } = await freshDatabase());
-  repo = new RunRepository(database.db);
-  store = new SqliteRunStore(database.db);
-});
-afterEach(async () => {
-  database.close();
-  await removeDir(dir);
-});
+const fresh = freshStoreForEachTest();
 
 /** Ends a run the way a worker does: claim, then a fenced commit. */
 async function finishRun(runId: string, status: "succeeded" | "failed" = "succeeded") {
-  const claimed = (await store.claimRun(runId))!;
-  return store.commit(
+  const claimed = (await fresh.store.claimRun(runId))!;
+  return fresh.store.commit(
     runId,
     claimed.run.epoch,
     {
@@ -42,7 +29,7 @@ describe("RunRepository.createRun", () => {
       { maxIterations: 4 },
       { sessionId: "s1", workspace: "/ws/s1", createdAt: 1000 },
     );
-    const run = repo.createRun(input);
+    const run = fresh.repo.createRun(input);
     expect(run).toMatchObject({
       id: input.id,
       sessionId: "s1",
@@ -57,8 +44,8 @@ describe("RunRepository.createRun", () => {
     });
     expect(run.spec).toEqual(input.spec);
     expect(run.metrics.iterations).toBe(0);
-    expect(repo.getRun(run.id)).toEqual(run);
-    expect(repo.listEvents(run.id, 0, 100)).toEqual([
+    expect(fresh.repo.getRun(run.id)).toEqual(run);
+    expect(fresh.repo.listEvents(run.id, 0, 100)).toEqual([
       {
         runId: run.id,
         seq: 1,
@@ -67,103 +54,112 @@ describe("RunRepository.createRun", () => {
         data: { sessionId: "s1", budget: { elapsedMs: 0, remainingIterations: 4 } },
       },
     ]);
-    const session = repo.getSession("s1");
+    const session = fresh.repo.getSession("s1");
     expect(session?.session).toEqual({ id: "s1", workspace: "/ws/s1", createdAt: 1000 });
     expect(session?.runs.map((r) => r.id)).toEqual([run.id]);
-    expect(repo.activeRunOf("s1")).toBe(run.id);
+    expect(fresh.repo.activeRunOf("s1")).toBe(run.id);
   });
 
   it("refuses a second active run in the session, naming the active one, and stores nothing", () => {
-    const first = repo.createRun(newRun({}, { sessionId: "busy" }));
+    const first = fresh.repo.createRun(newRun({}, { sessionId: "busy" }));
     const second = newRun({}, { sessionId: "busy" });
     let error: unknown;
     try {
-      repo.createRun(second);
+      fresh.repo.createRun(second);
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(RunAlreadyActiveError);
     expect(error).toMatchObject({ sessionId: "busy", activeRunId: first.id });
-    expect(repo.getRun(second.id)).toBeNull();
-    expect(repo.listEvents(second.id, 0, 100)).toEqual([]);
-    expect(repo.getSession("busy")?.runs.map((r) => r.id)).toEqual([first.id]);
+    expect(fresh.repo.getRun(second.id)).toBeNull();
+    expect(fresh.repo.listEvents(second.id, 0, 100)).toEqual([]);
+    expect(fresh.repo.getSession("busy")?.runs.map((r) => r.id)).toEqual([first.id]);
   });
 
   it("refuses a second run while the first is running or stopping", async () => {
-    const first = repo.createRun(newRun({}, { sessionId: "s" }));
-    const claimed = (await store.claimRun(first.id))!;
-    await store.commit(first.id, claimed.run.epoch, { run: { status: "running" } }, Date.now());
-    expect(() => repo.createRun(newRun({}, { sessionId: "s" }))).toThrow(RunAlreadyActiveError);
-    repo.requestStop(first.id, Date.now());
-    expect(() => repo.createRun(newRun({}, { sessionId: "s" }))).toThrow(RunAlreadyActiveError);
+    const first = fresh.repo.createRun(newRun({}, { sessionId: "s" }));
+    const claimed = (await fresh.store.claimRun(first.id))!;
+    await fresh.store.commit(
+      first.id,
+      claimed.run.epoch,
+      { run: { status: "running" } },
+      Date.now(),
+    );
+    expect(() => fresh.repo.createRun(newRun({}, { sessionId: "s" }))).toThrow(
+      RunAlreadyActiveError,
+    );
+    fresh.repo.requestStop(first.id, Date.now());
+    expect(() => fresh.repo.createRun(newRun({}, { sessionId: "s" }))).toThrow(
+      RunAlreadyActiveError,
+    );
   });
 
   it("accepts a new run once the active one has finished, keeping the session", async () => {
-    const first = repo.createRun(newRun({}, { sessionId: "s", workspace: "/first" }));
+    const first = fresh.repo.createRun(newRun({}, { sessionId: "s", workspace: "/first" }));
     await finishRun(first.id);
-    const second = repo.createRun(newRun({}, { sessionId: "s", workspace: "/second" }));
+    const second = fresh.repo.createRun(newRun({}, { sessionId: "s", workspace: "/second" }));
     expect(second.status).toBe("queued");
-    expect(repo.activeRunOf("s")).toBe(second.id);
-    const session = repo.getSession("s")!;
+    expect(fresh.repo.activeRunOf("s")).toBe(second.id);
+    const session = fresh.repo.getSession("s")!;
     expect(session.session.workspace).toBe("/first");
     expect(session.runs.map((r) => r.id)).toEqual([second.id, first.id]);
   });
 
   it("accepts runs of other sessions", () => {
-    repo.createRun(newRun({}, { sessionId: "a" }));
-    expect(repo.createRun(newRun({}, { sessionId: "b" })).status).toBe("queued");
+    fresh.repo.createRun(newRun({}, { sessionId: "a" }));
+    expect(fresh.repo.createRun(newRun({}, { sessionId: "b" })).status).toBe("queued");
   });
 
   it("does not turn other constraint errors into RunAlreadyActiveError", () => {
     const input = newRun({}, { sessionId: "dup" });
-    repo.createRun(input);
+    fresh.repo.createRun(input);
     let error: unknown;
     try {
-      repo.createRun({ ...input, sessionId: "other" });
+      fresh.repo.createRun({ ...input, sessionId: "other" });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(RunAlreadyActiveError);
-    expect(repo.getSession("other")).toBeNull();
+    expect(fresh.repo.getSession("other")).toBeNull();
   });
 });
 
 describe("RunRepository.deleteRun", () => {
   it("removes the run, its events, and its session when it was the session's only run", () => {
-    const run = repo.createRun(newRun({}, { sessionId: "gone" }));
-    expect(repo.deleteRun(run.id)).toBe(true);
-    expect(repo.getRun(run.id)).toBeNull();
-    expect(repo.listEvents(run.id, 0, 100)).toEqual([]);
-    expect(repo.getSession("gone")).toBeNull();
+    const run = fresh.repo.createRun(newRun({}, { sessionId: "gone" }));
+    expect(fresh.repo.deleteRun(run.id)).toBe(true);
+    expect(fresh.repo.getRun(run.id)).toBeNull();
+    expect(fresh.repo.listEvents(run.id, 0, 100)).toEqual([]);
+    expect(fresh.repo.getSession("gone")).toBeNull();
   });
 
   it("keeps a session that has other runs", async () => {
-    const first = repo.createRun(newRun({}, { sessionId: "kept" }));
+    const first = fresh.repo.createRun(newRun({}, { sessionId: "kept" }));
     await finishRun(first.id);
-    const second = repo.createRun(newRun({}, { sessionId: "kept" }));
-    repo.deleteRun(second.id);
-    expect(repo.getSession("kept")?.runs.map((r) => r.id)).toEqual([first.id]);
-    expect(repo.deleteRun("no-such-run")).toBe(true);
+    const second = fresh.repo.createRun(newRun({}, { sessionId: "kept" }));
+    fresh.repo.deleteRun(second.id);
+    expect(fresh.repo.getSession("kept")?.runs.map((r) => r.id)).toEqual([first.id]);
+    expect(fresh.repo.deleteRun("no-such-run")).toBe(true);
   });
 
   it("keeps a run a worker claimed meanwhile (its enqueue reached Redis, the answer did not)", async () => {
-    const run = repo.createRun(newRun({}, { sessionId: "taken" }));
-    await store.claimRun(run.id);
-    expect(repo.deleteRun(run.id)).toBe(false);
-    expect(repo.getRun(run.id)?.id).toBe(run.id);
-    expect(repo.getSession("taken")?.runs.map((r) => r.id)).toEqual([run.id]);
+    const run = fresh.repo.createRun(newRun({}, { sessionId: "taken" }));
+    await fresh.store.claimRun(run.id);
+    expect(fresh.repo.deleteRun(run.id)).toBe(false);
+    expect(fresh.repo.getRun(run.id)?.id).toBe(run.id);
+    expect(fresh.repo.getSession("taken")?.runs.map((r) => r.id)).toEqual([run.id]);
   });
 });
 
 describe("RunRepository.listRuns", () => {
   it("lists newest first with cursor paging", () => {
-    const ids = Array.from({ length: 5 }, () => repo.createRun(newRun({})).id);
+    const ids = Array.from({ length: 5 }, () => fresh.repo.createRun(newRun({})).id);
     const newestFirst = [...ids].reverse();
     const pages: string[][] = [];
     let cursor: string | undefined;
     for (;;) {
-      const page = repo.listRuns({ limit: 2, ...(cursor === undefined ? {} : { cursor }) });
+      const page = fresh.repo.listRuns({ limit: 2, ...(cursor === undefined ? {} : { cursor }) });
       pages.push(page.items.map((r) => r.id));
       if (page.nextCursor === null) break;
       expect(page.nextCursor).toBe(page.items.at(-1)?.id);
@@ -173,49 +169,57 @@ describe("RunRepository.listRuns", () => {
   });
 
   it("gives no cursor when the page holds exactly the rest", () => {
-    for (let i = 0; i < 3; i++) repo.createRun(newRun({}));
-    const page = repo.listRuns({ limit: 3 });
+    for (let i = 0; i < 3; i++) fresh.repo.createRun(newRun({}));
+    const page = fresh.repo.listRuns({ limit: 3 });
     expect(page.items).toHaveLength(3);
     expect(page.nextCursor).toBeNull();
-    expect(repo.listRuns({ limit: 2 }).nextCursor).not.toBeNull();
+    expect(fresh.repo.listRuns({ limit: 2 }).nextCursor).not.toBeNull();
   });
 
   it("filters by session and by status", async () => {
-    const a1 = repo.createRun(newRun({}, { sessionId: "a" }));
+    const a1 = fresh.repo.createRun(newRun({}, { sessionId: "a" }));
     await finishRun(a1.id, "failed");
-    const a2 = repo.createRun(newRun({}, { sessionId: "a" }));
-    const b1 = repo.createRun(newRun({}, { sessionId: "b" }));
+    const a2 = fresh.repo.createRun(newRun({}, { sessionId: "a" }));
+    const b1 = fresh.repo.createRun(newRun({}, { sessionId: "b" }));
     await finishRun(b1.id, "succeeded");
 
-    expect(repo.listRuns({ limit: 10, sessionId: "a" }).items.map((r) => r.id)).toEqual([
+    expect(fresh.repo.listRuns({ limit: 10, sessionId: "a" }).items.map((r) => r.id)).toEqual([
       a2.id,
       a1.id,
     ]);
-    expect(repo.listRuns({ limit: 10, status: "queued" }).items.map((r) => r.id)).toEqual([a2.id]);
-    expect(repo.listRuns({ limit: 10, status: "failed" }).items.map((r) => r.id)).toEqual([a1.id]);
+    expect(fresh.repo.listRuns({ limit: 10, status: "queued" }).items.map((r) => r.id)).toEqual([
+      a2.id,
+    ]);
+    expect(fresh.repo.listRuns({ limit: 10, status: "failed" }).items.map((r) => r.id)).toEqual([
+      a1.id,
+    ]);
     expect(
-      repo.listRuns({ limit: 10, sessionId: "b", status: "succeeded" }).items.map((r) => r.id),
+      fresh.repo
+        .listRuns({ limit: 10, sessionId: "b", status: "succeeded" })
+        .items.map((r) => r.id),
     ).toEqual([b1.id]);
-    expect(repo.listRuns({ limit: 10, sessionId: "b", status: "queued" }).items).toEqual([]);
-    expect(repo.listRuns({ limit: 10, sessionId: "nobody" })).toEqual({
+    expect(fresh.repo.listRuns({ limit: 10, sessionId: "b", status: "queued" }).items).toEqual([]);
+    expect(fresh.repo.listRuns({ limit: 10, sessionId: "nobody" })).toEqual({
       items: [],
       nextCursor: null,
     });
 
-    const page = repo.listRuns({ limit: 1, sessionId: "a" });
+    const page = fresh.repo.listRuns({ limit: 1, sessionId: "a" });
     expect(page.items.map((r) => r.id)).toEqual([a2.id]);
     expect(
-      repo.listRuns({ limit: 1, sessionId: "a", cursor: page.nextCursor! }).items.map((r) => r.id),
+      fresh.repo
+        .listRuns({ limit: 1, sessionId: "a", cursor: page.nextCursor! })
+        .items.map((r) => r.id),
     ).toEqual([a1.id]);
   });
 });
 
 describe("RunRepository events", () => {
   it("pages events with an exclusive `after` and a limit, seq gap-free across writers", async () => {
-    const run = repo.createRun(newRun({}));
-    const claimed = (await store.claimRun(run.id))!;
+    const run = fresh.repo.createRun(newRun({}));
+    const claimed = (await fresh.store.claimRun(run.id))!;
     const budget = { elapsedMs: 0, remainingIterations: 6 };
-    await store.commit(
+    await fresh.store.commit(
       run.id,
       claimed.run.epoch,
       {
@@ -227,14 +231,14 @@ describe("RunRepository events", () => {
       },
       Date.now(),
     );
-    repo.requestStop(run.id, Date.now());
-    await store.commit(
+    fresh.repo.requestStop(run.id, Date.now());
+    await fresh.store.commit(
       run.id,
       claimed.run.epoch,
       { events: [{ type: "agent_started", data: { budget } }] },
       Date.now(),
     );
-    const all = repo.listEvents(run.id, 0, 1000);
+    const all = fresh.repo.listEvents(run.id, 0, 1000);
     expect(all.map((e) => [e.seq, e.type])).toEqual([
       [1, "run_queued"],
       [2, "run_started"],
@@ -242,51 +246,51 @@ describe("RunRepository events", () => {
       [4, "stop_requested"],
       [5, "agent_started"],
     ]);
-    expect(repo.listEvents(run.id, 2, 1000).map((e) => e.seq)).toEqual([3, 4, 5]);
-    expect(repo.listEvents(run.id, 1, 2).map((e) => e.seq)).toEqual([2, 3]);
-    expect(repo.listEvents(run.id, 5, 1000)).toEqual([]);
+    expect(fresh.repo.listEvents(run.id, 2, 1000).map((e) => e.seq)).toEqual([3, 4, 5]);
+    expect(fresh.repo.listEvents(run.id, 1, 2).map((e) => e.seq)).toEqual([2, 3]);
+    expect(fresh.repo.listEvents(run.id, 5, 1000)).toEqual([]);
   });
 
   it("numbers each run's events on their own", () => {
-    const a = repo.createRun(newRun({}));
-    const b = repo.createRun(newRun({}));
-    expect(repo.listEvents(a.id, 0, 10).map((e) => e.seq)).toEqual([1]);
-    expect(repo.listEvents(b.id, 0, 10).map((e) => e.seq)).toEqual([1]);
+    const a = fresh.repo.createRun(newRun({}));
+    const b = fresh.repo.createRun(newRun({}));
+    expect(fresh.repo.listEvents(a.id, 0, 10).map((e) => e.seq)).toEqual([1]);
+    expect(fresh.repo.listEvents(b.id, 0, 10).map((e) => e.seq)).toEqual([1]);
   });
 });
 
 describe("RunRepository.requestStop", () => {
   it("marks the run stopping once, however often it is asked", () => {
-    const run = repo.createRun(newRun({}));
-    const first = repo.requestStop(run.id, 5000);
+    const run = fresh.repo.createRun(newRun({}));
+    const first = fresh.repo.requestStop(run.id, 5000);
     expect(first).toMatchObject({ kind: "stopping", run: { id: run.id, status: "stopping" } });
-    const second = repo.requestStop(run.id, 6000);
+    const second = fresh.repo.requestStop(run.id, 6000);
     expect(second).toMatchObject({ kind: "stopping", run: { status: "stopping" } });
-    const stops = repo.listEvents(run.id, 0, 100).filter((e) => e.type === "stop_requested");
+    const stops = fresh.repo.listEvents(run.id, 0, 100).filter((e) => e.type === "stop_requested");
     expect(stops).toHaveLength(1);
     expect(stops[0]?.data.budget).toEqual({ elapsedMs: 0, remainingIterations: 6 });
   });
 
   it("leaves a finished run as it is", async () => {
-    const run = repo.createRun(newRun({}));
+    const run = fresh.repo.createRun(newRun({}));
     await finishRun(run.id);
-    const before = repo.listEvents(run.id, 0, 100);
-    const result = repo.requestStop(run.id, Date.now());
+    const before = fresh.repo.listEvents(run.id, 0, 100);
+    const result = fresh.repo.requestStop(run.id, Date.now());
     expect(result).toMatchObject({ kind: "finished", run: { status: "succeeded" } });
-    expect(repo.listEvents(run.id, 0, 100)).toEqual(before);
+    expect(fresh.repo.listEvents(run.id, 0, 100)).toEqual(before);
   });
 
   it("reports an unknown run", () => {
-    expect(repo.requestStop("nope", Date.now())).toEqual({ kind: "not_found" });
+    expect(fresh.repo.requestStop("nope", Date.now())).toEqual({ kind: "not_found" });
   });
 });
 
 describe("RunRepository.finalizeStop", () => {
   it("leaves runs that are not stopping alone", async () => {
-    const run = repo.createRun(newRun({}));
-    expect(repo.finalizeStop(run.id, 1)).toMatchObject({ status: "queued" });
+    const run = fresh.repo.createRun(newRun({}));
+    expect(fresh.repo.finalizeStop(run.id, 1)).toMatchObject({ status: "queued" });
     await finishRun(run.id);
-    expect(repo.finalizeStop(run.id, 1)).toMatchObject({ status: "succeeded" });
-    expect(repo.finalizeStop("nope", 1)).toBeNull();
+    expect(fresh.repo.finalizeStop(run.id, 1)).toMatchObject({ status: "succeeded" });
+    expect(fresh.repo.finalizeStop("nope", 1)).toBeNull();
   });
 });

@@ -47,7 +47,9 @@ export class ShapedStatements<S> {
   ) {}
 
   /** The statement for these values, and the placeholder values to run it with. */
-  for(values: Record<string, unknown>): { statement: S; params: Record<string, unknown> } {
+  for(row: object): { statement: S; params: Record<string, unknown> } {
+    // Any record of column values: a patch's interface type as well as an index signature.
+    const values = row as Record<string, unknown>;
     const keys = Object.keys(values)
       .filter((k) => values[k] !== undefined)
       .sort();

@@ -159,7 +159,7 @@ export class SqliteRunStore implements RunStore {
     let result: typeof runs.$inferSelect | undefined;
     const set = runRowChanges(head.status as RunRecord["status"], m.run);
     if (Object.keys(set).length > 0) {
-      const { statement, params } = st.updateRun.for({ ...set });
+      const { statement, params } = st.updateRun.for(set);
       const updated = statement.get({ ...params, __id: runId, __epoch: epoch });
       if (!updated) throw new LeaseLostError(runId, epoch);
       result = updated;

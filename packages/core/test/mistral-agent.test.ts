@@ -254,6 +254,56 @@ describe("the mistral agent (real SDK → fake Mistral, real MCP workspace serve
     stop.abort();
     const result = await step;
     expect(result).toMatchObject({ kind: "finished", status: "stopped", reason: "stopped" });
-    expect(store.iterationsOf(run.id)[0]?.outcome).toBe("stopped");
+    const it1 = store.iterationsOf(run.id)[0];
+    expect(it1?.outcome).toBe("stopped");
+    // Killed, as a command agent is: no exit code, and no word of an unreachable model.
+    expect(it1?.agent?.exitCode).toBeNull();
+    expect(it1?.agent?.output).toContain("[looprun] killed: the run was stopped");
+    expect(it1?.agent?.output).not.toContain("could not be reached");
+    const finished = store.eventsOf(run.id).find((e) => e.type === "agent_finished");
+    expect(finished?.data).toMatchObject({ iteration: 1, exitCode: null });
+  });
+
+  it("is killed by a stop during a tool call: no exit code, the model not called again", async () => {
+    fake.replies({
+      toolCalls: [{ name: "workspace__run_command", arguments: { command: "sleep 60" } }],
+    });
+    const store = new MemoryRunStore();
+    const run = mistralRun();
+    store.add(run);
+    const stop = new AbortController();
+    const step = runStep(resources(store, { llm: fx.llm }), run.id, { stop: stop.signal });
+    await waitFor(
+      () => store.eventsOf(run.id).some((e) => e.type === "agent_started"),
+      "the agent to start",
+    );
+    await waitFor(() => fake.requests.length === 1, "the model is called");
+    // The command runs (its call is in flight) when the stop comes.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    stop.abort();
+    expect(await step).toMatchObject({ kind: "finished", status: "stopped", reason: "stopped" });
+    expect(fake.requests).toHaveLength(1);
+    const agent = store.iterationsOf(run.id)[0]?.agent;
+    expect(agent?.exitCode).toBeNull();
+    expect(agent?.output).toContain("run_command");
+    expect(agent?.output).toContain("[looprun] killed: the run was stopped");
+    expect(agent?.output).not.toContain("could not be reached");
+    const finished = store.eventsOf(run.id).find((e) => e.type === "agent_finished");
+    expect(finished?.data).toMatchObject({ iteration: 1, exitCode: null });
+  });
+
+  it("is killed at the run's deadline during a model call: no exit code, the run ends max_minutes", async () => {
+    fake.replies({ hang: true });
+    const store = new MemoryRunStore();
+    // 1.2 s to the deadline.
+    const run = mistralRun({ maxMinutes: 0.02 });
+    store.add(run);
+    const result = await runStep(resources(store, { llm: fx.llm }), run.id);
+    expect(result).toMatchObject({ kind: "finished", status: "failed", reason: "max_minutes" });
+    const agent = store.iterationsOf(run.id)[0]?.agent;
+    expect(agent?.exitCode).toBeNull();
+    expect(agent?.output).toContain("[looprun] killed: the run's time budget (maxMinutes) ran out");
+    const finished = store.eventsOf(run.id).find((e) => e.type === "agent_finished");
+    expect(finished?.data).toMatchObject({ iteration: 1, exitCode: null });
   });
 });

@@ -76,8 +76,12 @@ export interface MistralAgentInput {
 }
 
 export interface MistralAgentResult {
-  /** 0 when the model finished with status "done" (or stopped calling tools); 1 otherwise. */
-  exitCode: number;
+  /**
+   * 0 when the model finished with status "done" (or stopped calling tools); `null` when its
+   * turn was cut by `signal` (a stop, the run's deadline: killed, as a command agent would be);
+   * 1 otherwise.
+   */
+  exitCode: number | null;
   output: string;
   durationMs: number;
   /** Whether the model gave the completion promise; `null` when none was asked for. */
@@ -165,7 +169,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
 
   let budgetSpent = false;
   const done = (
-    exitCode: number,
+    exitCode: number | null,
     phaseFailed: MistralAgentResult["phaseFailed"] = null,
   ): MistralAgentResult => {
     const cap = input.outputCapBytes ?? 65_536;
@@ -183,11 +187,17 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
   };
 
   const complete = completer(input, (count) => input.recorder.tokens(count));
+  /** The turn cut by `signal`: what ends with it (a model call, a tool call) is no failure. */
+  const killed = () => {
+    log(`[looprun] killed: ${cutBy(input.signal.reason)}`);
+    return done(null);
+  };
 
   try {
     if (input.planning && plan === null) {
       const made = await makePlan(input, complete, null, null);
       if (!made.ok) {
+        if (input.signal.aborted) return killed();
         log(`planning failed: ${made.error}`);
         return done(1, { phase: "planning", error: made.error });
       }
@@ -216,6 +226,8 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     let failuresInARow = 0;
 
     for (;;) {
+      // A tool call the signal cancelled has been answered: the turn ends here.
+      if (input.signal.aborted) return killed();
       if (input.tokensLeft() <= 0) {
         log("stopped: the token budget is spent");
         budgetSpent = true;
@@ -318,9 +330,21 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
     }
   } catch (error) {
     if (error instanceof ChatModelError) {
+      if (input.signal.aborted) return killed();
       log(`the model could not be reached: ${error.message}`);
       return done(1);
     }
     throw error;
   }
+}
+
+/** Why a turn was cut, from its signal's reason (the engine's interruption, or the deadline's). */
+function cutBy(reason: unknown): string {
+  if (reason instanceof Error && reason.name === "TimeoutError") {
+    return "the run's time budget (maxMinutes) ran out";
+  }
+  if (reason === "stopped") return "the run was stopped";
+  if (reason === "shutdown") return "the worker shut down (the iteration is handed back)";
+  if (reason === "lease_lost") return "another worker took the run";
+  return "the turn was cancelled";
 }

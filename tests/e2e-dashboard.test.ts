@@ -402,6 +402,42 @@ describe.skipIf(!chromiumAvailable)("dashboard in Chromium (API_TOKEN set)", () 
     }
   });
 
+  it("says a failed run's last feedback went to no next iteration, and shows output without colour codes", async () => {
+    const { id } = await submit(
+      stack,
+      {
+        task: "a test that fails in colour",
+        sessionId: "dash-colour",
+        agent: { type: "command", command: "true" },
+        testCommand: "printf '\\033[31mFAIL\\033[0m in colour\\n'; exit 1",
+        maxIterations: 2,
+        cooldownMs: 0,
+      },
+      auth,
+    );
+    await page.goto(`${stack.url}/runs/${id}`);
+    await waitText("#run-status", "failed");
+    await page.locator('#iterations li.iteration[data-n="2"]').waitFor();
+    const feedbackOf = (n: number) =>
+      page
+        .locator(`#iterations li.iteration[data-n="${n}"] summary`, { hasText: "Feedback" })
+        .innerText();
+    expect(await feedbackOf(1)).toBe("Feedback for the next iteration");
+    expect(await feedbackOf(2)).toBe("Feedback (the run ended: no next iteration)");
+
+    await page.goto(`${stack.url}/stats`);
+    // The API keeps the error as printed; the page shows it without the escape sequences.
+    const api = await stack.api("GET", "/api/stats/tools", undefined, auth);
+    const learned = (api.body.patterns as { workspace: string; lastErrors: string[] }[]).find((p) =>
+      p.workspace.endsWith("/dash-colour"),
+    );
+    expect(learned?.lastErrors[0]).toContain("\u001b[31m");
+    const cell = page.locator('#patterns-body tr.pattern.failing td[title*="in colour"]');
+    await cell.waitFor();
+    expect(await cell.innerText()).toMatch(/^exit 1: FAIL in colour/);
+    expect(await cell.getAttribute("title")).not.toContain("\u001b");
+  });
+
   it("shows the statistics and what the runs so far learned", async () => {
     await page.goto(`${stack.url}/stats`);
     const row = page.locator("#patterns-body tr.pattern").first();

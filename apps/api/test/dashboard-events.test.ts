@@ -43,3 +43,14 @@ describe("the dashboard's truncate", () => {
     expect(format.truncate("x".repeat(51), 50)).toBe(`${"x".repeat(49)}…`);
   });
 });
+
+describe("the dashboard's time budget", () => {
+  it("says what is left so that it adds up with what is shown as elapsed", async () => {
+    const format = (await import(
+      new URL("../src/dashboard/assets/format.js", import.meta.url).href
+    )) as { timeBudgetLeft: (elapsedMs: number, maxMs: number) => string };
+    expect(format.timeBudgetLeft(2600, 45 * 60_000)).toBe("00:02 elapsed · 44:58 left of 45:00");
+    expect(format.timeBudgetLeft(0, 60_000)).toBe("00:00 elapsed · 01:00 left of 01:00");
+    expect(format.timeBudgetLeft(61_000, 60_000)).toBe("01:01 elapsed · 00:00 left of 01:00");
+  });
+});

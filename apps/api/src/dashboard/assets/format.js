@@ -26,6 +26,15 @@ export function clock(ms) {
   return hh > 0 ? `${hh}:${mm}:${ss}` : `${mm}:${ss}`;
 }
 
+/**
+ * "00:02 elapsed · 44:58 left of 45:00": what is left counted from the whole seconds shown as
+ * elapsed, so that the two add up to the budget.
+ */
+export function timeBudgetLeft(elapsedMs, maxMs) {
+  const shown = Math.floor(Math.max(0, elapsedMs) / 1000) * 1000;
+  return `${clock(elapsedMs)} elapsed · ${clock(Math.max(0, maxMs - shown))} left of ${clock(maxMs)}`;
+}
+
 /** "850 ms", "4.2 s", "3 min 5 s". */
 export function duration(ms) {
   if (ms === null || ms === undefined) return "—";

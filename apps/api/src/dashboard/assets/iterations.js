@@ -146,7 +146,9 @@ export function iterationItem(it, ctx) {
     it.feedback
       ? details(
           `${key}.feedback`,
-          "Feedback for the next iteration",
+          ctx.last
+            ? "Feedback (the run ended: no next iteration)"
+            : "Feedback for the next iteration",
           h("pre", { class: "output mono" }, plain(it.feedback)),
         )
       : null,

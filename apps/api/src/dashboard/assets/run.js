@@ -5,7 +5,7 @@
 // the run now and then while it is active (its progress line also changes between events).
 import { ApiError, api, apiText, follow, optional } from "./api.js";
 import { eventItem, roleOf } from "./events.js";
-import { badge, clock, elapsedNow, h, isActive } from "./format.js";
+import { badge, clock, elapsedNow, h, isActive, timeBudgetLeft } from "./format.js";
 import { iterationItem } from "./iterations.js";
 
 const id = document.getElementById("run-page").dataset.runId;
@@ -136,9 +136,7 @@ function renderBudget() {
     $("budget-time-text"),
     elapsed,
     max,
-    over
-      ? `${clock(elapsed)} used of ${clock(max)}`
-      : `${clock(elapsed)} elapsed · ${clock(Math.max(0, max - elapsed))} left of ${clock(max)}`,
+    over ? `${clock(elapsed)} used of ${clock(max)}` : timeBudgetLeft(elapsed, max),
     "max_minutes",
   );
 }
@@ -149,7 +147,13 @@ function renderIterations() {
     ...(state.iterations.length === 0
       ? [h("li", { class: "muted" }, "No iteration yet.")]
       : state.iterations.map((it) =>
-          iterationItem(it, { toolCalls: state.toolCalls, reviews: state.reviews, diffs }),
+          iterationItem(it, {
+            toolCalls: state.toolCalls,
+            reviews: state.reviews,
+            diffs,
+            // The finished run's last iteration: its feedback went to no next one.
+            last: it === state.iterations.at(-1) && !isActive(state.run?.status),
+          }),
         )),
   );
 }

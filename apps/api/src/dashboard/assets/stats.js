@@ -1,7 +1,7 @@
 // The statistics page: /api/stats and /api/stats/tools (with the learned patterns), refreshed
 // every few seconds.
 import { api, latestRead } from "./api.js";
-import { duration, h, truncate } from "./format.js";
+import { duration, h, plain, truncate } from "./format.js";
 
 const REFRESH_MS = 5000;
 const pct = (rate) => (rate === null || rate === undefined ? "—" : `${Math.round(rate * 100)}%`);
@@ -60,7 +60,12 @@ function renderTools(stats) {
         h("td", { class: "num" }, p.successes),
         h("td", { class: "num" }, p.failures),
         h("td", { class: "num" }, `${p.meanDurationMs} ms`),
-        h("td", { title: p.lastErrors.join("\n") }, truncate(p.lastErrors[0] ?? "", 120)),
+        // Without colour codes, as the run page shows outputs (the API keeps them as printed).
+        h(
+          "td",
+          { title: plain(p.lastErrors.join("\n")) },
+          truncate(plain(p.lastErrors[0] ?? ""), 120),
+        ),
       ),
     ),
     "Nothing learned yet: patterns appear once agents call tools and validation commands run.",

@@ -58,6 +58,41 @@ describe("looprun CLI reaching the API", () => {
     }
   });
 
+  it("gives up on an API that does not answer, after LOOPRUN_CLI_TIMEOUT_MS, saying so", async () => {
+    // Takes the connection and never answers (a hung server, or no HTTP server at all).
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+      const { code, output } = await runCli(["ls"], {
+        ...cliEnv(),
+        LOOPRUN_URL: url,
+        LOOPRUN_CLI_TIMEOUT_MS: "500",
+      });
+      expect(code, output).toBe(1);
+      expect(output).toContain(`the looprun API at ${url} did not answer GET /api/runs`);
+      expect(output).toContain("within 500 ms (LOOPRUN_CLI_TIMEOUT_MS)");
+      const bad = await runCli(["ls"], { ...cliEnv(), LOOPRUN_CLI_TIMEOUT_MS: "soon" });
+      expect(bad.code, bad.output).toBe(1);
+      expect(bad.output).toContain(
+        'LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1, not "soon"',
+      );
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  it("says that TLS failed, not OpenSSL's internals, for an https URL of the http API", async () => {
+    const url = stack.url.replace("http://", "https://");
+    const { code, output } = await runCli(["ls"], { ...cliEnv(), LOOPRUN_URL: url });
+    expect(code, output).toBe(1);
+    expect(output).toMatch(
+      /cannot reach the looprun API at https:\/\/\S+ \(TLS failed: is the API served over http\? \(ERR_SSL_[A-Z_]+\)\)/,
+    );
+    expect(output).not.toContain("SSL routines");
+  });
+
   it("refuses a LOOPRUN_URL that is no http(s) URL, naming it", async () => {
     for (const value of [
       "127.0.0.1:8787",

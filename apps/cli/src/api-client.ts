@@ -61,7 +61,21 @@ const FAILURE_WORDS: Record<string, string> = {
 /** A fetch failure in words, with the system's code when there is one. */
 function unreachableReason(error: unknown): string {
   const { code, detail } = fetchFailure(error);
-  return code === undefined ? detail : `${FAILURE_WORDS[code] ?? detail} (${code})`;
+  if (code === undefined) return detail;
+  // OpenSSL's own text is a line of internals; an https URL for an http API is the usual cause.
+  if (code.startsWith("ERR_SSL_")) return `TLS failed: is the API served over http? (${code})`;
+  return `${FAILURE_WORDS[code] ?? detail} (${code})`;
+}
+
+/** How long a request may wait for the API's whole answer: LOOPRUN_CLI_TIMEOUT_MS, else 30 s. */
+export function requestTimeoutMs(value = process.env.LOOPRUN_CLI_TIMEOUT_MS): number {
+  if (value === undefined || value === "") return 30_000;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 2_147_483_647) {
+    throw new Error(
+      `LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1, not ${JSON.stringify(value)}`,
+    );
+  }
+  return Number(value);
 }
 
 /**
@@ -160,6 +174,8 @@ export class ApiClient {
   constructor(
     baseUrl: string,
     readonly token?: string,
+    /** How long a request may wait for the whole answer (see requestTimeoutMs). */
+    readonly timeoutMs = 30_000,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
   }
@@ -179,20 +195,31 @@ export class ApiClient {
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     let res: Response;
+    let text: string;
+    // The answer's body too: a server that sends its headers and then nothing would hang it.
+    const signal = AbortSignal.timeout(this.timeoutMs);
     try {
       res = await fetch(this.url(path), {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
       });
+      if (!res.ok) throw await apiErrorOf(res, { ...opts, token: this.token });
+      text = await res.text();
     } catch (error) {
+      if (error instanceof ApiRequestError) throw error;
+      if (signal.aborted) {
+        throw new ApiUnreachableError(
+          `the looprun API at ${this.baseUrl} did not answer ${method} ${path} within ${this.timeoutMs} ms (LOOPRUN_CLI_TIMEOUT_MS); is LOOPRUN_URL the looprun API?`,
+          { cause: error },
+        );
+      }
       throw new ApiUnreachableError(
         `cannot reach the looprun API at ${this.baseUrl} (${unreachableReason(error)}); is \`npm start\` running? Set LOOPRUN_URL otherwise.`,
         { cause: error },
       );
     }
-    if (!res.ok) throw await apiErrorOf(res, { ...opts, token: this.token });
-    const text = await res.text();
     try {
       return (text ? JSON.parse(text) : null) as T;
     } catch {
@@ -207,5 +234,6 @@ export function clientFromEnv(): ApiClient {
   return new ApiClient(
     apiBaseUrl(process.env.LOOPRUN_URL || DEFAULT_API_URL),
     process.env.API_TOKEN,
+    requestTimeoutMs(),
   );
 }

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MistralChatModel, Redactor, runStep } from "@looprun/core";
 import { MemoryRunStore } from "@looprun/core/testing";
@@ -232,6 +232,48 @@ describe("LLM reviewers (real SDK → fake Mistral)", () => {
       expect(text(fake.requests[0]!)).toContain("+key=[REDACTED]");
     },
   );
+
+  it("the review's feedback reaches the next prompt as it is stored: with the workers' secrets redacted", async () => {
+    const secret = "worker-secret-value-0123456789";
+    let reviews = 0;
+    fake.respond(() => {
+      reviews += 1;
+      return {
+        content: JSON.stringify({
+          // The reviewer repeats a secret it was never sent (its vendor may know it).
+          blockingIssues: reviews === 1 ? [`the token ${secret} is hard-coded`] : [],
+          nonBlockingIssues: [],
+          score: reviews === 1 ? 20 : 90,
+          fixPlan: [],
+        }),
+      };
+    });
+    // The agent keeps each prompt it is given, outside the workspace (not in the reviewed diff).
+    const prompts = await tempDir("looprun-prompts-");
+    try {
+      const run = seed(
+        { type: "mistral", model: "mistral-small-latest" },
+        {
+          agent: {
+            type: "command",
+            command: `cat > ${prompts}/$LOOPRUN_ITERATION.txt; echo $LOOPRUN_ITERATION > add.js`,
+          },
+        },
+      );
+      await runStep(resources(store, { llm, redactor: new Redactor([secret]) }), run.id);
+      expect(store.iterationsOf(run.id).map((i) => i.outcome)).toEqual([
+        "review_blocking",
+        "complete",
+      ]);
+      const stored = store.iterationsOf(run.id)[1]!.prompt;
+      const given = readFileSync(join(prompts, "2.txt"), "utf8");
+      expect(stored).toContain("the token [REDACTED] is hard-coded");
+      expect(given).toBe(stored);
+      expect(given).not.toContain(secret);
+    } finally {
+      await removeDir(prompts);
+    }
+  });
 
   it("a mistral agent's preparation phase is one LLM call, and its answer is in the implementation prompt", async () => {
     writeFileSync(join(ws, "notes.txt"), "x\n");

@@ -121,7 +121,10 @@ export async function recordIteration(
   }
 
   const { decision, review } = result;
-  const feedback = decision.kind === "complete" ? null : decision.feedback;
+  // Redacted here, not only as it is written: the next prompt is made from it as it is kept in
+  // memory, and must be what is stored (a reviewer's issue, a blocked agent's question, may
+  // repeat a secret).
+  const feedback = decision.kind === "complete" ? null : ctx.redact(decision.feedback);
   const iterationPatch = {
     status: decision.status,
     outcome: decision.outcome,

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runStep } from "@looprun/core";
+import { failRun, runStep } from "@looprun/core";
 import { describe, expect, it } from "vitest";
 import {
   agentPidsWritten,
@@ -260,6 +260,26 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       "iteration_started",
     ]);
     expect(events[2]?.data).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
+    expectEventInvariants(events);
+  });
+
+  it("fails from outside a run whose job was given up, marking the attempt in flight abandoned", async () => {
+    const run = seed({ testCommand: "true" });
+    await crashInIteration1(run.id);
+    // BullMQ gave its job up (its workers kept dying): the worker fails the run.
+    await failRun(resources(engine.store), run.id, "job stalled more than allowable limit");
+    expect(await engine.store.getRun(run.id)).toMatchObject({
+      status: "failed",
+      reason: "error",
+      summary: "error: job stalled more than allowable limit",
+    });
+    // The attempt's worker died in it, as DESIGN says of such an attempt: abandoned.
+    expect(
+      engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status, i.outcome]),
+    ).toEqual([[1, 1, "abandoned", "error"]]);
+    const events = engine.store.eventsOf(run.id);
+    expect(types(events).slice(-2)).toEqual(["agent_finished", "run_finished"]);
+    expect(events.at(-2)?.data).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
     expectEventInvariants(events);
   });
 

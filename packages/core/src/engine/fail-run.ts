@@ -12,7 +12,9 @@ export async function failRun(res: EngineResources, runId: string, message: stri
   if (claimed === null || isTerminal(claimed.run.status)) return;
   const { run } = claimed;
   const ctx = new RunContext(res, run, run.epoch, claimed.lastIteration, claimed.lastDecided);
+  // The attempt in flight was cut short (its worker died, or its step kept failing): abandoned,
+  // as a resumed run marks such an attempt, not an iteration that ran to a decision.
   await ctx.finish("failed", "error", ctx.redact(`error: ${message}`).slice(0, 2000), {
-    iteration: { status: "failed", outcome: "error" },
+    iteration: { status: "abandoned", outcome: "error" },
   });
 }

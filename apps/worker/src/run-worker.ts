@@ -23,6 +23,7 @@ import { pino } from "pino";
 import { snapshotsDirOf, type WorkerEnv, withoutWorkerSettings } from "./env";
 import { reconcile } from "./reconciler";
 import { startRetention } from "./retention-timer";
+import { forgetStalls, forgetStallsOnProgress } from "./stall-count";
 
 /**
  * Files the snapshot store keeps made ahead (see SpareFiles in @looprun/core): a snapshot of
@@ -146,10 +147,16 @@ export async function startWorker(env: WorkerEnv, commandEnv = process.env): Pro
           }, env.LOOPRUN_LOCK_MS / 4)
         : undefined;
     let result: Awaited<ReturnType<typeof runStep>>;
+    const onProgress = forgetStallsOnProgress(
+      job.stalledCounter,
+      () => forgetStalls(connection, worker.toKey(job.id ?? runId)),
+      (err) => logger.warn({ err, runId }, "could not reset the job's stall count"),
+    );
     const step = runStep(resources, runId, {
       shutdown: shutdown.signal,
       stop: handle.stop.signal,
       leaseLost: handle.leaseLost.signal,
+      ...(onProgress ? { onProgress } : {}),
     });
     steps.add(step);
     try {

@@ -66,4 +66,9 @@ export interface StepOptions {
   stop?: AbortSignal;
   /** Fires when the worker learns it lost the run (its job lock could not be renewed). */
   leaseLost?: AbortSignal;
+  /**
+   * Called as each iteration of the step is decided: the run moved on. The worker forgets its
+   * job's earlier stalls then (crashes in different iterations are not a poison run).
+   */
+  onProgress?: () => void;
 }

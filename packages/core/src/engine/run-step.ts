@@ -202,6 +202,7 @@ async function drive(
     const attempt = resume ? last.attempt + 1 : 1;
     const result = await runIteration(res, ctx, n, attempt, opts);
     const next = await recordIteration(ctx, result);
+    if (result.kind === "decided") opts.onProgress?.();
     if (next !== "continue") return next;
   }
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { childPids } from "./support/processes";
+import { childPids, isAlive, REPO_ROOT } from "./support/processes";
 import { freePort, startRedis } from "./support/redis-server";
 import {
   LOOPRUN_BIN,
@@ -114,6 +114,82 @@ describe("looprun dev", () => {
     // Unless it is listed in AGENT_ENV_ALLOWLIST.
     expect(names).toContain("LOOPRUN_SSE_POLL_MS=200");
 
+    proc.child.kill("SIGINT");
+    const exit = await exitOf(proc);
+    expect(exit.code, exit.output).toBe(0);
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
+  it("stops in full when only the npm process of npm start gets SIGTERM, as a supervisor sends it", async () => {
+    const port = await freePort();
+    const dir = tempDir("looprun-npm-start-");
+    const { PATH, HOME, LANG, TMPDIR, USER, SHELL } = process.env;
+    // From the checkout, as the README says, with its state in a directory of its own.
+    const proc = spawnManaged("npm start", "npm", ["start"], {
+      cwd: REPO_ROOT,
+      env: {
+        ...{ PATH, HOME, LANG, TMPDIR, USER, SHELL, PORT: String(port) },
+        DATABASE_PATH: join(dir, "looprun.db"),
+        WORKSPACES_ROOT: join(dir, "workspaces"),
+        LOOPRUN_SNAPSHOTS_DIR: join(dir, "snapshots"),
+      },
+    });
+    const tree: number[] = [];
+    cleanups.push(async () => {
+      await proc.stop("SIGKILL");
+      for (const pid of tree.filter(isAlive)) process.kill(pid, "SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await untilReady(proc);
+    // Everything npm started, however deep: the script's shell (if it stayed), looprun dev, Redis.
+    for (let parents = [proc.pid]; parents.length > 0; ) {
+      parents = parents.flatMap((pid) => childPids(pid, ""));
+      tree.push(...parents);
+    }
+    expect(tree.length, proc.output()).toBeGreaterThanOrEqual(2);
+    proc.child.kill("SIGTERM");
+    const exit = await exitOf(proc);
+    expect(exit.output).toContain("SIGTERM received, shutting down");
+    await waitFor(() => tree.every((pid) => !isAlive(pid)) || undefined, {
+      timeoutMs: 30_000,
+      message: `every process npm started to end (${tree.join(", ")})`,
+    });
+    expect(processesIn(join(dir, "redis"))).toEqual([]);
+  });
+
+  it("starts its Redis again when it dies, and the runs it had go on", async () => {
+    const port = await freePort();
+    const { proc, redisDir } = startDev(port);
+    await untilReady(proc);
+    const url = `http://127.0.0.1:${port}`;
+    const submitted = await request(url, "POST", "/api/runs", {
+      task: "two slow iterations",
+      agent: { type: "command", command: "sleep 1; echo x >> lines" },
+      testCommand: '[ "$(wc -l < lines)" -ge 2 ]',
+      cooldownMs: 0,
+    });
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+    const [first] = processesIn(redisDir);
+    expect(first, proc.output()).toBeDefined();
+    process.kill(first as number, "SIGKILL");
+    await waitFor(() => proc.output().includes("the managed redis-server is running again"), {
+      timeoutMs: 30_000,
+      message: "the managed Redis started again",
+    });
+    expect(proc.output()).toContain("the managed redis-server exited (SIGKILL)");
+    const [second] = processesIn(redisDir);
+    expect(second).not.toBe(first);
+    // The run accepted before goes on, with its queue where the append-only file kept it.
+    const run = await waitFor(
+      async () => {
+        const res = await request(url, "GET", `/api/runs/${submitted.body.id}`);
+        return res.body.status === "succeeded" ? res.body : undefined;
+      },
+      { timeoutMs: 60_000, message: "the run accepted before to succeed" },
+    );
+    expect(run.metrics.iterations).toBe(2);
+    const ready = await request(url, "GET", "/readyz");
+    expect(ready.body).toMatchObject({ redis: "up", db: "up" });
     proc.child.kill("SIGINT");
     const exit = await exitOf(proc);
     expect(exit.code, exit.output).toBe(0);

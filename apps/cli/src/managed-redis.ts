@@ -31,19 +31,8 @@ async function freePort(): Promise<number> {
   });
 }
 
-/**
- * Starts a local redis-server for the dev stack, with its data (AOF) under `dir`, so queued
- * runs survive a restart of `looprun dev`.
- */
-export async function startManagedRedis(dir: string): Promise<ManagedRedis> {
-  if (!hasRedisServer()) {
-    throw new Error(
-      `redis-server was not found on PATH. Install it with:\n  ${redisInstallHint()}`,
-    );
-  }
-  const dataDir = resolve(dir);
-  mkdirSync(dataDir, { recursive: true });
-  const port = await freePort();
+/** The redis-server of the dev stack on `port`, its data (AOF) under `dataDir`; resolves once ready. */
+async function launch(port: number, dataDir: string): Promise<ChildProcess> {
   const child: ChildProcess = spawn(
     "redis-server",
     [
@@ -77,10 +66,77 @@ export async function startManagedRedis(dir: string): Promise<ManagedRedis> {
     child.once("exit", (code) => fail(new Error(`redis-server exited with code ${code}:\n${out}`)));
   });
   child.stdout?.resume();
+  return child;
+}
+
+/** Waits before starting it again: at once after a long life, up to 5 s when it keeps dying. */
+const restartDelayMs = (livedMs: number, failures: number) =>
+  livedMs > 10_000 ? 0 : Math.min(5_000, 250 * 2 ** failures);
+
+/**
+ * Starts a local redis-server for the dev stack, with its data (AOF) under `dir`, so queued
+ * runs survive a restart of `looprun dev`. One that exits before stop() (killed, crashed) is
+ * started again on the same port and data, which the API and workers reconnect to: managed,
+ * it is looprun's to keep running. `log` tells of each restart.
+ */
+export async function startManagedRedis(
+  dir: string,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<ManagedRedis> {
+  if (!hasRedisServer()) {
+    throw new Error(
+      `redis-server was not found on PATH. Install it with:\n  ${redisInstallHint()}`,
+    );
+  }
+  const dataDir = resolve(dir);
+  mkdirSync(dataDir, { recursive: true });
+  const port = await freePort();
+  let child = await launch(port, dataDir);
+  let stopping = false;
+  let failures = 0;
+  let retry: NodeJS.Timeout | null = null;
+  const watch = (current: ChildProcess, startedAt: number) => {
+    current.once("exit", (code, signal) => {
+      if (stopping) return;
+      const lived = Date.now() - startedAt;
+      failures = lived > 10_000 ? 0 : failures + 1;
+      const delay = restartDelayMs(lived, failures - 1);
+      log(
+        `looprun: the managed redis-server exited (${signal ?? `code ${code}`}); starting it again on port ${port}${delay > 0 ? ` in ${delay} ms` : ""}`,
+      );
+      const again = () => {
+        retry = null;
+        if (stopping) return;
+        launch(port, dataDir).then(
+          (next) => {
+            if (stopping) {
+              next.kill("SIGTERM");
+              return;
+            }
+            child = next;
+            log(`looprun: the managed redis-server is running again on port ${port}`);
+            watch(next, Date.now());
+          },
+          (error: unknown) => {
+            failures += 1;
+            const wait = restartDelayMs(0, failures - 1);
+            log(
+              `looprun: could not start the managed redis-server again (${error instanceof Error ? error.message.split("\n")[0] : String(error)}); trying again in ${wait} ms`,
+            );
+            retry = setTimeout(again, wait);
+          },
+        );
+      };
+      retry = setTimeout(again, delay);
+    });
+  };
+  watch(child, Date.now());
   return {
     url: `redis://127.0.0.1:${port}`,
     dir: dataDir,
     async stop() {
+      stopping = true;
+      if (retry !== null) clearTimeout(retry);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((done) => child.once("exit", done));
       child.kill("SIGTERM");

@@ -72,7 +72,10 @@ describe("a run whose workers die in several of its iterations", () => {
       }
       // BullMQ's count of the job's stalls is reset as each resumed iteration is decided: the
       // third crash no longer fails the run as "job stalled more than allowable limit".
-      expect(run, run.summary ?? undefined).toMatchObject({ status: "succeeded", reason: "success" });
+      expect(run, run.summary ?? undefined).toMatchObject({
+        status: "succeeded",
+        reason: "success",
+      });
       const rows = expectIterationsOnce(await getIterations(stack, id));
       expect(rows).toEqual([
         [1, 1, "abandoned"],

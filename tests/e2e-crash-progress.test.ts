@@ -8,6 +8,7 @@ import {
   expectIterationsOnce,
   FAST_RECOVERY,
   WORKER_ENV,
+  withWorkersKeptAlive,
 } from "./support/cluster";
 import {
   commandRun,
@@ -19,8 +20,6 @@ import {
   submit,
   waitForStatus,
 } from "./support/stack";
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Kills its worker the first time each iteration runs; the test passes at the fourth line. */
 const CRASH_ONCE_PER_ITERATION = [
@@ -56,20 +55,9 @@ describe("a run whose workers die in several of its iterations", () => {
         }),
       );
       // Workers are started again as they die.
-      let supervising = true;
-      const supervisor = (async () => {
-        while (supervising) {
-          ensureWorkers(stack, 2, WORKER_ENV);
-          await pause(200);
-        }
-      })();
-      let run: Awaited<ReturnType<typeof waitForStatus>>;
-      try {
-        run = await waitForStatus(stack, id, undefined, { timeoutMs: 200_000 });
-      } finally {
-        supervising = false;
-        await supervisor;
-      }
+      const run = await withWorkersKeptAlive(stack, 2, WORKER_ENV, () =>
+        waitForStatus(stack, id, undefined, { timeoutMs: 200_000 }),
+      );
       // BullMQ's count of the job's stalls is reset as each resumed iteration is decided: the
       // third crash no longer fails the run as "job stalled more than allowable limit".
       expect(run, run.summary ?? undefined).toMatchObject({

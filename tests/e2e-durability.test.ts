@@ -14,6 +14,7 @@ import {
   submitUntilAgentRuns,
   WORKER_ENV,
   waitForDeath,
+  withWorkersKeptAlive,
   workerWithPid,
 } from "./support/cluster";
 import {
@@ -38,8 +39,6 @@ const stableFields = (run: RunView) => {
   const { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt } = run;
   return { status, reason, summary, iteration, progress, metrics, startedAt, finishedAt };
 };
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("workers crashing, pausing and shutting down", () => {
   let stack: Stack;
@@ -306,20 +305,9 @@ describe("workers crashing, pausing and shutting down", () => {
         testCommand: "true",
       }),
     );
-    let supervising = true;
-    const supervisor = (async () => {
-      while (supervising) {
-        ensureWorkers(stack, 2, WORKER_ENV);
-        await pause(200);
-      }
-    })();
-    let run: Awaited<ReturnType<typeof waitForStatus>>;
-    try {
-      run = await waitForStatus(stack, id, undefined, { timeoutMs: 180_000 });
-    } finally {
-      supervising = false;
-      await supervisor;
-    }
+    const run = await withWorkersKeptAlive(stack, 2, WORKER_ENV, () =>
+      waitForStatus(stack, id, undefined, { timeoutMs: 180_000 }),
+    );
     expect(run).toMatchObject({ status: "failed", reason: "error" });
     // Either limit may end it: the engine's (an iteration interrupted 3 times) or BullMQ's
     // (a job stalled more than maxStalledCount times); both allow exactly 3 attempts.

@@ -117,6 +117,31 @@ export function ensureWorkers(stack: Stack, count: number, env?: Record<string, 
   while (liveWorkers(stack).length < count) stack.startWorker(env);
 }
 
+/**
+ * Runs `fn` while `count` workers are kept alive: one that dies (its run's agent killed it, say)
+ * is started again, every 200 ms.
+ */
+export async function withWorkersKeptAlive<T>(
+  stack: Stack,
+  count: number,
+  env: Record<string, string>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  let supervising = true;
+  const supervisor = (async () => {
+    while (supervising) {
+      ensureWorkers(stack, count, env);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  try {
+    return await fn();
+  } finally {
+    supervising = false;
+    await supervisor;
+  }
+}
+
 /** SIGKILLs a process group, if it is still there. */
 export function killGroup(pgid: number | undefined): void {
   if (pgid === undefined) return;

@@ -164,6 +164,37 @@ describe("reading a workspace in-process", () => {
     expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "git" });
   });
 
+  it("does not read a tracked file through a directory turned into a symbolic link", async () => {
+    const outside = join(dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "hostname"), "a file outside the workspace\n");
+    write("conf/hostname", "mine\n");
+    write("d/z", "z\n");
+    write("e/z", "e's z\n");
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "git" });
+    write("a.txt", "the scan reads the workspace from now on\n");
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
+
+    // A directory swapped for a link out of the workspace, and one for a link inside it.
+    rmSync(join(ws, "conf"), { recursive: true });
+    symlinkSync(outside, join(ws, "conf"));
+    rmSync(join(ws, "d"), { recursive: true });
+    symlinkSync("e", join(ws, "d"));
+    const { tree, how } = await snapshotTree();
+    expect({ tree, how }).toEqual({ tree: gitTree(), how: "scan" });
+    // The links are links; nothing beyond them is in the snapshot (git's own `fsck` agrees).
+    const listing = execFileSync(
+      "git",
+      [`--git-dir=${join(dir, "snapshots", "scan.git")}`, "ls-tree", "-r", tree],
+      { encoding: "utf8", env: gitEnv() },
+    );
+    expect(listing).toMatch(/^120000 blob \w+\tconf$/m);
+    expect(listing).toMatch(/^120000 blob \w+\td$/m);
+    expect(listing).not.toContain("conf/");
+    expect(listing).not.toContain("d/z");
+    expect(listing).toContain("e/z");
+  });
+
   it("leaves a workspace over its limits to git", async () => {
     snapshots = new WorkspaceSnapshots({
       root: join(dir, "snapshots"),

@@ -10,6 +10,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import ignore, { type Ignore } from "ignore";
+import { isBeyondLink } from "./beyond-link";
 import { type ObjectStore, writeLooseObject } from "./git-objects";
 import { type GitIndex, statKey, type TreeFile, writeTree } from "./index-tree";
 
@@ -177,9 +178,11 @@ export function scanWorkspace(
   try {
     walk("", []);
     // Tracked files the walk did not reach: deleted, or under a directory now ignored (git
-    // keeps updating tracked files there).
+    // keeps updating tracked files there). One whose directory became a symbolic link is gone
+    // as git sees it: opening it would read through the link (out of the workspace, maybe).
+    const realDirs = new Map<string, boolean>();
     for (const path of previous.keys()) {
-      if (files.has(path)) continue;
+      if (files.has(path) || isBeyondLink(workspace, path, realDirs)) continue;
       let st: BigIntStats;
       try {
         st = lstatSync(join(workspace, path), { bigint: true });

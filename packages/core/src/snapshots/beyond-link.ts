@@ -2,10 +2,11 @@ import { lstatSync } from "node:fs";
 import { join } from "node:path";
 
 /**
- * Whether `path` (relative to `root`, `/`-separated) lies beyond a symbolic link — or under a
- * file, or under nothing: one of its parent directories is not a real directory. Such a path is
- * not in the workspace as git sees it ("beyond a symbolic link"), whatever opening it would
- * reach through the link. `realDirs` caches what one pass has already looked at.
+ * Whether `path` (relative to `root`, `/`-separated) lies beyond a symbolic link, or under a
+ * file: one of its parent directories is there and is no real directory. Such a path is not in
+ * the workspace as git sees it ("beyond a symbolic link"), whatever opening it would reach
+ * through the link. A parent that is not there at all is no link: the path is simply absent.
+ * `realDirs` caches what one pass has already looked at.
  */
 export function isBeyondLink(
   root: string,
@@ -18,8 +19,10 @@ export function isBeyondLink(
     if (real === undefined) {
       try {
         real = lstatSync(join(root, dir)).isDirectory();
-      } catch {
-        real = false;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        // Absent; or under a file, which the parent's own check says.
+        real = code === "ENOENT" || code === "ENOTDIR";
       }
       realDirs.set(dir, real);
     }

@@ -1,7 +1,10 @@
 import { lstatSync, readdirSync } from "node:fs";
 import { join, relative } from "node:path";
+import { isBeyondLink } from "./beyond-link";
 import { GitError } from "./git";
 import type { SnapshotTarget, WorkspaceSnapshots } from "./workspace-snapshots";
+
+const GITLINK = "160000";
 
 /** A path the restore changed back: rewritten (modified or deleted since), or removed (new since). */
 export interface RestoredFile {
@@ -55,16 +58,19 @@ export async function restoreWorkspace(
     ref,
     { index: true },
   );
-  const names = await snapshots.gitIn(
+  const raw = await snapshots.gitIn(
     target.sessionId,
     null,
-    ["diff", "--name-status", "-z", "--no-renames", to, before],
+    ["diff", "--raw", "-z", "--no-renames", to, before],
     signal,
   );
-  const parts = names.stdout.split("\0").filter((p) => p.length > 0);
+  // `:<mode in to> <mode in before> <id> <id> <status>` and the path, for each changed path.
+  const parts = raw.stdout.split("\0").filter((p) => p.length > 0);
   const files: RestoredFile[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {
-    const status = parts[i]!;
+    const [modeTo, modeBefore, , , status] = parts[i]!.slice(1).split(" ");
+    // A nested repository (a gitlink): read-tree changes nothing in it, nor removes one.
+    if (modeTo === GITLINK || modeBefore === GITLINK) continue;
     files.push({ path: parts[i + 1]!, change: status === "A" ? "removed" : "restored" });
   }
   if (files.length === 0) return { before, files };
@@ -119,7 +125,9 @@ async function ignoredInDirectoriesOf(
   signal?: AbortSignal,
 ): Promise<string[]> {
   const inside: string[] = [];
+  const realDirs = new Map<string, boolean>();
   for (const path of paths) {
+    if (isBeyondLink(target.workspace, path, realDirs)) continue;
     const dir = join(target.workspace, path);
     let isDir = false;
     try {
@@ -147,14 +155,18 @@ async function ignoredPaths(
   paths: string[],
   signal?: AbortSignal,
 ): Promise<string[]> {
-  if (paths.length === 0) return [];
+  // One whose directory is a symbolic link now (as restored) is gone, not ignored: git refuses
+  // to look at it ("beyond a symbolic link").
+  const realDirs = new Map<string, boolean>();
+  const here = paths.filter((path) => !isBeyondLink(target.workspace, path, realDirs));
+  if (here.length === 0) return [];
   try {
     const result = await snapshots.gitIn(
       target.sessionId,
       target.workspace,
       ["-C", target.workspace, "check-ignore", "--no-index", "-z", "--stdin"],
       signal,
-      { stdin: `${paths.join("\0")}\0` },
+      { stdin: `${here.join("\0")}\0` },
     );
     return result.stdout.split("\0").filter((p) => p.length > 0);
   } catch (error) {

@@ -46,6 +46,23 @@ describe.each(parsers)("DATABASE_URL in the %s's environment", (_, parse) => {
     }
     expect(() => parse({ DATABASE_POOL_SIZE: "0" })).toThrow(/DATABASE_POOL_SIZE/);
   });
+
+  it("says what to fix in a postgres URL that does not parse, without its password", () => {
+    for (const url of [
+      "postgres://u:pa#hunter2-secret@127.0.0.1:5432/db",
+      "postgres://u:hunter2-secret@127.0.0.1:99999/db",
+    ]) {
+      let message = "";
+      try {
+        parse({ DATABASE_URL: url });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message, url).toContain("DATABASE_URL: is a postgres:// URL that does not parse");
+      expect(message).toContain("percent-encode");
+      expect(message).not.toContain("hunter2-secret");
+    }
+  });
 });
 
 describe("looprun api and worker with a bad DATABASE_URL", () => {

@@ -6,8 +6,13 @@ const databaseUrl = z.preprocess(
   (v) => (typeof v === "string" && v.trim() === "" ? undefined : v),
   z
     .string()
-    .refine((v) => /^postgres(ql)?:\/\/\S+$/i.test(v) && URL.canParse(v), {
+    .refine((v) => /^postgres(ql)?:\/\/\S+$/i.test(v), {
       message: "must be a postgres:// or postgresql:// URL (unset it to use DATABASE_PATH)",
+      abort: true,
+    })
+    .refine((v) => URL.canParse(v), {
+      message:
+        "is a postgres:// URL that does not parse: percent-encode the special characters of its user and password (`#` as %23, `@` as %40, `/` as %2F, `?` as %3F), and check its port (1-65535)",
     })
     .optional(),
 );

@@ -75,8 +75,8 @@ const restartDelayMs = (livedMs: number, failures: number) =>
 
 /**
  * Starts a local redis-server for the dev stack, with its data (AOF) under `dir`, so queued
- * runs survive a restart of `looprun dev`. One that exits before stop() (killed, crashed) is
- * started again on the same port and data, which the API and workers reconnect to: managed,
+ * runs survive a restart of `looprun dev`. One that dies before stop() (killed, crashed: not
+ * a clean shutdown) is started again on the same port and data, which the API and workers reconnect to: managed,
  * it is looprun's to keep running. `log` tells of each restart.
  */
 export async function startManagedRedis(
@@ -97,7 +97,9 @@ export async function startManagedRedis(
   let retry: NodeJS.Timeout | null = null;
   const watch = (current: ChildProcess, startedAt: number) => {
     current.once("exit", (code, signal) => {
-      if (stopping) return;
+      // Exit 0 is a shutdown it was asked for: SIGINT/SIGTERM (a Ctrl-C reaches the whole
+      // process group, Redis before looprun's own shutdown may have begun) or SHUTDOWN.
+      if (stopping || code === 0) return;
       const lived = Date.now() - startedAt;
       failures = lived > 10_000 ? 0 : failures + 1;
       const delay = restartDelayMs(lived, failures - 1);

@@ -46,4 +46,19 @@ describe("rollback and ignored files", () => {
     // A second rollback finds the workspace as the baseline left it: nothing to do.
     expect((await restoreWorkspace(snapshots, target(), baseline)).files).toEqual([]);
   });
+
+  it("keeps in its `before` a file the run tracked and then ignored, as it was", async () => {
+    const baseline = await snapshots.take(target(), "baseline", null);
+    writeFileSync(join(ws, "t.tmp"), "1\n");
+    const first = await snapshots.take(target(), "iteration 1 attempt 1", baseline);
+    writeFileSync(join(ws, ".gitignore"), "*.log\nlogs/\n*.tmp\n");
+    writeFileSync(join(ws, "t.tmp"), "2\n");
+    await snapshots.take(target(), "iteration 2 attempt 1", first);
+
+    const restored = await restoreWorkspace(snapshots, target(), first);
+    expect(readFileSync(join(ws, "t.tmp"), "utf8")).toBe("1\n");
+    // What the rollback replaced can be had back from `before`.
+    const shown = await snapshots.gitIn("s1", null, ["show", `${restored.before}:t.tmp`]);
+    expect(shown.stdout).toBe("2\n");
+  });
 });

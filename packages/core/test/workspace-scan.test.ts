@@ -195,6 +195,32 @@ describe("reading a workspace in-process", () => {
     expect(listing).toContain("e/z");
   });
 
+  it("leaves the workspace's index knowing files tracked since and ignored now, for another process's git", async () => {
+    write("a.txt", "a\n");
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "git" });
+    write("t.tmp", "1\n");
+    write("logs/old.txt", "1\n");
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
+    // Tracked, then ignored: git keeps updating them, and so do the scans.
+    write(".gitignore", "*.tmp\nlogs/\n");
+    write("t.tmp", "2\n");
+    write("logs/old.txt", "2\n");
+    expect(await snapshotTree()).toEqual({ tree: gitTree(), how: "scan" });
+    // Another process — the API's rollback taking its `before`, a worker started again — has
+    // no scan to go on: git's `add -A`, from the index on disk, must still know them.
+    write("t.tmp", "3\n");
+    write("logs/old.txt", "3\n");
+    snapshots = new WorkspaceSnapshots({ root: join(dir, "snapshots"), path: process.env.PATH });
+    const { tree, how } = await snapshotTree();
+    expect({ tree, how }).toEqual({ tree: gitTree(), how: "git" });
+    const listing = execFileSync(
+      "git",
+      [`--git-dir=${join(dir, "snapshots", "scan.git")}`, "ls-tree", "-r", "--name-only", tree],
+      { encoding: "utf8", env: gitEnv() },
+    );
+    expect(listing.split("\n")).toEqual(expect.arrayContaining(["t.tmp", "logs/old.txt"]));
+  });
+
   it("leaves a workspace over its limits to git", async () => {
     snapshots = new WorkspaceSnapshots({
       root: join(dir, "snapshots"),

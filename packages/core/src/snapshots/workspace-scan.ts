@@ -111,11 +111,13 @@ export function scanWorkspace(
   gitDir: string,
   store: ObjectStore,
   limits: ScanLimits = {},
-): { tree: string; files: WorkspaceFiles } | null {
+): { tree: string; files: WorkspaceFiles; trackedIgnored: string } | null {
   const maxFiles = limits.maxFiles ?? 5000;
   const maxFileBytes = BigInt(limits.maxFileBytes ?? 16 * 1024 * 1024);
   const files: WorkspaceFiles = new Map();
   const toWrite: { file: ScannedFile; content: Buffer }[] = [];
+  /** Files kept only because they are tracked: ignored now (what git's index must know). */
+  const trackedIgnored: string[] = [];
 
   // Reads a file (or link) unless its stat says it is the one `previous` holds.
   const visit = (path: string, st: BigIntStats) => {
@@ -168,8 +170,11 @@ export function scanWorkspace(
       if (entry.isDirectory()) {
         if (!isIgnored(`${path}/`, here)) walk(`${path}/`, here);
       } else if (entry.isFile() || entry.isSymbolicLink()) {
-        if (previous.has(path) || !isIgnored(path, here))
+        const tracked = previous.has(path);
+        if (tracked || !isIgnored(path, here)) {
           visit(path, lstatSync(join(workspace, path), { bigint: true }));
+          if (tracked && here.length > 0 && isIgnored(path, here)) trackedIgnored.push(path);
+        }
       }
       if (files.size > maxFiles) throw new LeaveToGit();
     }
@@ -191,7 +196,10 @@ export function scanWorkspace(
         if (code === "ENOENT" || code === "ENOTDIR") continue; // deleted
         throw error;
       }
-      if (!st.isDirectory()) visit(path, st);
+      if (!st.isDirectory()) {
+        visit(path, st);
+        trackedIgnored.push(path); // under a directory now ignored
+      }
     }
   } catch (error) {
     if (error instanceof LeaveToGit) return null;
@@ -204,7 +212,11 @@ export function scanWorkspace(
   for (const { file, content } of toWrite)
     file.id = Buffer.from(writeLooseObject(gitDir, "blob", content, store), "hex");
   const sorted = [...files.values()].sort((a, b) => Buffer.compare(a.path, b.path));
-  return { tree: writeTree(gitDir, sorted, store), files };
+  return {
+    tree: writeTree(gitDir, sorted, store),
+    files,
+    trackedIgnored: trackedIgnored.sort().join("\0"),
+  };
 }
 
 /** Whether `path` is a directory with nothing in it (one entry read, not the whole listing). */

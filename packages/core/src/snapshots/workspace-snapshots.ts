@@ -66,6 +66,8 @@ export class WorkspaceSnapshots {
   private readonly ahead: MadeAhead | null;
   /** Per git dir and workspace: its files as the last snapshot saw them (see workspace-scan.ts). */
   private readonly scans = new Map<string, WorkspaceFiles>();
+  /** By workspace: the tracked-but-ignored files its index on disk was last written with. */
+  private readonly indexedIgnored = new Map<string, string>();
   private readonly limits: ScanLimits;
   /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
   readonly reads = { scans: 0, gitAdds: 0 };
@@ -120,8 +122,17 @@ export class WorkspaceSnapshots {
         tree = scanned.tree;
         this.reads.scans++;
         this.remember(key, scanned.files);
+        // The workspace's index is git's memory of what is tracked: a `git add -A` of another
+        // process (a rollback's `before`, a restarted worker) would drop a file tracked since
+        // and ignored now. It is written (from the tree) when the set of such files changes.
+        if (scanned.trackedIgnored !== (this.indexedIgnored.get(key) ?? "")) {
+          await this.git(gitDir, target.workspace, ["read-tree", tree], signal);
+          if (this.indexedIgnored.size >= 1024) this.indexedIgnored.clear();
+          this.indexedIgnored.set(key, scanned.trackedIgnored);
+        }
       }
     }
+    if (tree === null) this.indexedIgnored.delete(key);
     tree ??= await this.addAll(gitDir, target.workspace, key, signal);
     const message = `looprun ${target.runId} ${label}`;
     const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
@@ -373,5 +384,7 @@ export class WorkspaceSnapshots {
 
   private forgetScans(gitDir: string): void {
     for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
+    for (const key of this.indexedIgnored.keys())
+      if (key.startsWith(`${gitDir}\0`)) this.indexedIgnored.delete(key);
   }
 }

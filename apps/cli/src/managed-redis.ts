@@ -69,15 +69,14 @@ async function launch(port: number, dataDir: string): Promise<ChildProcess> {
   return child;
 }
 
-/** Waits before starting it again: at once after a long life, up to 5 s when it keeps dying. */
-const restartDelayMs = (livedMs: number, failures: number) =>
-  livedMs > 10_000 ? 0 : Math.min(5_000, 250 * 2 ** failures);
+/** Waits before starting it again after `failures` short lives or failed starts in a row: up to 5 s. */
+const backoffMs = (failures: number) => Math.min(5_000, 250 * 2 ** (failures - 1));
 
 /**
  * Starts a local redis-server for the dev stack, with its data (AOF) under `dir`, so queued
  * runs survive a restart of `looprun dev`. One that dies before stop() (killed, crashed: not
- * a clean shutdown) is started again on the same port and data, which the API and workers reconnect to: managed,
- * it is looprun's to keep running. `log` tells of each restart.
+ * a clean shutdown) is started again on the same port and data, which the API and workers
+ * reconnect to: managed, it is looprun's to keep running. `log` tells of each restart.
  */
 export async function startManagedRedis(
   dir: string,
@@ -93,52 +92,59 @@ export async function startManagedRedis(
   const port = await freePort();
   let child = await launch(port, dataDir);
   let stopping = false;
+  /** Short lives and failed starts in a row: how long the next start waits. */
   let failures = 0;
-  let retry: NodeJS.Timeout | null = null;
-  const watch = (current: ChildProcess, startedAt: number) => {
+  let pending: NodeJS.Timeout | null = null;
+
+  /** Starts it again after `delayMs`, and again, waiting longer, while it will not start. */
+  const restart = (delayMs: number): void => {
+    pending = setTimeout(async () => {
+      pending = null;
+      if (stopping) return;
+      try {
+        const next = await launch(port, dataDir);
+        if (stopping) {
+          next.kill("SIGTERM");
+          return;
+        }
+        child = next;
+        log(`looprun: the managed redis-server is running again on port ${port}`);
+        watch(next);
+      } catch (error) {
+        failures += 1;
+        const wait = backoffMs(failures);
+        const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+        log(
+          `looprun: could not start the managed redis-server again (${why}); trying again in ${wait} ms`,
+        );
+        restart(wait);
+      }
+    }, delayMs);
+  };
+
+  const watch = (current: ChildProcess): void => {
+    const startedAt = Date.now();
     current.once("exit", (code, signal) => {
       // Exit 0 is a shutdown it was asked for: SIGINT/SIGTERM (a Ctrl-C reaches the whole
       // process group, Redis before looprun's own shutdown may have begun) or SHUTDOWN.
       if (stopping || code === 0) return;
-      const lived = Date.now() - startedAt;
-      failures = lived > 10_000 ? 0 : failures + 1;
-      const delay = restartDelayMs(lived, failures - 1);
+      // After a long life at once; one that keeps dying, later each time.
+      failures = Date.now() - startedAt > 10_000 ? 0 : failures + 1;
+      const delay = failures === 0 ? 0 : backoffMs(failures);
       log(
         `looprun: the managed redis-server exited (${signal ?? `code ${code}`}); starting it again on port ${port}${delay > 0 ? ` in ${delay} ms` : ""}`,
       );
-      const again = () => {
-        retry = null;
-        if (stopping) return;
-        launch(port, dataDir).then(
-          (next) => {
-            if (stopping) {
-              next.kill("SIGTERM");
-              return;
-            }
-            child = next;
-            log(`looprun: the managed redis-server is running again on port ${port}`);
-            watch(next, Date.now());
-          },
-          (error: unknown) => {
-            failures += 1;
-            const wait = restartDelayMs(0, failures - 1);
-            log(
-              `looprun: could not start the managed redis-server again (${error instanceof Error ? error.message.split("\n")[0] : String(error)}); trying again in ${wait} ms`,
-            );
-            retry = setTimeout(again, wait);
-          },
-        );
-      };
-      retry = setTimeout(again, delay);
+      restart(delay);
     });
   };
-  watch(child, Date.now());
+  watch(child);
+
   return {
     url: `redis://127.0.0.1:${port}`,
     dir: dataDir,
     async stop() {
       stopping = true;
-      if (retry !== null) clearTimeout(retry);
+      if (pending !== null) clearTimeout(pending);
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((done) => child.once("exit", done));
       child.kill("SIGTERM");

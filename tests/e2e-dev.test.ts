@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { childPids, isAlive, REPO_ROOT } from "./support/processes";
 import { freePort, startRedis } from "./support/redis-server";
@@ -64,6 +65,16 @@ async function untilReady(proc: ManagedProcess): Promise<void> {
   );
 }
 
+/** Polls the run until it has succeeded; its view. */
+const untilSucceeded = (url: string, id: string, timeoutMs: number) =>
+  waitFor(
+    async () => {
+      const res = await request(url, "GET", `/api/runs/${id}`);
+      return res.body.status === "succeeded" ? res.body : undefined;
+    },
+    { timeoutMs, message: `run ${id} to succeed` },
+  );
+
 const exitOf = async (proc: ManagedProcess) => ({ ...(await proc.exited), output: proc.output() });
 
 describe("looprun dev", () => {
@@ -98,13 +109,7 @@ describe("looprun dev", () => {
       cooldownMs: 0,
     });
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
-    const run = await waitFor(
-      async () => {
-        const res = await request(url, "GET", `/api/runs/${submitted.body.id}`);
-        return res.body.status === "succeeded" ? res.body : undefined;
-      },
-      { timeoutMs: 30_000, message: "the run succeeding" },
-    );
+    const run = await untilSucceeded(url, submitted.body.id, 30_000);
     expect(run.metrics.iterations).toBe(2);
     // The agent sees the run's variables and the user's, not the API's own settings.
     const names = readFileSync(join(run.workspace, "env.txt"), "utf8");
@@ -157,6 +162,30 @@ describe("looprun dev", () => {
     expect(processesIn(join(dir, "redis"))).toEqual([]);
   });
 
+  it("does not start its Redis again after a shutdown Redis was asked for", async () => {
+    const port = await freePort();
+    const { proc, redisDir } = startDev(port);
+    await untilReady(proc);
+    const redisUrl = /redis:\/\/127\.0\.0\.1:\d+/.exec(proc.stdout())?.[0];
+    expect(redisUrl, proc.output()).toBeDefined();
+    const client = new Redis(redisUrl as string, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    await client.connect();
+    // SHUTDOWN closes the connection without an answer.
+    await client.call("SHUTDOWN").catch(() => {});
+    client.disconnect();
+    await waitFor(() => processesIn(redisDir).length === 0 || undefined, {
+      timeoutMs: 15_000,
+      message: "the managed Redis to shut down",
+    });
+    // A clean exit (0) is not a death: nothing is started again.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(processesIn(redisDir)).toEqual([]);
+    expect(proc.output()).not.toContain("starting it again");
+    proc.child.kill("SIGINT");
+    await exitOf(proc);
+    expect(processesIn(redisDir)).toEqual([]);
+  });
+
   it("starts its Redis again when it dies, and the runs it had go on", async () => {
     const port = await freePort();
     const { proc, redisDir } = startDev(port);
@@ -180,13 +209,7 @@ describe("looprun dev", () => {
     const [second] = processesIn(redisDir);
     expect(second).not.toBe(first);
     // The run accepted before goes on, with its queue where the append-only file kept it.
-    const run = await waitFor(
-      async () => {
-        const res = await request(url, "GET", `/api/runs/${submitted.body.id}`);
-        return res.body.status === "succeeded" ? res.body : undefined;
-      },
-      { timeoutMs: 60_000, message: "the run accepted before to succeed" },
-    );
+    const run = await untilSucceeded(url, submitted.body.id, 60_000);
     expect(run.metrics.iterations).toBe(2);
     const ready = await request(url, "GET", "/readyz");
     expect(ready.body).toMatchObject({ redis: "up", db: "up" });

@@ -9,13 +9,11 @@ import type { Redis } from "ioredis";
  */
 const FORGET_STALLS = `if redis.call("EXISTS", KEYS[1]) == 1 then
   redis.call("HSET", KEYS[1], "stc", 0)
-  return 1
-end
-return 0`;
+end`;
 
 /** Sets the stall count of the job at `jobKey` (`worker.toKey(job.id)`) back to 0, if it exists. */
-export async function forgetStalls(redis: Redis, jobKey: string): Promise<boolean> {
-  return (await redis.eval(FORGET_STALLS, 1, jobKey)) === 1;
+export async function forgetStalls(redis: Redis, jobKey: string): Promise<void> {
+  await redis.eval(FORGET_STALLS, 1, jobKey);
 }
 
 /**

@@ -55,6 +55,14 @@ const RUN_ID = /^[0-9A-Z]{26}$/;
  * workspace's previous state is known (workspace-scan.ts) —, `write-tree` and `commit-tree`
  * with the previous snapshot as parent, kept reachable under `refs/looprun/<runId>`.
  */
+/** What a snapshot of a workspace leaves for the next one (see workspace-scan.ts). */
+interface ScanMemory {
+  /** Its files as the snapshot saw them. */
+  files: WorkspaceFiles;
+  /** The tracked-but-ignored files its index on disk was last written with (see `take`). */
+  indexedIgnored: string;
+}
+
 export class WorkspaceSnapshots {
   /** The directory of the sessions' git dirs (and of files shared by them). */
   readonly root: string;
@@ -65,9 +73,7 @@ export class WorkspaceSnapshots {
   /** What is made ahead of need (with `spareFiles`), or null. */
   private readonly ahead: MadeAhead | null;
   /** Per git dir and workspace: its files as the last snapshot saw them (see workspace-scan.ts). */
-  private readonly scans = new Map<string, WorkspaceFiles>();
-  /** By workspace: the tracked-but-ignored files its index on disk was last written with. */
-  private readonly indexedIgnored = new Map<string, string>();
+  private readonly scans = new Map<string, ScanMemory>();
   private readonly limits: ScanLimits;
   /** How the workspaces were read so far: in-process scans and `git add -A` runs. */
   readonly reads = { scans: 0, gitAdds: 0 };
@@ -113,7 +119,8 @@ export class WorkspaceSnapshots {
     const store = this.objectsOf(gitDir);
     // An empty workspace (one the worker has just made) is nothing to `git add -A`: a scan
     // from no files at all gives its tree.
-    const previous = this.scans.get(key) ?? (isEmptyDir(target.workspace) ? new Map() : undefined);
+    const last = this.scans.get(key);
+    const previous = last?.files ?? (isEmptyDir(target.workspace) ? new Map() : undefined);
     this.scans.delete(key);
     let tree: string | null = null;
     if (previous !== undefined && opts.index !== true) {
@@ -121,18 +128,15 @@ export class WorkspaceSnapshots {
       if (scanned !== null) {
         tree = scanned.tree;
         this.reads.scans++;
-        this.remember(key, scanned.files);
         // The workspace's index is git's memory of what is tracked: a `git add -A` of another
         // process (a rollback's `before`, a restarted worker) would drop a file tracked since
         // and ignored now. It is written (from the tree) when the set of such files changes.
-        if (scanned.trackedIgnored !== (this.indexedIgnored.get(key) ?? "")) {
+        if (scanned.trackedIgnored !== (last?.indexedIgnored ?? "")) {
           await this.git(gitDir, target.workspace, ["read-tree", tree], signal);
-          if (this.indexedIgnored.size >= 1024) this.indexedIgnored.clear();
-          this.indexedIgnored.set(key, scanned.trackedIgnored);
         }
+        this.remember(key, scanned.files, scanned.trackedIgnored);
       }
     }
-    if (tree === null) this.indexedIgnored.delete(key);
     tree ??= await this.addAll(gitDir, target.workspace, key, signal);
     const message = `looprun ${target.runId} ${label}`;
     const git = (args: string[]) => this.git(gitDir, target.workspace, args, signal);
@@ -169,15 +173,16 @@ export class WorkspaceSnapshots {
       return (await this.git(gitDir, workspace, ["write-tree"], signal)).stdout.trim();
     // Only a clean add says what the workspace holds: an unreadable file is git's to retry.
     const files = add.exitCode === 0 ? filesFromIndex(written.index, this.limits) : null;
-    if (files !== null) this.remember(key, files);
+    // git's own index: what it tracks, ignored or not (taken as none, at worst one read-tree).
+    if (files !== null) this.remember(key, files, "");
     return written.tree;
   }
 
-  private remember(key: string, files: WorkspaceFiles): void {
+  private remember(key: string, files: WorkspaceFiles, indexedIgnored: string): void {
     // A bound on what a long-lived worker keeps (workspaces come and go): forgetting one only
     // costs its next snapshot a `git add -A`.
     if (this.scans.size >= 64) this.scans.delete(this.scans.keys().next().value ?? "");
-    this.scans.set(key, files);
+    this.scans.set(key, { files, indexedIgnored });
   }
 
   /**
@@ -384,7 +389,5 @@ export class WorkspaceSnapshots {
 
   private forgetScans(gitDir: string): void {
     for (const key of this.scans.keys()) if (key.startsWith(`${gitDir}\0`)) this.scans.delete(key);
-    for (const key of this.indexedIgnored.keys())
-      if (key.startsWith(`${gitDir}\0`)) this.indexedIgnored.delete(key);
   }
 }

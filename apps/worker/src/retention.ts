@@ -1,10 +1,10 @@
 import { setImmediate } from "node:timers/promises";
 import type { WorkspaceSnapshots } from "@looprun/core";
-import type { PrunableRun, RunRepositoryPort } from "@looprun/db";
+import type { PrunableRun, RetentionPort } from "@looprun/db";
 import { inside } from "./workspace-cell";
 
 export interface RetentionOptions {
-  repo: Pick<RunRepositoryPort, "retention">;
+  repo: { retention: Pick<RetentionPort, "candidates" | "deleteRuns"> };
   /** This worker's snapshot store: the deleted runs' refs go (see WorkspaceSnapshots.forgetRuns). */
   snapshots: Pick<WorkspaceSnapshots, "forgetRuns">;
   /** Runs that finished longer ago than this are deleted. */

@@ -168,14 +168,20 @@ export type {
   GitResult,
   RestoredFile,
   RestoreResult,
+  SessionRecords,
+  SnapshotGcOptions,
+  SnapshotGcResult,
   SnapshotTarget,
+  StoreWriter,
   WorkspaceSnapshotsOptions,
 } from "./snapshots/index";
 export {
+  collectSnapshotGarbage,
   GitError,
   gitEnv,
   restoreWorkspace,
   runGit,
+  SnapshotGcRefused,
   WorkspaceSnapshots,
 } from "./snapshots/index";
 export type { Convergence } from "./stats/index";

@@ -1,9 +1,17 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
-import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import type { MaybePromise } from "./repository";
-import { idempotencyKeys, iterations, runs, toolCalls, workspaceHolds } from "./schema";
+import {
+  idempotencyKeys,
+  iterationSnapshots,
+  iterations,
+  runChanges,
+  runs,
+  toolCalls,
+  workspaceHolds,
+} from "./schema";
 import { ulidFloor } from "./ulid-floor";
 
 /**
@@ -32,6 +40,31 @@ export interface RetentionPort {
    * at `now` (its restore reads the run's snapshots); returns the ids deleted.
    */
   deleteRuns(ids: readonly string[], finishedBefore: number, now: number): MaybePromise<string[]>;
+  /**
+   * A session's runs, and every snapshot (commit id) recorded of them: what `looprun gc` keeps
+   * in the session's snapshot git dir.
+   */
+  sessionSnapshots(sessionId: string): MaybePromise<SessionSnapshots>;
+}
+
+/** What the database names in a session's snapshot git dir (see RetentionPort). */
+export interface SessionSnapshots {
+  runIds: string[];
+  snapshotIds: string[];
+}
+
+/** The rows of a session's snapshot ids, from either store, as one list without repeats. */
+export function sessionSnapshotsOf(
+  runRows: readonly { id: string; baseline: string | null; latest: string | null }[],
+  idRows: readonly { a: string; b: string }[],
+): SessionSnapshots {
+  const ids = new Set<string>();
+  for (const run of runRows) {
+    if (run.baseline !== null) ids.add(run.baseline);
+    if (run.latest !== null) ids.add(run.latest);
+  }
+  for (const row of idRows) ids.add(row.a).add(row.b);
+  return { runIds: runRows.map((run) => run.id), snapshotIds: [...ids] };
 }
 
 const finished = [...TERMINAL_STATUSES];
@@ -81,6 +114,26 @@ export function deletableConditions(
 
 export class SqliteRetention implements RetentionPort {
   constructor(private readonly db: Db) {}
+
+  sessionSnapshots(sessionId: string): SessionSnapshots {
+    const ofSession = sql`(select ${runs.id} from ${runs} where ${runs.sessionId} = ${sessionId})`;
+    const runRows = this.db
+      .select({ id: runs.id, baseline: runs.baselineSnapshot, latest: runs.latestSnapshot })
+      .from(runs)
+      .where(eq(runs.sessionId, sessionId))
+      .all();
+    const snapshots = this.db
+      .select({ a: iterationSnapshots.snapshotId, b: iterationSnapshots.parentId })
+      .from(iterationSnapshots)
+      .where(sql`${iterationSnapshots.runId} in ${ofSession}`)
+      .all();
+    const changes = this.db
+      .select({ a: runChanges.baselineSnapshot, b: runChanges.headSnapshot })
+      .from(runChanges)
+      .where(sql`${runChanges.runId} in ${ofSession}`)
+      .all();
+    return sessionSnapshotsOf(runRows, [...snapshots, ...changes]);
+  }
 
   candidates(finishedBefore: number, afterId: string, limit: number): PrunableRun[] {
     return (

@@ -185,6 +185,41 @@ describe.each(engines)("retention on %s", (_name, open) => {
     expect(await engine.repo.retention.deleteRuns([input.id], CUT, later)).toEqual([input.id]);
   });
 
+  it("names a session's runs and every snapshot recorded of them, for looprun gc", async () => {
+    const first = await run(T0, T0 + DAY, { sessionId: "sa" });
+    const second = await run(T0 + DAY, null, { sessionId: "sa" });
+    const other = await run(T0 + 2 * DAY, null, { sessionId: "sb" });
+    const { epoch } = (await engine.store.claimRun(second.id))!.run;
+    const at = T0 + DAY + 5000;
+    await engine.store.commit(
+      second.id,
+      epoch,
+      {
+        run: { iteration: 2, baselineSnapshot: "b0", latestSnapshot: "s2" },
+        insertSnapshots: [
+          { ...snapshotRow(second.id, at), n: 2, snapshotId: "s2", parentId: "s1" },
+          { ...snapshotRow(second.id, at), n: 2, attempt: 2, snapshotId: "s2b", parentId: "s1" },
+        ],
+      },
+      at,
+    );
+    const sa = await engine.repo.retention.sessionSnapshots("sa");
+    expect(sa.runIds.sort()).toEqual([first.id, second.id].sort());
+    // The fixtures' rows name `base` and `s1`; the second run's its baseline and both attempts.
+    expect(sa.snapshotIds.sort()).toEqual(["b0", "base", "s1", "s2", "s2b"]);
+    expect(await engine.repo.retention.sessionSnapshots("sb")).toEqual({
+      runIds: [other.id],
+      snapshotIds: expect.arrayContaining(["base", "s1"]),
+    });
+    expect(await engine.repo.retention.sessionSnapshots("nobody")).toEqual({
+      runIds: [],
+      snapshotIds: [],
+    });
+    // A run retention deleted is named no more.
+    await engine.repo.retention.deleteRuns([first.id], CUT, CUT);
+    expect((await engine.repo.retention.sessionSnapshots("sa")).runIds).toEqual([second.id]);
+  });
+
   it("walks the candidates a page at a time, by id", async () => {
     const runs = [];
     for (let i = 0; i < 5; i++) runs.push(await run(T0 + i * DAY, T0 + i * DAY + 5000));

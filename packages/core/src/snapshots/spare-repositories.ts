@@ -89,7 +89,7 @@ export class SpareRepositories {
 }
 
 /** Removes the git dirs made ahead in `root` by processes that are gone. */
-function removeDeadSpares(root: string): void {
+export function removeDeadSpares(root: string): void {
   let names: string[];
   try {
     names = readdirSync(root);

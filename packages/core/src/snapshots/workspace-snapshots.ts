@@ -6,6 +6,7 @@ import { isSha1, type ObjectStore, readCommitHeader, writeCommit, writeRef } fro
 import { writeTreeFromIndex } from "./index-tree";
 import { MadeAhead } from "./made-ahead";
 import { ensureSnapshotAttributes, initSnapshotRepository } from "./snapshot-repository";
+import { markWriter } from "./store-writers";
 import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
@@ -370,6 +371,8 @@ export class WorkspaceSnapshots {
 
   private ensureRepository(sessionId: string): string {
     const gitDir = this.gitDir(sessionId);
+    // Every write starts here: `looprun gc` is refused while this process lives.
+    markWriter(this.root);
     if (existsSync(join(gitDir, "HEAD"))) {
       // A repository made before snapshots kept bytes as they are (see SNAPSHOT_ATTRIBUTES).
       if (!this.attributed.has(gitDir)) {

@@ -1,0 +1,304 @@
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { madeByGoneProcess, processExists } from "../process/process-exists";
+import { GitError, type GitResult, gitEnv, runGit } from "./git";
+import { HEAD, sharedObjectsDir } from "./snapshot-repository";
+import { removeDeadSpares } from "./spare-repositories";
+import { liveWriters, type StoreWriter } from "./store-writers";
+
+/**
+ * `looprun gc`: removes from a snapshot store (`LOOPRUN_SNAPSHOTS_DIR`) what no run of the
+ * database needs any more — the refs of runs that are gone (retention deleted them, and the
+ * worker that was to delete their refs died) and the objects nothing kept reaches. The
+ * sessions' git dirs share one object store (snapshot-repository.ts), so no git dir may prune
+ * on its own; this reads every one of them and prunes the store once, from a git dir of its
+ * own whose refs are everything that is kept:
+ *
+ * - the refs of runs the database has (`refs/looprun/<runId>`, `refs/looprun/rollback/<runId>`)
+ *   and any other ref of a git dir;
+ * - every snapshot the database names (a run's baseline and latest, each iteration attempt's);
+ * - what each workspace's index names (`indexes/*`, an old `index`): a later `git add -A` does
+ *   not hash a file again whose stat data the index has, and writes a tree naming its blob.
+ *
+ * Writers remember objects too (store-writers.ts): it is refused while one may run. Objects in
+ * packs are left alone (looprun writes loose objects only), and so are git dirs with objects of
+ * their own (made by an older looprun).
+ */
+
+/** What the database knows of a session's snapshots. */
+export interface SessionRecords {
+  /** The ids of the session's runs. */
+  runIds: readonly string[];
+  /** Every snapshot (commit id) the database names for the session's runs. */
+  snapshotIds: readonly string[];
+}
+
+export interface SnapshotGcOptions {
+  /** The snapshot store: LOOPRUN_SNAPSHOTS_DIR. */
+  root: string;
+  /** The database's records of a session (by its id, from its git dir's name). */
+  records(sessionId: string): Promise<SessionRecords> | SessionRecords;
+  /** Count what would go; remove nothing. */
+  dryRun?: boolean;
+  /**
+   * Go on although writers may run (their files are on another host, or left by a host that is
+   * gone), or although none of the runs the refs name is in the database.
+   */
+  force?: boolean;
+  /** PATH to find git on. @defaultValue /usr/local/bin:/usr/bin:/bin */
+  path?: string;
+  /** @defaultValue 10 minutes — per git command (a prune walks every object kept) */
+  timeoutMs?: number;
+  /** After each git dir read: how many of how many. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface SnapshotGcResult {
+  /** Git dirs read (sharing the store). */
+  sessions: number;
+  /** Git dirs with objects of their own, left as they are. */
+  ownObjects: string[];
+  /** Refs of runs the database does not have: deleted (or, dry, to delete). */
+  refsOfGoneRuns: number;
+  /** Loose objects removed (or, dry, to remove), and their bytes on disk. */
+  objectsRemoved: number;
+  bytesRemoved: number;
+  /** Loose objects left. */
+  objectsKept: number;
+}
+
+/** Refused: what it would remove may still be needed. Nothing was changed. */
+export class SnapshotGcRefused extends Error {
+  override readonly name = "SnapshotGcRefused";
+  constructor(
+    message: string,
+    readonly writers: StoreWriter[] = [],
+  ) {
+    super(message);
+  }
+}
+
+const SESSION_GIT_DIR = /^([A-Za-z0-9_-]{1,64})\.git$/;
+const RUN_REF = /^refs\/looprun\/(?:rollback\/)?([0-9A-Z]{26})$/;
+const GC_PREFIX = ".gc_";
+
+export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<SnapshotGcResult> {
+  const root = resolve(opts.root);
+  const env = gitEnv(opts.path, root);
+  const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
+  const git = async (gitDir: string, args: string[], more: GitCall = {}): Promise<GitResult> => {
+    const result = await runGit([`--git-dir=${gitDir}`, ...args], {
+      env: { ...env, ...more.env },
+      timeoutMs,
+      maxStdoutBytes: 1 << 30,
+      ...(more.stdin !== undefined ? { stdin: more.stdin } : {}),
+    });
+    if (result.exitCode !== 0) throw new GitError(args, result);
+    return result;
+  };
+  const result: SnapshotGcResult = {
+    sessions: 0,
+    ownObjects: [],
+    refsOfGoneRuns: 0,
+    objectsRemoved: 0,
+    bytesRemoved: 0,
+    objectsKept: 0,
+  };
+  const objects = sharedObjectsDir(root);
+  if (!existsSync(objects)) return result;
+  const unlock = lock(root);
+  const own = join(root, `${GC_PREFIX}${process.pid}_.git`);
+  try {
+    const writers = liveWriters(root);
+    if (writers.length > 0 && opts.force !== true) {
+      const list = writers.map((w) => `pid ${w.pid} on ${w.host} (${w.command})`).join("; ");
+      throw new SnapshotGcRefused(
+        `${writers.length} process(es) may write into ${root}: ${list}. Stop the API and the workers first (or, for a writer that is gone from another host, remove its file in ${join(root, ".writers")})`,
+        writers,
+      );
+    }
+    removeDeadSpares(root);
+    // A collector killed half-way left its git dir (refs only: the objects are the store's).
+    for (const name of readdirSync(root)) {
+      if (madeByGoneProcess(name, GC_PREFIX))
+        rmSync(join(root, name), { recursive: true, force: true });
+    }
+    const sessions = readdirSync(root)
+      .filter((name) => SESSION_GIT_DIR.test(name) && existsSync(join(root, name, "HEAD")))
+      .sort();
+    const keep = new Set<string>();
+    const gone: { gitDir: string; refs: string[] }[] = [];
+    let runRefs = 0;
+    let runRefsKnown = 0;
+    for (const [i, name] of sessions.entries()) {
+      const gitDir = join(root, name);
+      if (!lstatSync(join(gitDir, "objects")).isSymbolicLink()) {
+        result.ownObjects.push(gitDir);
+        continue;
+      }
+      result.sessions++;
+      const sessionId = (SESSION_GIT_DIR.exec(name) as RegExpExecArray)[1] as string;
+      const records = await opts.records(sessionId);
+      const runs = new Set(records.runIds);
+      for (const id of records.snapshotIds) keep.add(id);
+      const refs = await git(gitDir, ["for-each-ref", "--format=%(objectname) %(refname)"]);
+      const goneRefs: string[] = [];
+      for (const line of refs.stdout.split("\n")) {
+        if (line === "") continue;
+        const [id, ref] = line.split(" ") as [string, string];
+        const run = RUN_REF.exec(ref)?.[1];
+        if (run !== undefined) {
+          runRefs++;
+          if (!runs.has(run)) {
+            goneRefs.push(ref);
+            continue;
+          }
+          runRefsKnown++;
+        }
+        keep.add(id);
+      }
+      if (goneRefs.length > 0) gone.push({ gitDir, refs: goneRefs });
+      for (const index of indexesOf(gitDir)) {
+        const tree = await git(gitDir, ["write-tree", "--missing-ok"], {
+          env: { GIT_INDEX_FILE: index },
+        });
+        keep.add(tree.stdout.trim());
+      }
+      opts.onProgress?.(i + 1, sessions.length);
+    }
+    if (runRefs > 0 && runRefsKnown === 0 && opts.force !== true) {
+      throw new SnapshotGcRefused(
+        `none of the ${runRefs} runs the snapshots' refs name is in the database: is it the database the workers of ${root} use? (--force removes them all)`,
+      );
+    }
+    makeGitDir(own, objects);
+    // Refs to objects that are not there would stop the walk: kept ids are those git has.
+    const ids = [...keep].filter((id) => /^[0-9a-f]{40}$/.test(id));
+    const check = await git(own, ["cat-file", "--batch-check"], { stdin: `${ids.join("\n")}\n` });
+    const present = check.stdout
+      .split("\n")
+      .filter((line) => line !== "" && !line.endsWith(" missing"))
+      .map((line) => line.slice(0, 40));
+    writePackedRefs(own, present);
+    result.refsOfGoneRuns = gone.reduce((n, g) => n + g.refs.length, 0);
+    if (opts.dryRun === true) {
+      const listed = await git(own, ["prune", "--dry-run", "--expire=now"]);
+      for (const line of listed.stdout.split("\n")) {
+        const id = line.split(" ")[0] ?? "";
+        if (!/^[0-9a-f]{40}$/.test(id)) continue;
+        result.objectsRemoved++;
+        result.bytesRemoved += sizeOf(join(objects, id.slice(0, 2), id.slice(2)));
+      }
+      result.objectsKept = (await looseObjects(git, own)).count - result.objectsRemoved;
+      return result;
+    }
+    for (const { gitDir, refs } of gone) {
+      await git(gitDir, ["update-ref", "--stdin"], {
+        stdin: refs.map((ref) => `delete ${ref}\n`).join(""),
+      });
+    }
+    const before = await looseObjects(git, own);
+    await git(own, ["prune", "--expire=now"]);
+    const after = await looseObjects(git, own);
+    result.objectsRemoved = before.count - after.count;
+    result.bytesRemoved = Math.max(0, before.bytes - after.bytes);
+    result.objectsKept = after.count;
+    return result;
+  } finally {
+    rmSync(own, { recursive: true, force: true });
+    unlock();
+  }
+}
+
+interface GitCall {
+  env?: Record<string, string>;
+  stdin?: string;
+}
+
+/** The index files of a session's git dir: one per workspace, and the single one of old. */
+function indexesOf(gitDir: string): string[] {
+  const found: string[] = [];
+  if (existsSync(join(gitDir, "index"))) found.push(join(gitDir, "index"));
+  try {
+    for (const name of readdirSync(join(gitDir, "indexes"))) {
+      if (/^[0-9a-f]{40}$/.test(name)) found.push(join(gitDir, "indexes", name));
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  return found;
+}
+
+/** A git dir on the shared store that may prune it (no `preciousObjects`), and has no refs yet. */
+function makeGitDir(gitDir: string, objects: string): void {
+  mkdirSync(join(gitDir, "refs"), { recursive: true });
+  symlinkSync(relative(gitDir, objects), join(gitDir, "objects"));
+  writeFileSync(join(gitDir, "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+  writeFileSync(join(gitDir, "HEAD"), HEAD);
+}
+
+/** One ref per kept object, as a packed-refs file: millions of loose refs would be as many files. */
+function writePackedRefs(gitDir: string, ids: readonly string[]): void {
+  const width = String(ids.length).length;
+  const lines = ids.map((id, i) => `${id} refs/keep/${String(i).padStart(width, "0")}\n`);
+  writeFileSync(join(gitDir, "packed-refs"), `# pack-refs with: peeled sorted \n${lines.join("")}`);
+}
+
+async function looseObjects(
+  git: (gitDir: string, args: string[]) => Promise<GitResult>,
+  gitDir: string,
+): Promise<{ count: number; bytes: number }> {
+  const out = (await git(gitDir, ["count-objects", "-v"])).stdout;
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(out)?.[1] ?? 0);
+  return { count: field("count"), bytes: field("size") * 1024 };
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).blocks * 512;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * One collection at a time per store: `<root>/.gc.lock`, holding the collector's pid (one left
+ * by a collector that is gone is taken over).
+ */
+function lock(root: string): () => void {
+  const file = join(root, ".gc.lock");
+  for (let tries = 0; ; tries++) {
+    try {
+      const fd = openSync(file, "wx");
+      writeSync(fd, `${process.pid}\n`);
+      closeSync(fd);
+      return () => rmSync(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || tries > 0) throw lockError(file);
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (Number.isInteger(pid) && pid > 0 && processExists(pid)) throw lockError(file, pid);
+      rmSync(file, { force: true });
+    }
+  }
+}
+
+function lockError(file: string, pid?: number): SnapshotGcRefused {
+  return new SnapshotGcRefused(
+    pid === undefined
+      ? `another looprun gc holds ${file}`
+      : `another looprun gc (pid ${pid}) is collecting this store (${file})`,
+  );
+}

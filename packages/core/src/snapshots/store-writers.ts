@@ -1,0 +1,85 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { processExists } from "../process/process-exists";
+
+/**
+ * Which processes write into a snapshot store (`<root>`, the sessions' git dirs and their
+ * shared objects): each one that writes leaves a file named after itself in `<root>/.writers/`
+ * (`<host>_<pid>`) from its first write until it exits. A writer remembers what the store holds
+ * (the objects it wrote, the workspaces' files as it last read them) and writes trees naming
+ * those objects without writing them again: `looprun gc` (snapshot-gc.ts), which removes
+ * objects, must not run beside one.
+ */
+const WRITERS_DIR = ".writers";
+
+/** The roots this process has said it writes into (each file is removed as the process exits). */
+const marked = new Set<string>();
+
+/** Says that this process writes into the store at `root` (once per root; cheap after that). */
+export function markWriter(root: string): void {
+  if (marked.has(root)) return;
+  const dir = join(root, WRITERS_DIR);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${hostname()}_${process.pid}`);
+  writeFileSync(file, `${JSON.stringify({ pid: process.pid, argv: process.argv.slice(1) })}\n`);
+  if (marked.size === 0) process.once("exit", forgetMarks);
+  marked.add(root);
+}
+
+function forgetMarks(): void {
+  for (const root of marked) {
+    rmSync(join(root, WRITERS_DIR, `${hostname()}_${process.pid}`), { force: true });
+  }
+  marked.clear();
+}
+
+/** A process that said it writes into the store. */
+export interface StoreWriter {
+  host: string;
+  pid: number;
+  /** Its command line, as it wrote it (for people). */
+  command: string;
+  /** The file that says so: a writer on another host that is gone leaves it behind. */
+  file: string;
+}
+
+/**
+ * The writers of the store at `root` that may still run: those of this host whose process
+ * exists (not this process), and every one of another host (this one cannot tell). The files of
+ * this host's writers that are gone are removed.
+ */
+export function liveWriters(root: string): StoreWriter[] {
+  const dir = join(root, WRITERS_DIR);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  const here = hostname();
+  const writers: StoreWriter[] = [];
+  for (const name of names) {
+    const cut = name.lastIndexOf("_");
+    const host = name.slice(0, cut);
+    const pid = Number(name.slice(cut + 1));
+    if (cut <= 0 || !Number.isInteger(pid) || pid <= 0) continue;
+    const file = join(dir, name);
+    if (host === here && (pid === process.pid || !processExists(pid))) {
+      if (pid !== process.pid) rmSync(file, { force: true });
+      continue;
+    }
+    writers.push({ host, pid, command: commandOf(file), file });
+  }
+  return writers;
+}
+
+function commandOf(file: string): string {
+  try {
+    const { argv } = JSON.parse(readFileSync(file, "utf8")) as { argv?: unknown };
+    return Array.isArray(argv) ? argv.join(" ") : "";
+  } catch {
+    return "";
+  }
+}

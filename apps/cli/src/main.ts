@@ -2,6 +2,7 @@ import { Command } from "commander";
 import cliPackage from "../package.json" with { type: "json" };
 import { DEFAULT_API_URL } from "./api-client";
 import { approveCommand, rejectCommand, replyCommand } from "./commands/approve";
+import { gcCommand } from "./commands/gc";
 import { mcpCommand } from "./commands/mcp";
 import {
   lsCommand,
@@ -40,7 +41,7 @@ Talking to the API (submit, watch, ls, show, stop, rollback, approve, reject, re
   API_TOKEN    the API's token, sent as a bearer token: needed when the API
                has one (the API answers 401 unauthorized without it)
 
-dev, api and worker read their settings (PORT, HOST, REDIS_URL, DATABASE_PATH…)
+dev, api, worker and gc read their settings (PORT, HOST, REDIS_URL, DATABASE_PATH…)
 from the environment too: see "Configuration" in the README.`,
   );
 
@@ -106,6 +107,17 @@ program
   .description("answer a blocked agent's question; the run goes on with the answer as feedback")
   .action(replyCommand);
 program.addCommand(mcpCommand());
+program
+  .command("gc")
+  .description(
+    "remove the snapshot refs and objects no run of the database needs (API and workers stopped)",
+  )
+  .option("-n, --dry-run", "count what would be removed; remove nothing")
+  .option(
+    "--force",
+    "go on although a writer's file is there (one of another host), or no run the refs name is in the database",
+  )
+  .action(gcCommand);
 
 program
   .parseAsync(process.argv)

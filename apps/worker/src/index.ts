@@ -1,3 +1,3 @@
-export { parseWorkerEnv, WorkerEnv } from "./env";
+export { parseWorkerEnv, snapshotsDirOf, WorkerEnv } from "./env";
 export type { RunWorker } from "./run-worker";
 export { startWorker } from "./run-worker";

@@ -1,5 +1,6 @@
 import {
   closeSync,
+  copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -126,7 +127,7 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
     if (writers.length > 0 && opts.force !== true) {
       const list = writers.map((w) => `pid ${w.pid} on ${w.host} (${w.command})`).join("; ");
       throw new SnapshotGcRefused(
-        `${writers.length} process(es) may write into ${root}: ${list}. Stop the API and the workers first (or, for a writer that is gone from another host, remove its file in ${join(root, ".writers")})`,
+        `${writers.length === 1 ? "a process" : `${writers.length} processes`} may write into ${root}: ${list}. Stop the API and the workers first (or, for a writer that is gone from another host, remove its file in ${join(root, ".writers")})`,
         writers,
       );
     }
@@ -139,6 +140,8 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
     const sessions = readdirSync(root)
       .filter((name) => SESSION_GIT_DIR.test(name) && existsSync(join(root, name, "HEAD")))
       .sort();
+    makeGitDir(own, objects);
+    const indexCopy = join(own, "index");
     const keep = new Set<string>();
     const gone: { gitDir: string; refs: string[] }[] = [];
     let runRefs = 0;
@@ -172,8 +175,10 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
       }
       if (goneRefs.length > 0) gone.push({ gitDir, refs: goneRefs });
       for (const index of indexesOf(gitDir)) {
+        // From a copy: write-tree may write its cache of trees back into the index it reads.
+        copyFileSync(index, indexCopy);
         const tree = await git(gitDir, ["write-tree", "--missing-ok"], {
-          env: { GIT_INDEX_FILE: index },
+          env: { GIT_INDEX_FILE: indexCopy },
         });
         keep.add(tree.stdout.trim());
       }
@@ -184,7 +189,6 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
         `none of the ${runRefs} runs the snapshots' refs name is in the database: is it the database the workers of ${root} use? (--force removes them all)`,
       );
     }
-    makeGitDir(own, objects);
     // Refs to objects that are not there would stop the walk: kept ids are those git has.
     const ids = [...keep].filter((id) => /^[0-9a-f]{40}$/.test(id));
     const check = await git(own, ["cat-file", "--batch-check"], { stdin: `${ids.join("\n")}\n` });

@@ -184,6 +184,30 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     expect(existsSync(join(root, ".gc.lock"))).toBe(false);
   });
 
+  it("makes a writer that starts while a collection runs wait for its end before writing", async () => {
+    // A collector of another process holds the store; this process has not written into it yet.
+    mkdirSync(root, { recursive: true });
+    const collector = spawn("sleep", ["30"], { stdio: "ignore" });
+    writeFileSync(join(root, ".gc.lock"), `${collector.pid}\n`);
+    let taken = false;
+    const take = snapshots
+      .take({ sessionId: "s1", runId: RUN_A, workspace: ws1 }, "baseline", null)
+      .then((id) => {
+        taken = true;
+        return id;
+      });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      // It said it writes (a collection starting now would be refused), and wrote nothing.
+      expect(readdirSync(join(root, ".writers"))).toEqual([`${hostname()}_${process.pid}`]);
+      expect(taken).toBe(false);
+      expect(existsSync(join(root, "s1.git"))).toBe(false);
+    } finally {
+      collector.kill("SIGKILL");
+    }
+    whole(join(root, "s1.git"), await take);
+  });
+
   it("is refused when none of the runs the refs name is in the database, unless forced", async () => {
     const { a1, b1 } = await twoRuns();
     const refused = collectSnapshotGarbage({ root, records: recordsOf({}) });

@@ -18,7 +18,7 @@ import { madeByGoneProcess, processExists } from "../process/process-exists";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { HEAD, sharedObjectsDir } from "./snapshot-repository";
 import { removeDeadSpares } from "./spare-repositories";
-import { liveWriters, type StoreWriter } from "./store-writers";
+import { GC_LOCK, liveWriters, type StoreWriter } from "./store-writers";
 
 /**
  * `looprun gc`: removes from a snapshot store (`LOOPRUN_SNAPSHOTS_DIR`) what no run of the
@@ -283,7 +283,7 @@ function sizeOf(file: string): number {
  * by a collector that is gone is taken over).
  */
 function lock(root: string): () => void {
-  const file = join(root, ".gc.lock");
+  const file = join(root, GC_LOCK);
   for (let tries = 0; ; tries++) {
     try {
       const fd = openSync(file, "wx");

@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { processExists } from "../process/process-exists";
 
 /**
@@ -15,20 +16,67 @@ const WRITERS_DIR = ".writers";
 
 /** The roots this process has said it writes into (each file is removed as the process exits). */
 const marked = new Set<string>();
+/** Marks being made: the first writes of a process wait for the same one. */
+const marking = new Map<string, Promise<void>>();
 
-/** Says that this process writes into the store at `root` (once per root; cheap after that). */
-export function markWriter(root: string): void {
-  if (marked.has(root)) return;
-  const dir = join(root, WRITERS_DIR);
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${hostname()}_${process.pid}`);
-  writeFileSync(file, `${JSON.stringify({ pid: process.pid, argv: process.argv.slice(1) })}\n`);
-  if (marked.size === 0) process.once("exit", forgetMarks);
-  marked.add(root);
+/** How often a writer that found a collection running looks again. */
+const COLLECTION_POLL_MS = 500;
+
+/**
+ * Says that this process writes into the store at `root`, once per root: its file first, then,
+ * while a `looprun gc` holds the store (`.gc.lock`, see snapshot-gc.ts), it waits for it to end
+ * — a collection that began before the file was there did not see it. The collector takes its
+ * lock first and reads the files after: one of the two sees the other. Returns at once after
+ * the first time (`isWriter` says so without a promise).
+ */
+export function markWriter(root: string, signal?: AbortSignal): Promise<void> {
+  if (marked.has(root)) return Promise.resolve();
+  let made = marking.get(root);
+  if (made === undefined) {
+    const dir = join(root, WRITERS_DIR);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${hostname()}_${process.pid}`);
+    writeFileSync(file, `${JSON.stringify({ pid: process.pid, argv: process.argv.slice(1) })}\n`);
+    if (marked.size === 0 && marking.size === 0) process.once("exit", forgetMarks);
+    made = untilNoCollection(root, signal).then(() => {
+      marked.add(root);
+    });
+    marking.set(root, made);
+    void made.finally(() => marking.delete(root)).catch(() => {});
+  }
+  return made;
 }
 
+/** Whether this process has marked itself a writer of `root` (see markWriter). */
+export function isWriter(root: string): boolean {
+  return marked.has(root);
+}
+
+async function untilNoCollection(root: string, signal?: AbortSignal): Promise<void> {
+  for (;;) {
+    const collector = collectorOf(root);
+    if (collector === null) return;
+    await sleep(COLLECTION_POLL_MS, undefined, signal ? { signal } : {});
+  }
+}
+
+/** The pid of the live `looprun gc` holding the store at `root`, or null. */
+export function collectorOf(root: string): number | null {
+  let text: string;
+  try {
+    text = readFileSync(join(root, GC_LOCK), "utf8");
+  } catch {
+    return null;
+  }
+  const pid = Number(text.trim());
+  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && processExists(pid) ? pid : null;
+}
+
+/** The file a collector holds while it collects the store (see snapshot-gc.ts). */
+export const GC_LOCK = ".gc.lock";
+
 function forgetMarks(): void {
-  for (const root of marked) {
+  for (const root of new Set([...marked, ...marking.keys()])) {
     rmSync(join(root, WRITERS_DIR, `${hostname()}_${process.pid}`), { force: true });
   }
   marked.clear();

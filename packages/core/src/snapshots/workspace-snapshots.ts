@@ -6,7 +6,7 @@ import { isSha1, type ObjectStore, readCommitHeader, writeCommit, writeRef } fro
 import { writeTreeFromIndex } from "./index-tree";
 import { MadeAhead } from "./made-ahead";
 import { ensureSnapshotAttributes, initSnapshotRepository } from "./snapshot-repository";
-import { markWriter } from "./store-writers";
+import { isWriter, markWriter } from "./store-writers";
 import { prepareWorkspaceIndex, releaseKilledLock, workspaceIndexFile } from "./workspace-index";
 import {
   filesFromIndex,
@@ -115,6 +115,9 @@ export class WorkspaceSnapshots {
     ref = `refs/looprun/${target.runId}`,
     opts: { index?: boolean } = {},
   ): Promise<string> {
+    // Every write of objects starts here: `looprun gc` is refused while this process lives (and
+    // one that runs is waited for, the first time).
+    if (!isWriter(this.root)) await markWriter(this.root, signal);
     const gitDir = this.ensureRepository(target.sessionId);
     const key = `${gitDir}\0${resolve(target.workspace)}`;
     const store = this.objectsOf(gitDir);
@@ -371,8 +374,6 @@ export class WorkspaceSnapshots {
 
   private ensureRepository(sessionId: string): string {
     const gitDir = this.gitDir(sessionId);
-    // Every write starts here: `looprun gc` is refused while this process lives.
-    markWriter(this.root);
     if (existsSync(join(gitDir, "HEAD"))) {
       // A repository made before snapshots kept bytes as they are (see SNAPSHOT_ATTRIBUTES).
       if (!this.attributed.has(gitDir)) {

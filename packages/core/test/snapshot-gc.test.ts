@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import {
@@ -173,6 +173,12 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
       writer.kill("SIGKILL");
       await new Promise((resolve) => writer.once("exit", resolve));
     }
+    // Another collector, of another host (this one cannot tell whether it runs), holds the store.
+    writeFileSync(join(root, ".gc.lock"), "elsewhere 4242\n");
+    await expect(collectSnapshotGarbage({ root, records: recordsOf({}) })).rejects.toThrow(
+      "another looprun gc (pid 4242 on elsewhere) is collecting this store",
+    );
+    rmSync(join(root, ".gc.lock"));
     // Its process gone, its file is swept and the collection goes on.
     const done = await collectSnapshotGarbage({
       root,
@@ -188,7 +194,7 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     // A collector of another process holds the store; this process has not written into it yet.
     mkdirSync(root, { recursive: true });
     const collector = spawn("sleep", ["30"], { stdio: "ignore" });
-    writeFileSync(join(root, ".gc.lock"), `${collector.pid}\n`);
+    writeFileSync(join(root, ".gc.lock"), `${hostname()} ${collector.pid}\n`);
     let taken = false;
     const take = snapshots
       .take({ sessionId: "s1", runId: RUN_A, workspace: ws1 }, "baseline", null)

@@ -1,24 +1,20 @@
 import {
-  closeSync,
   copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
-  readFileSync,
   rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
-  writeSync,
 } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { madeByGoneProcess, processExists } from "../process/process-exists";
+import { madeByGoneProcess } from "../process/process-exists";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { HEAD, sharedObjectsDir } from "./snapshot-repository";
 import { removeDeadSpares } from "./spare-repositories";
-import { GC_LOCK, liveWriters, type StoreWriter } from "./store-writers";
+import { CollectionHeld, holdCollection, liveWriters, type StoreWriter } from "./store-writers";
 
 /**
  * `looprun gc`: removes from a snapshot store (`LOOPRUN_SNAPSHOTS_DIR`) what no run of the
@@ -120,7 +116,13 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
   };
   const objects = sharedObjectsDir(root);
   if (!existsSync(objects)) return result;
-  const unlock = lock(root);
+  let unlock: () => void;
+  try {
+    unlock = holdCollection(root);
+  } catch (error) {
+    if (error instanceof CollectionHeld) throw new SnapshotGcRefused(error.message);
+    throw error;
+  }
   const own = join(root, `${GC_PREFIX}${process.pid}_.git`);
   try {
     const writers = liveWriters(root);
@@ -276,33 +278,4 @@ function sizeOf(file: string): number {
   } catch {
     return 0;
   }
-}
-
-/**
- * One collection at a time per store: `<root>/.gc.lock`, holding the collector's pid (one left
- * by a collector that is gone is taken over).
- */
-function lock(root: string): () => void {
-  const file = join(root, GC_LOCK);
-  for (let tries = 0; ; tries++) {
-    try {
-      const fd = openSync(file, "wx");
-      writeSync(fd, `${process.pid}\n`);
-      closeSync(fd);
-      return () => rmSync(file, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || tries > 0) throw lockError(file);
-      const pid = Number(readFileSync(file, "utf8").trim());
-      if (Number.isInteger(pid) && pid > 0 && processExists(pid)) throw lockError(file, pid);
-      rmSync(file, { force: true });
-    }
-  }
-}
-
-function lockError(file: string, pid?: number): SnapshotGcRefused {
-  return new SnapshotGcRefused(
-    pid === undefined
-      ? `another looprun gc holds ${file}`
-      : `another looprun gc (pid ${pid}) is collecting this store (${file})`,
-  );
 }

@@ -1,4 +1,13 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -53,27 +62,69 @@ export function isWriter(root: string): boolean {
 }
 
 async function untilNoCollection(root: string, signal?: AbortSignal): Promise<void> {
-  for (;;) {
-    const collector = collectorOf(root);
-    if (collector === null) return;
+  while (collectorOf(root) !== null) {
     await sleep(COLLECTION_POLL_MS, undefined, signal ? { signal } : {});
   }
 }
 
-/** The pid of the live `looprun gc` holding the store at `root`, or null. */
-export function collectorOf(root: string): number | null {
+/** The file a collector holds while it collects the store: `<host> <pid>` (see holdCollection). */
+const GC_LOCK = ".gc.lock";
+
+/** A `looprun gc` collecting a store. */
+export interface Collector {
+  host: string;
+  pid: number;
+}
+
+/**
+ * The `looprun gc` that holds the store at `root`, or null: one of this host whose process is
+ * gone (killed) holds nothing; one of another host does (this one cannot tell).
+ */
+export function collectorOf(root: string): Collector | null {
   let text: string;
   try {
     text = readFileSync(join(root, GC_LOCK), "utf8");
   } catch {
     return null;
   }
-  const pid = Number(text.trim());
-  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && processExists(pid) ? pid : null;
+  const [host = "", pidText = ""] = text.trim().split(" ");
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  if (host !== hostname()) return { host, pid };
+  return pid !== process.pid && processExists(pid) ? { host, pid } : null;
 }
 
-/** The file a collector holds while it collects the store (see snapshot-gc.ts). */
-export const GC_LOCK = ".gc.lock";
+/**
+ * Takes the store at `root` for a collection (`<root>/.gc.lock`, made exclusively; one left by a
+ * collector of this host that is gone is taken over); returns what gives it back. Throws when
+ * another collector holds it.
+ */
+export function holdCollection(root: string): () => void {
+  const file = join(root, GC_LOCK);
+  for (let tries = 0; ; tries++) {
+    try {
+      const fd = openSync(file, "wx");
+      writeSync(fd, `${hostname()} ${process.pid}\n`);
+      closeSync(fd);
+      return () => rmSync(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = collectorOf(root);
+      if (holder !== null || tries > 0) {
+        const who = holder === null ? "" : ` (pid ${holder.pid} on ${holder.host})`;
+        throw new CollectionHeld(
+          `another looprun gc${who} is collecting this store: ${file} (remove it if that collector is gone)`,
+        );
+      }
+      rmSync(file, { force: true });
+    }
+  }
+}
+
+/** Another collector holds the store. */
+export class CollectionHeld extends Error {
+  override readonly name = "CollectionHeld";
+}
 
 function forgetMarks(): void {
   for (const root of new Set([...marked, ...marking.keys()])) {

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, inject, it } from "vitest";
@@ -72,6 +73,13 @@ describe("looprun gc", () => {
     expect(exists("gc-gone", goneHead)).toBe(true);
 
     await stack.stopWorkers();
+    // Another SQLite file for the database: refused, and left as it was (no tables made in it).
+    const other = join(stack.dir, "other.db");
+    writeFileSync(other, "");
+    const wrong = await runCli(["gc"], { ...stack.env, DATABASE_PATH: other });
+    expect(wrong.code, wrong.output).toBe(1);
+    expect(wrong.output).toContain(`${other} (DATABASE_PATH) is not a looprun database`);
+    expect(statSync(other).size).toBe(0);
     const dry = await runCli(["gc", "--dry-run"], stack.env);
     expect(dry.code, dry.output).toBe(0);
     expect(dry.stdout).toContain("dry run: nothing removed");

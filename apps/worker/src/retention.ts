@@ -29,7 +29,9 @@ export async function pruneHistory(opts: RetentionOptions): Promise<{ runs: numb
   const now = opts.now ?? Date.now;
   const batch = opts.batch ?? 50;
   const ours = opts.workspacesRoot === undefined ? () => true : inside(opts.workspacesRoot);
-  const finishedBefore = now() - opts.retentionMs;
+  // Whole milliseconds: the columns are integers (PostgreSQL's bigint refuses a fraction, which
+  // a LOOPRUN_RETENTION_DAYS such as 1e-7 gives).
+  const finishedBefore = Math.floor(now() - opts.retentionMs);
   let after = "";
   let deleted = 0;
   while (opts.signal?.aborted !== true) {

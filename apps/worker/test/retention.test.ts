@@ -147,6 +147,30 @@ describe("pruneHistory", () => {
   });
 });
 
+describe("pruneHistory's cut", () => {
+  it("is whole milliseconds, whatever the retention (PostgreSQL's bigint columns refuse a fraction)", async () => {
+    const cuts: number[] = [];
+    const repo = {
+      retention: {
+        candidates: (finishedBefore: number) => {
+          cuts.push(finishedBefore);
+          return [];
+        },
+        deleteRuns: () => [],
+      },
+    };
+    // LOOPRUN_RETENTION_DAYS=1e-7: 8.64 ms.
+    await pruneHistory({
+      repo,
+      snapshots: { forgetRuns: async () => {} },
+      retentionMs: 1e-7 * DAY,
+      now: () => NOW,
+      logger: { info() {}, warn() {} },
+    });
+    expect(cuts).toEqual([NOW - 9]);
+  });
+});
+
 describe("pruneHistory on SQLite (synchronous)", () => {
   it("lets the worker's timers run between batches", async () => {
     const dir = mkdtempSync(join(tmpdir(), "looprun-retention-"));

@@ -168,7 +168,7 @@ export type {
   GitResult,
   RestoredFile,
   RestoreResult,
-  SessionRecords,
+  RunRecords,
   SnapshotGcOptions,
   SnapshotGcResult,
   SnapshotTarget,

@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import {
   collectSnapshotGarbage,
-  type SessionRecords,
+  type RunRecords,
   SnapshotGcRefused,
   WorkspaceSnapshots,
 } from "@looprun/core";
@@ -70,17 +70,20 @@ async function twoRuns() {
   return { a0, a1, a2, b0, b1 };
 }
 
+/** A database of runs (id → the snapshot ids it names), answering as the real one does. */
 const recordsOf =
-  (bySession: Record<string, SessionRecords>) =>
-  (sessionId: string): SessionRecords =>
-    bySession[sessionId] ?? { runIds: [], snapshotIds: [] };
+  (runs: Record<string, string[]>) =>
+  (runIds: readonly string[]): RunRecords => {
+    const known = runIds.filter((id) => runs[id] !== undefined);
+    return { runIds: known, snapshotIds: known.flatMap((id) => runs[id] ?? []) };
+  };
 
 describe("looprun gc (collectSnapshotGarbage)", () => {
   it("removes what only a run the database no longer has reached; keeps the rest whole", async () => {
     const { a1, a2, b0, b1 } = await twoRuns();
     const result = await collectSnapshotGarbage({
       root,
-      records: recordsOf({ s2: { runIds: [RUN_B], snapshotIds: [b0, b1] } }),
+      records: recordsOf({ [RUN_B]: [b0, b1] }),
     });
 
     expect(result).toMatchObject({ sessions: 2, refsOfGoneRuns: 1, ownObjects: [] });
@@ -126,7 +129,7 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     const retried = await snapshots.take(b, "iteration 1 attempt 2", b0);
     const named = await collectSnapshotGarbage({
       root,
-      records: recordsOf({ s2: { runIds: [RUN_B], snapshotIds: [b0, abandoned, retried] } }),
+      records: recordsOf({ [RUN_B]: [b0, abandoned, retried] }),
     });
     expect(named.objectsRemoved).toBe(0);
     expect(whole(join(root, "s2.git"), abandoned)).toBe(true);
@@ -134,7 +137,7 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     // Once the database no longer names it, it goes (the ref reaches only the retry).
     const unnamed = await collectSnapshotGarbage({
       root,
-      records: recordsOf({ s2: { runIds: [RUN_B], snapshotIds: [b0, retried] } }),
+      records: recordsOf({ [RUN_B]: [b0, retried] }),
     });
     expect(unnamed.objectsRemoved).toBeGreaterThanOrEqual(2);
     expect(has(abandoned)).toBe(false);
@@ -144,7 +147,7 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
 
   it("counts on a dry run what a real one removes, and changes nothing", async () => {
     const { b0, b1 } = await twoRuns();
-    const records = recordsOf({ s2: { runIds: [RUN_B], snapshotIds: [b0, b1] } });
+    const records = recordsOf({ [RUN_B]: [b0, b1] });
     const objects = () => readdirSync(join(root, "objects")).sort().join(",");
     const before = objects();
     const dry = await collectSnapshotGarbage({ root, records, dryRun: true });
@@ -180,12 +183,9 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     );
     rmSync(join(root, ".gc.lock"));
     // Its process gone, its file is swept and the collection goes on.
-    const done = await collectSnapshotGarbage({
-      root,
-      records: recordsOf({ s1: { runIds: [RUN_A], snapshotIds: [] } }),
-    });
+    const done = await collectSnapshotGarbage({ root, records: recordsOf({ [RUN_B]: [] }) });
     expect(existsSync(marker)).toBe(false);
-    expect(whole(join(root, "s1.git"), a1)).toBe(true);
+    expect(has(a1)).toBe(false);
     expect(done.refsOfGoneRuns).toBe(1);
     expect(existsSync(join(root, ".gc.lock"))).toBe(false);
   });
@@ -214,10 +214,26 @@ describe("looprun gc (collectSnapshotGarbage)", () => {
     whole(join(root, "s1.git"), await take);
   });
 
+  it("is refused when the database lacks the newest runs the refs name (an older copy), unless forced", async () => {
+    const { a1, b1 } = await twoRuns();
+    // It has run A, not run B, made after it: retention deletes the oldest runs first.
+    const records = recordsOf({ [RUN_A]: [] });
+    await expect(collectSnapshotGarbage({ root, records })).rejects.toThrow(
+      `1 of the runs the refs of ${root} name are newer than any the database has (${RUN_B})`,
+    );
+    expect(has(b1)).toBe(true);
+    const forced = await collectSnapshotGarbage({ root, records, force: true });
+    expect(forced.refsOfGoneRuns).toBe(1);
+    expect(has(b1)).toBe(false);
+    expect(whole(join(root, "s1.git"), a1)).toBe(true);
+  });
+
   it("is refused when none of the runs the refs name is in the database, unless forced", async () => {
     const { a1, b1 } = await twoRuns();
     const refused = collectSnapshotGarbage({ root, records: recordsOf({}) });
-    await expect(refused).rejects.toThrow(/none of the 2 runs .* is in the database/);
+    await expect(refused).rejects.toThrow(
+      /none of the runs the 2 refs of .* name is in the database/,
+    );
     expect(has(a1) && has(b1)).toBe(true);
     const forced = await collectSnapshotGarbage({ root, records: recordsOf({}), force: true });
     expect(forced.refsOfGoneRuns).toBe(2);

@@ -79,3 +79,22 @@ function retriedAtOpen(step: () => unknown): void {
     }
   }
 }
+
+/**
+ * Whether the SQLite file at `path` holds looprun's runs (read only: nothing is made or
+ * migrated) — for a tool that must not take another file for the workers' database.
+ */
+export function isLooprunDatabase(path: string): boolean {
+  let db: BetterSqlite3.Database | null = null;
+  try {
+    db = new BetterSqlite3(path, { readonly: true, fileMustExist: true });
+    return (
+      db.prepare("select 1 from sqlite_master where type = 'table' and name = 'runs'").get() !==
+      undefined
+    );
+  } catch {
+    return false;
+  } finally {
+    db?.close();
+  }
+}

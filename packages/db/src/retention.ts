@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES } from "@looprun/core";
-import { and, asc, eq, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
+import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency";
 import type { MaybePromise } from "./repository";
@@ -41,23 +41,24 @@ export interface RetentionPort {
    */
   deleteRuns(ids: readonly string[], finishedBefore: number, now: number): MaybePromise<string[]>;
   /**
-   * A session's runs, and every snapshot (commit id) recorded of them: what `looprun gc` keeps
-   * in the session's snapshot git dir.
+   * Those of `runIds` the database has, and every snapshot (commit id) recorded of them: what
+   * `looprun gc` keeps of the runs its refs name.
    */
-  sessionSnapshots(sessionId: string): MaybePromise<SessionSnapshots>;
+  snapshotsOfRuns(runIds: readonly string[]): MaybePromise<RunSnapshots>;
 }
 
-/** What the database names in a session's snapshot git dir (see RetentionPort). */
-export interface SessionSnapshots {
+/** What the database has of some runs' snapshots (see RetentionPort.snapshotsOfRuns). */
+export interface RunSnapshots {
+  /** The runs it has. */
   runIds: string[];
   snapshotIds: string[];
 }
 
-/** The rows of a session's snapshot ids, from either store, as one list without repeats. */
-export function sessionSnapshotsOf(
+/** The rows of the runs' snapshot ids, from either store, as one list without repeats. */
+export function runSnapshotsOf(
   runRows: readonly { id: string; baseline: string | null; latest: string | null }[],
   idRows: readonly { a: string; b: string }[],
-): SessionSnapshots {
+): RunSnapshots {
   const ids = new Set<string>();
   for (const run of runRows) {
     if (run.baseline !== null) ids.add(run.baseline);
@@ -115,24 +116,25 @@ export function deletableConditions(
 export class SqliteRetention implements RetentionPort {
   constructor(private readonly db: Db) {}
 
-  sessionSnapshots(sessionId: string): SessionSnapshots {
-    const ofSession = sql`(select ${runs.id} from ${runs} where ${runs.sessionId} = ${sessionId})`;
+  snapshotsOfRuns(runIds: readonly string[]): RunSnapshots {
+    if (runIds.length === 0) return { runIds: [], snapshotIds: [] };
+    const ids = [...runIds];
     const runRows = this.db
       .select({ id: runs.id, baseline: runs.baselineSnapshot, latest: runs.latestSnapshot })
       .from(runs)
-      .where(eq(runs.sessionId, sessionId))
+      .where(inArray(runs.id, ids))
       .all();
     const snapshots = this.db
       .select({ a: iterationSnapshots.snapshotId, b: iterationSnapshots.parentId })
       .from(iterationSnapshots)
-      .where(sql`${iterationSnapshots.runId} in ${ofSession}`)
+      .where(inArray(iterationSnapshots.runId, ids))
       .all();
     const changes = this.db
       .select({ a: runChanges.baselineSnapshot, b: runChanges.headSnapshot })
       .from(runChanges)
-      .where(sql`${runChanges.runId} in ${ofSession}`)
+      .where(inArray(runChanges.runId, ids))
       .all();
-    return sessionSnapshotsOf(runRows, [...snapshots, ...changes]);
+    return runSnapshotsOf(runRows, [...snapshots, ...changes]);
   }
 
   candidates(finishedBefore: number, afterId: string, limit: number): PrunableRun[] {

@@ -185,7 +185,7 @@ describe.each(engines)("retention on %s", (_name, open) => {
     expect(await engine.repo.retention.deleteRuns([input.id], CUT, later)).toEqual([input.id]);
   });
 
-  it("names a session's runs and every snapshot recorded of them, for looprun gc", async () => {
+  it("names those of some runs it has and every snapshot recorded of them, for looprun gc", async () => {
     const first = await run(T0, T0 + DAY, { sessionId: "sa" });
     const second = await run(T0 + DAY, null, { sessionId: "sa" });
     const other = await run(T0 + 2 * DAY, null, { sessionId: "sb" });
@@ -203,21 +203,24 @@ describe.each(engines)("retention on %s", (_name, open) => {
       },
       at,
     );
-    const sa = await engine.repo.retention.sessionSnapshots("sa");
-    expect(sa.runIds.sort()).toEqual([first.id, second.id].sort());
+    const unknown = ulid(T0 + 3 * DAY);
+    const both = await engine.repo.retention.snapshotsOfRuns([first.id, second.id, unknown]);
+    expect(both.runIds.sort()).toEqual([first.id, second.id].sort());
     // The fixtures' rows name `base` and `s1`; the second run's its baseline and both attempts.
-    expect(sa.snapshotIds.sort()).toEqual(["b0", "base", "s1", "s2", "s2b"]);
-    expect(await engine.repo.retention.sessionSnapshots("sb")).toEqual({
+    expect(both.snapshotIds.sort()).toEqual(["b0", "base", "s1", "s2", "s2b"]);
+    expect(await engine.repo.retention.snapshotsOfRuns([other.id])).toEqual({
       runIds: [other.id],
       snapshotIds: expect.arrayContaining(["base", "s1"]),
     });
-    expect(await engine.repo.retention.sessionSnapshots("nobody")).toEqual({
+    expect(await engine.repo.retention.snapshotsOfRuns([unknown])).toEqual({
       runIds: [],
       snapshotIds: [],
     });
     // A run retention deleted is named no more.
     await engine.repo.retention.deleteRuns([first.id], CUT, CUT);
-    expect((await engine.repo.retention.sessionSnapshots("sa")).runIds).toEqual([second.id]);
+    expect((await engine.repo.retention.snapshotsOfRuns([first.id, second.id])).runIds).toEqual([
+      second.id,
+    ]);
   });
 
   it("walks the candidates a page at a time, by id", async () => {

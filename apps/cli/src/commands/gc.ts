@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { collectSnapshotGarbage, SnapshotGcRefused, type SnapshotGcResult } from "@looprun/core";
-import { openStorage } from "@looprun/db";
+import { isLooprunDatabase, openStorage } from "@looprun/db";
 import { fail } from "../lifecycle";
 
 /** How often a collection over many sessions says how far it is. */
@@ -20,9 +20,12 @@ export async function gcCommand(opts: { dryRun?: boolean; force?: boolean }): Pr
     process.stdout.write(`looprun gc: no snapshot store at ${root}: nothing to collect\n`);
     return;
   }
-  // Opening a SQLite file that is not there would make an empty one, which has no runs.
+  // Opening would make a SQLite file that is not there, and looprun's tables in another one.
   if (env.DATABASE_URL === undefined && !existsSync(env.DATABASE_PATH)) {
     fail(`gc: no database at ${env.DATABASE_PATH} (DATABASE_PATH): the workers' is needed`);
+  }
+  if (env.DATABASE_URL === undefined && !isLooprunDatabase(env.DATABASE_PATH)) {
+    fail(`gc: ${env.DATABASE_PATH} (DATABASE_PATH) is not a looprun database`);
   }
   const storage = await openStorage({
     ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
@@ -35,7 +38,7 @@ export async function gcCommand(opts: { dryRun?: boolean; force?: boolean }): Pr
   try {
     result = await collectSnapshotGarbage({
       root,
-      records: (sessionId) => storage.repo.retention.sessionSnapshots(sessionId),
+      records: (runIds) => storage.repo.retention.snapshotsOfRuns(runIds),
       ...(opts.dryRun === true ? { dryRun: true } : {}),
       ...(opts.force === true ? { force: true } : {}),
       ...(process.env.PATH !== undefined ? { path: process.env.PATH } : {}),

@@ -3,7 +3,7 @@ export type { GitOptions, GitResult } from "./git";
 export { GitError, gitEnv, runGit } from "./git";
 export type { RestoredFile, RestoreResult } from "./restore";
 export { restoreWorkspace } from "./restore";
-export type { SessionRecords, SnapshotGcOptions, SnapshotGcResult } from "./snapshot-gc";
+export type { RunRecords, SnapshotGcOptions, SnapshotGcResult } from "./snapshot-gc";
 export { collectSnapshotGarbage, SnapshotGcRefused } from "./snapshot-gc";
 export type { StoreWriter } from "./store-writers";
 export type { SnapshotTarget, WorkspaceSnapshotsOptions } from "./workspace-snapshots";

@@ -5,6 +5,7 @@ import {
   mkdirSync,
   readdirSync,
   rmSync,
+  type Stats,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -13,6 +14,7 @@ import { join, relative, resolve } from "node:path";
 import { madeByGoneProcess } from "../process/process-exists";
 import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { HEAD, sharedObjectsDir } from "./snapshot-repository";
+import { removeDeadSpares as removeDeadSpareFiles } from "./spare-files";
 import { removeDeadSpares } from "./spare-repositories";
 import { CollectionHeld, holdCollection, liveWriters, type StoreWriter } from "./store-writers";
 
@@ -35,24 +37,28 @@ import { CollectionHeld, holdCollection, liveWriters, type StoreWriter } from ".
  * their own (made by an older looprun).
  */
 
-/** What the database knows of a session's snapshots. */
-export interface SessionRecords {
-  /** The ids of the session's runs. */
+/** What the database has of some runs (see SnapshotGcOptions.records). */
+export interface RunRecords {
+  /** Those of the runs asked for that it has. */
   runIds: readonly string[];
-  /** Every snapshot (commit id) the database names for the session's runs. */
+  /** Every snapshot (commit id) it names for them. */
   snapshotIds: readonly string[];
 }
 
 export interface SnapshotGcOptions {
   /** The snapshot store: LOOPRUN_SNAPSHOTS_DIR. */
   root: string;
-  /** The database's records of a session (by its id, from its git dir's name). */
-  records(sessionId: string): Promise<SessionRecords> | SessionRecords;
+  /**
+   * What the database has of the runs a git dir's refs name (up to 500 at a time): runs are
+   * asked for by id, not by session — on a case-insensitive filesystem two sessions whose ids
+   * differ in case share a git dir.
+   */
+  records(runIds: readonly string[]): Promise<RunRecords> | RunRecords;
   /** Count what would go; remove nothing. */
   dryRun?: boolean;
   /**
    * Go on although writers may run (their files are on another host, or left by a host that is
-   * gone), or although none of the runs the refs name is in the database.
+   * gone), or although the database looks like another one (see collectSnapshotGarbage).
    */
   force?: boolean;
   /** PATH to find git on. @defaultValue /usr/local/bin:/usr/bin:/bin */
@@ -91,6 +97,8 @@ export class SnapshotGcRefused extends Error {
 const SESSION_GIT_DIR = /^([A-Za-z0-9_-]{1,64})\.git$/;
 const RUN_REF = /^refs\/looprun\/(?:rollback\/)?([0-9A-Z]{26})$/;
 const GC_PREFIX = ".gc_";
+/** Run ids asked of the database at a time. */
+const RECORDS_BATCH = 500;
 
 export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<SnapshotGcResult> {
   const root = resolve(opts.root);
@@ -116,6 +124,7 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
   };
   const objects = sharedObjectsDir(root);
   if (!existsSync(objects)) return result;
+  const startedAt = Date.now();
   let unlock: () => void;
   try {
     unlock = holdCollection(root);
@@ -133,12 +142,6 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
         writers,
       );
     }
-    removeDeadSpares(root);
-    // A collector killed half-way left its git dir (refs only: the objects are the store's).
-    for (const name of readdirSync(root)) {
-      if (madeByGoneProcess(name, GC_PREFIX))
-        rmSync(join(root, name), { recursive: true, force: true });
-    }
     const sessions = readdirSync(root)
       .filter((name) => SESSION_GIT_DIR.test(name) && existsSync(join(root, name, "HEAD")))
       .sort();
@@ -146,8 +149,9 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
     const indexCopy = join(own, "index");
     const keep = new Set<string>();
     const gone: { gitDir: string; refs: string[] }[] = [];
+    const goneRuns = new Set<string>();
     let runRefs = 0;
-    let runRefsKnown = 0;
+    let newestKnown = "";
     for (const [i, name] of sessions.entries()) {
       const gitDir = join(root, name);
       if (!lstatSync(join(gitDir, "objects")).isSymbolicLink()) {
@@ -155,23 +159,29 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
         continue;
       }
       result.sessions++;
-      const sessionId = (SESSION_GIT_DIR.exec(name) as RegExpExecArray)[1] as string;
-      const records = await opts.records(sessionId);
-      const runs = new Set(records.runIds);
-      for (const id of records.snapshotIds) keep.add(id);
       const refs = await git(gitDir, ["for-each-ref", "--format=%(objectname) %(refname)"]);
+      const lines = refs.stdout
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => line.split(" ") as [string, string]);
+      const runIds = [...new Set(lines.flatMap(([, ref]) => RUN_REF.exec(ref)?.[1] ?? []))];
+      const known = new Set<string>();
+      for (let at = 0; at < runIds.length; at += RECORDS_BATCH) {
+        const records = await opts.records(runIds.slice(at, at + RECORDS_BATCH));
+        for (const id of records.runIds) known.add(id);
+        for (const id of records.snapshotIds) keep.add(id);
+      }
       const goneRefs: string[] = [];
-      for (const line of refs.stdout.split("\n")) {
-        if (line === "") continue;
-        const [id, ref] = line.split(" ") as [string, string];
+      for (const [id, ref] of lines) {
         const run = RUN_REF.exec(ref)?.[1];
         if (run !== undefined) {
           runRefs++;
-          if (!runs.has(run)) {
+          if (!known.has(run)) {
             goneRefs.push(ref);
+            goneRuns.add(run);
             continue;
           }
-          runRefsKnown++;
+          if (run > newestKnown) newestKnown = run;
         }
         keep.add(id);
       }
@@ -186,11 +196,7 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
       }
       opts.onProgress?.(i + 1, sessions.length);
     }
-    if (runRefs > 0 && runRefsKnown === 0 && opts.force !== true) {
-      throw new SnapshotGcRefused(
-        `none of the ${runRefs} runs the snapshots' refs name is in the database: is it the database the workers of ${root} use? (--force removes them all)`,
-      );
-    }
+    if (opts.force !== true) refuseAnotherDatabase(root, runRefs, newestKnown, goneRuns);
     // Refs to objects that are not there would stop the walk: kept ids are those git has.
     const ids = [...keep].filter((id) => /^[0-9a-f]{40}$/.test(id));
     const check = await git(own, ["cat-file", "--batch-check"], { stdin: `${ids.join("\n")}\n` });
@@ -200,28 +206,41 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
       .map((line) => line.slice(0, 40));
     writePackedRefs(own, present);
     result.refsOfGoneRuns = gone.reduce((n, g) => n + g.refs.length, 0);
-    if (opts.dryRun === true) {
-      const listed = await git(own, ["prune", "--dry-run", "--expire=now"]);
-      for (const line of listed.stdout.split("\n")) {
-        const id = line.split(" ")[0] ?? "";
-        if (!/^[0-9a-f]{40}$/.test(id)) continue;
-        result.objectsRemoved++;
-        result.bytesRemoved += sizeOf(join(objects, id.slice(0, 2), id.slice(2)));
+    if (opts.dryRun !== true) {
+      // What processes that are gone left: spare git dirs and files, a collector's git dir.
+      removeDeadSpares(root);
+      removeDeadSpareFiles(objects);
+      for (const name of readdirSync(root)) {
+        if (madeByGoneProcess(name, GC_PREFIX))
+          rmSync(join(root, name), { recursive: true, force: true });
       }
-      result.objectsKept = (await looseObjects(git, own)).count - result.objectsRemoved;
-      return result;
+      for (const { gitDir, refs } of gone) {
+        await git(gitDir, ["update-ref", "--stdin"], {
+          stdin: refs.map((ref) => `delete ${ref}\n`).join(""),
+        });
+      }
     }
-    for (const { gitDir, refs } of gone) {
-      await git(gitDir, ["update-ref", "--stdin"], {
-        stdin: refs.map((ref) => `delete ${ref}\n`).join(""),
-      });
+    // git lists what nothing kept reaches; this process removes it — a git prune would go on
+    // removing after a collector killed meanwhile, while writers no longer wait for it.
+    const listed = await git(own, ["prune", "--dry-run", "--expire=now"]);
+    for (const line of listed.stdout.split("\n")) {
+      const id = line.split(" ")[0] ?? "";
+      if (!/^[0-9a-f]{40}$/.test(id)) continue;
+      const file = join(objects, id.slice(0, 2), id.slice(2));
+      let stat: Stats;
+      try {
+        stat = statSync(file);
+      } catch {
+        continue; // packed, or gone meanwhile
+      }
+      // Written since the collection began: not this collection's to judge.
+      if (stat.mtimeMs >= startedAt) continue;
+      if (opts.dryRun !== true) rmSync(file, { force: true });
+      result.objectsRemoved++;
+      result.bytesRemoved += stat.blocks * 512;
     }
-    const before = await looseObjects(git, own);
-    await git(own, ["prune", "--expire=now"]);
-    const after = await looseObjects(git, own);
-    result.objectsRemoved = before.count - after.count;
-    result.bytesRemoved = Math.max(0, before.bytes - after.bytes);
-    result.objectsKept = after.count;
+    const left = (await looseObjects(git, own)).count;
+    result.objectsKept = opts.dryRun === true ? left - result.objectsRemoved : left;
     return result;
   } finally {
     rmSync(own, { recursive: true, force: true });
@@ -272,10 +291,26 @@ async function looseObjects(
   return { count: field("count"), bytes: field("size") * 1024 };
 }
 
-function sizeOf(file: string): number {
-  try {
-    return statSync(file).blocks * 512;
-  } catch {
-    return 0;
+/**
+ * Refuses a collection against what looks like another database than the workers' — it would
+ * take every snapshot for garbage: refs name runs and it has none of them, or it has runs but
+ * not the newest ones the refs name (an older copy: retention deletes the oldest runs first).
+ */
+function refuseAnotherDatabase(
+  root: string,
+  runRefs: number,
+  newestKnown: string,
+  goneRuns: ReadonlySet<string>,
+): void {
+  if (runRefs > 0 && newestKnown === "") {
+    throw new SnapshotGcRefused(
+      `none of the runs the ${runRefs} refs of ${root} name is in the database: is it the database the workers use? (--force if retention deleted them all)`,
+    );
+  }
+  const newer = [...goneRuns].filter((id) => id > newestKnown);
+  if (newer.length > 0) {
+    throw new SnapshotGcRefused(
+      `${newer.length} of the runs the refs of ${root} name are newer than any the database has (${newer.sort().at(-1)}): is it an older copy of the workers' database? (--force to delete their refs and snapshots all the same)`,
+    );
   }
 }

@@ -150,7 +150,7 @@ function removeFile(path: string): void {
  * Removes the spare files in `dir` of processes that are gone (killed before their `close`);
  * returns the names in `dir` (none when it cannot be read).
  */
-function removeDeadSpares(dir: string): Set<string> {
+export function removeDeadSpares(dir: string): Set<string> {
   let names: string[];
   try {
     names = readdirSync(dir);

@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -101,24 +92,38 @@ export function collectorOf(root: string): Collector | null {
  */
 export function holdCollection(root: string): () => void {
   const file = join(root, GC_LOCK);
-  for (let tries = 0; ; tries++) {
-    try {
-      const fd = openSync(file, "wx");
-      writeSync(fd, `${hostname()} ${process.pid}\n`);
-      closeSync(fd);
-      return () => rmSync(file, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const holder = collectorOf(root);
-      if (holder !== null || tries > 0) {
-        const who = holder === null ? "" : ` (pid ${holder.pid} on ${holder.host})`;
-        throw new CollectionHeld(
-          `another looprun gc${who} is collecting this store: ${file} (remove it if that collector is gone)`,
-        );
+  const mine = `${hostname()} ${process.pid}\n`;
+  // Made whole, then linked into place: a lock is never seen empty (taken for a stale one).
+  const draft = `${file}.${process.pid}`;
+  writeFileSync(draft, mine);
+  try {
+    for (let tries = 0; ; tries++) {
+      try {
+        linkSync(draft, file);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        const holder = collectorOf(root);
+        if (holder !== null || tries > 0) {
+          const who = holder === null ? "" : ` (pid ${holder.pid} on ${holder.host})`;
+          throw new CollectionHeld(
+            `another looprun gc${who} is collecting this store: ${file} (remove it if that collector is gone)`,
+          );
+        }
+        rmSync(file, { force: true });
       }
-      rmSync(file, { force: true });
     }
+  } finally {
+    rmSync(draft, { force: true });
   }
+  return () => {
+    // Only its own: one taken over meanwhile (this one thought gone) is the other's.
+    let text = "";
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {}
+    if (text === mine) rmSync(file, { force: true });
+  };
 }
 
 /** Another collector holds the store. */

@@ -1,11 +1,11 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, inArray } from "drizzle-orm";
 import {
   candidateConditions,
   deletableConditions,
   type PrunableRun,
   type RetentionPort,
-  type SessionSnapshots,
-  sessionSnapshotsOf,
+  type RunSnapshots,
+  runSnapshotsOf,
 } from "../retention";
 import type { PgDb } from "./connection";
 import { iterationSnapshots, runChanges, runs } from "./schema";
@@ -14,23 +14,24 @@ import { iterationSnapshots, runChanges, runs } from "./schema";
 export class PgRetention implements RetentionPort {
   constructor(private readonly db: PgDb) {}
 
-  async sessionSnapshots(sessionId: string): Promise<SessionSnapshots> {
-    const ofSession = sql`(select ${runs.id} from ${runs} where ${runs.sessionId} = ${sessionId})`;
+  async snapshotsOfRuns(runIds: readonly string[]): Promise<RunSnapshots> {
+    if (runIds.length === 0) return { runIds: [], snapshotIds: [] };
+    const ids = [...runIds];
     const [runRows, snapshots, changes] = await Promise.all([
       this.db
         .select({ id: runs.id, baseline: runs.baselineSnapshot, latest: runs.latestSnapshot })
         .from(runs)
-        .where(eq(runs.sessionId, sessionId)),
+        .where(inArray(runs.id, ids)),
       this.db
         .select({ a: iterationSnapshots.snapshotId, b: iterationSnapshots.parentId })
         .from(iterationSnapshots)
-        .where(sql`${iterationSnapshots.runId} in ${ofSession}`),
+        .where(inArray(iterationSnapshots.runId, ids)),
       this.db
         .select({ a: runChanges.baselineSnapshot, b: runChanges.headSnapshot })
         .from(runChanges)
-        .where(sql`${runChanges.runId} in ${ofSession}`),
+        .where(inArray(runChanges.runId, ids)),
     ]);
-    return sessionSnapshotsOf(runRows, [...snapshots, ...changes]);
+    return runSnapshotsOf(runRows, [...snapshots, ...changes]);
   }
 
   async candidates(finishedBefore: number, afterId: string, limit: number): Promise<PrunableRun[]> {

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -20,6 +20,13 @@ export interface PostgresCluster {
   halt(): Promise<void>;
   /** Starts a halted server again, on the same port. */
   resume(): Promise<void>;
+  /**
+   * Pauses the server (SIGSTOP to the postmaster and its processes): connections stay open and
+   * nothing answers, as a hung server or a network dropping packets.
+   */
+  freeze(): Promise<void>;
+  /** Lets a frozen server run again (SIGCONT to the processes freeze paused). */
+  thaw(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -145,11 +152,31 @@ export async function startPostgres(opts: StartPostgresOptions = {}): Promise<Po
         "start",
       ]);
     await start();
+    let frozen: number[] = [];
     return {
       adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
       halt: () => as("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]),
       resume: start,
+      async freeze() {
+        const postmaster = Number(
+          readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0],
+        );
+        const children = (runSync("pgrep", ["-P", String(postmaster)]) ?? "")
+          .split("\n")
+          .filter(Boolean)
+          .map(Number);
+        frozen = [postmaster, ...children];
+        for (const pid of frozen) process.kill(pid, "SIGSTOP");
+      },
+      async thaw() {
+        for (const pid of frozen) {
+          try {
+            process.kill(pid, "SIGCONT");
+          } catch {}
+        }
+        frozen = [];
+      },
       async stop() {
         await as("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => {});
         rmSync(dir, { recursive: true, force: true });

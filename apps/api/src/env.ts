@@ -67,6 +67,11 @@ export const ApiEnv = z
      * need no token).
      */
     RATE_LIMIT_PER_MINUTE: envInt(0).optional(),
+    /**
+     * PostgreSQL: a query the server has not answered after this long ends its connection, and
+     * the request is answered 503 (0: wait as long as the server; see query-deadline.ts).
+     */
+    DATABASE_QUERY_TIMEOUT_MS: envInt(0, 3_600_000).default(10_000),
     /** How often a live stream (SSE) reads the database for new events and run changes. */
     LOOPRUN_SSE_POLL_MS: envMs(10).default(250),
     /** A `: ping` comment on an idle SSE stream after this long (proxies drop silent connections). */

@@ -57,6 +57,7 @@ export async function startApi(env: ApiEnv): Promise<ApiServer> {
     path: env.DATABASE_PATH,
     applicationName: "looprun-api",
     maxConnections: env.DATABASE_POOL_SIZE,
+    queryTimeoutMs: env.DATABASE_QUERY_TIMEOUT_MS,
     onIdleError: (err) => logger.warn({ err: err.message }, "database connection lost"),
   });
   const queue = createRunQueue({ redisUrl: env.REDIS_URL, prefix: env.LOOPRUN_QUEUE_PREFIX });

@@ -199,6 +199,13 @@ describe("hostile input", () => {
       /LOOPRUN_SSE_POLL_MS: must be a whole number \(decimal digits\)/,
     );
     expect(() => parseApiEnv({ DATABASE_POOL_SIZE: "1e1" })).toThrow(/DATABASE_POOL_SIZE/);
+    for (const value of ["-1", "1.5", "ten", "3600001"]) {
+      expect(() => parseApiEnv({ DATABASE_QUERY_TIMEOUT_MS: value }), value).toThrow(
+        /DATABASE_QUERY_TIMEOUT_MS/,
+      );
+    }
+    expect(parseApiEnv({}).DATABASE_QUERY_TIMEOUT_MS).toBe(10_000);
+    expect(parseApiEnv({ DATABASE_QUERY_TIMEOUT_MS: "0" }).DATABASE_QUERY_TIMEOUT_MS).toBe(0);
   });
 
   it.each([

@@ -15,6 +15,8 @@ export interface OpenStorageOptions {
   applicationName?: string;
   /** @defaultValue 10 — PostgreSQL: connections in the pool */
   maxConnections?: number;
+  /** PostgreSQL: a query not answered by then ends its connection (see query-deadline.ts). */
+  queryTimeoutMs?: number;
   /** PostgreSQL: an idle pooled connection failed (see `OpenPgDatabaseOptions.onIdleError`). */
   onIdleError?: (error: Error) => void;
 }
@@ -81,6 +83,7 @@ export async function openStorage(opts: OpenStorageOptions): Promise<Storage> {
         ...(opts.applicationName !== undefined ? { applicationName: opts.applicationName } : {}),
         ...(opts.maxConnections !== undefined ? { maxConnections: opts.maxConnections } : {}),
         ...(opts.onIdleError !== undefined ? { onIdleError: opts.onIdleError } : {}),
+        ...(opts.queryTimeoutMs !== undefined ? { queryTimeoutMs: opts.queryTimeoutMs } : {}),
       })
       .catch((error: unknown) => {
         throw new Error(`DATABASE_URL: cannot use ${location}: ${messageOf(error)}`, {

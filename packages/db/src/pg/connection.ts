@@ -4,6 +4,7 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { isPgUnavailable } from "./pg-errors";
+import { applyQueryDeadline } from "./query-deadline";
 import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema>;
@@ -54,6 +55,12 @@ export interface OpenPgDatabaseOptions {
    * @defaultValue 60000
    */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * A query the server has not answered after this long ends its connection and fails as a lost
+   * connection does (see query-deadline.ts); unset or 0: queries wait as long as the server. Not
+   * while the migrations run.
+   */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -72,6 +79,9 @@ export async function openPgDatabase(
     // A server that vanished (a host cut off) is noticed on idle connections too.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    // With a query deadline, a connection waited for gets it too: a stalled server still
+    // accepts TCP connections (the kernel does), and never answers their start-up.
+    ...((opts.queryTimeoutMs ?? 0) > 0 ? { connectionTimeoutMillis: opts.queryTimeoutMs } : {}),
     // Set once a connection is open, not as a start-up parameter: a pooler such as PgBouncer
     // refuses start-up parameters it does not know. Before the pool hands the connection out
     // (a query sent from its "connect" event raced the first query: pg warns of a query sent
@@ -83,12 +93,17 @@ export async function openPgDatabase(
     },
   });
   pool.on("error", opts.onIdleError ?? (() => {}));
+  let migrated = false;
+  if ((opts.queryTimeoutMs ?? 0) > 0) {
+    applyQueryDeadline(pool, opts.queryTimeoutMs ?? 0, () => migrated);
+  }
   try {
     await applyPgMigrations(pool, opts.connectTimeoutMs ?? 30_000);
   } catch (error) {
     await pool.end();
     throw error;
   }
+  migrated = true;
   const db = drizzle(pool, { schema });
   return { db, pool, close: () => pool.end() };
 }

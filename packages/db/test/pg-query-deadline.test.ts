@@ -1,0 +1,94 @@
+import { isPgUnavailable, openPgDatabase, type PgDatabase } from "@looprun/db/pg";
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createDatabase,
+  type PostgresCluster,
+  startPostgres,
+} from "../../../tests/support/postgres";
+
+/*
+ * The query deadline (pg/query-deadline.ts) against a real server that stalls (its processes
+ * paused): a transaction cut by it is rolled back, never committed by a later use of its
+ * connection, and the pool serves again once the server does. The cluster is this file's own.
+ */
+
+const DEADLINE_MS = 800;
+let cluster: PostgresCluster;
+let database: PgDatabase;
+let url: string;
+
+beforeAll(async () => {
+  cluster = await startPostgres();
+  url = (await createDatabase(cluster.adminUrl, "looprun_deadline")).url;
+  database = await openPgDatabase(url, { queryTimeoutMs: DEADLINE_MS, maxConnections: 2 });
+  await database.pool.query("create table t (v int)");
+}, 120_000);
+
+afterAll(async () => {
+  await cluster?.thaw();
+  await database?.close();
+  await cluster?.stop();
+});
+
+describe("the query deadline (PostgreSQL)", () => {
+  it("ends a transaction the stalled server does not answer; its writes are never committed", async () => {
+    const cut = database.db.transaction(async (tx) => {
+      await tx.execute(sql`insert into t values (1)`);
+      await cluster.freeze();
+      await tx.execute(sql`insert into t values (2)`);
+    });
+    let error: unknown;
+    try {
+      await cut;
+    } catch (e) {
+      error = e;
+    } finally {
+      await cluster.thaw();
+    }
+    // A lost connection, for the callers (the API answers 503 `unavailable`).
+    expect(isPgUnavailable(error), String(error)).toBe(true);
+
+    // Both connections of the pool are used again: neither may be the cut one, inside its
+    // transaction (a COMMIT there would commit the first insert).
+    await Promise.all([
+      database.db.transaction(async (tx) => {
+        await tx.execute(sql`insert into t values (3)`);
+      }),
+      database.db.transaction(async (tx) => {
+        await tx.execute(sql`insert into t values (4)`);
+      }),
+    ]);
+    const rows = await database.pool.query<{ v: number }>("select v from t order by v");
+    expect(rows.rows.map((r) => r.v)).toEqual([3, 4]);
+    // The server ended the cut session (it found its socket closed), rolling it back.
+    const admin = await openPgDatabase(cluster.adminUrl, { maxConnections: 1 });
+    try {
+      const open = await admin.pool.query(
+        "select count(*)::int as n from pg_stat_activity where datname = 'looprun_deadline' and state like 'idle in transaction%'",
+      );
+      expect(open.rows[0].n).toBe(0);
+    } finally {
+      await admin.close();
+    }
+  }, 60_000);
+
+  it("answers a query on a new connection to the stalled server with an error, not a wait", async () => {
+    const fresh = await openPgDatabase(url, { queryTimeoutMs: DEADLINE_MS, maxConnections: 1 });
+    await fresh.pool.query("select 1");
+    // Its only connection taken, a second query needs one more: none comes from a stalled server.
+    const held = await fresh.pool.connect();
+    await cluster.freeze();
+    try {
+      const waited = fresh.pool.query("select 1").then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isPgUnavailable(await waited)).toBe(true);
+    } finally {
+      await cluster.thaw();
+      held.release();
+      await fresh.close();
+    }
+  }, 60_000);
+});

@@ -128,3 +128,47 @@ describe("rollback of a run whose workspace is gone", () => {
     );
   });
 });
+
+describe("a rollback whose restore is done while the database is unavailable", () => {
+  it("records it and releases the workspace once the database answers again: 200, one event", async () => {
+    const run = await finishedRun();
+    writeFileSync(join(run.workspace, "kept.txt"), "changed by the run\n");
+    // The database fails the writes after the restore twice, as one that is down a moment does.
+    const down = new Error("Connection terminated: the database did not answer within 10 ms");
+    const failures = { recordRollback: 2, releaseWorkspace: 0 };
+    const repo = new Proxy(h.repo, {
+      get(target, name, receiver) {
+        if (name === "isUnavailable") return (error: unknown) => error === down;
+        const value = Reflect.get(target, name, receiver);
+        if (name !== "recordRollback" && name !== "releaseWorkspace") {
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return (...args: unknown[]) => {
+          if (failures[name] > 0) {
+            failures[name]--;
+            // Once the event is written, its release fails once too.
+            if (name === "recordRollback" && failures.recordRollback === 0) {
+              failures.releaseWorkspace = 1;
+            }
+            throw down;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const app = h.appWith({ repo, snapshotsDir, workspacesRoot: h.workspacesRoot });
+    const res = await app.request(`/api/runs/${run.id}/rollback`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ iteration: 0 }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(failures).toEqual({ recordRollback: 0, releaseWorkspace: 0 });
+    expect(readFileSync(join(run.workspace, "kept.txt"), "utf8")).toBe("before the run\n");
+    const events = await h.repo.listEvents(run.id, 0, 1000);
+    expect(events.filter((e) => e.type === "rollback_applied")).toHaveLength(1);
+    // The hold is gone: another rollback is not refused as busy.
+    const again = await h.request("POST", `/api/runs/${run.id}/rollback`, { iteration: 0 });
+    expect(again.status).toBe(200);
+  });
+});

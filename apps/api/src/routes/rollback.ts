@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { movedAway, restoreWorkspace, SNAPSHOT_DEFAULTS, WorkspaceSnapshots } from "@looprun/core";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -60,6 +61,12 @@ export function rollbackRoutes(deps: AppDeps): Hono {
         hold.activeRunId !== undefined ? { activeRunId: hold.activeRunId } : {},
       );
     }
+    const release = () =>
+      deps.repo.releaseWorkspace({
+        workspace: run.workspace,
+        sessionId: run.sessionId,
+        runId: run.id,
+      });
     let snapshot: string | null;
     let restored: Awaited<ReturnType<typeof restoreWorkspace>>;
     try {
@@ -80,19 +87,53 @@ export function rollbackRoutes(deps: AppDeps): Hono {
         { sessionId: run.sessionId, runId: run.id, workspace: run.workspace },
         snapshot,
       );
-    } finally {
-      await deps.repo.releaseWorkspace({
-        workspace: run.workspace,
-        sessionId: run.sessionId,
-        runId: run.id,
-      });
+    } catch (error) {
+      await release();
+      throw error;
     }
+    // Restored: the record of it must not be lost to a database that is down for a moment (a
+    // restart, a query past its deadline), nor answered as a failure the client would repeat.
+    // The event first: a hold not released expires (HOLD_TTL_MS); a record never made is gone.
     const data = { iteration, snapshot, before: restored.before, files: restored.files };
-    await deps.repo.recordRollback(run.id, data, now());
+    await untilDone(deps, () => deps.repo.recordRollback(run.id, data, now()), data);
+    await untilDone(deps, release, data);
     return c.json({ id: run.id, ...data });
   });
 
   return app;
+}
+
+/** How long a restored rollback tries to record itself while the database is unavailable. */
+const RECORD_RETRY_MS = 60_000;
+const RECORD_RETRY_EVERY_MS = 500;
+
+/**
+ * Runs `write` until it succeeds, again while the database is unavailable (for up to
+ * RECORD_RETRY_MS); then a 503 that says the workspace was restored, with what a 200 says.
+ */
+async function untilDone(
+  deps: AppDeps,
+  write: () => Promise<unknown> | unknown,
+  data: { iteration: number; snapshot: string; before: string },
+): Promise<void> {
+  const deadline = Date.now() + RECORD_RETRY_MS;
+  for (;;) {
+    try {
+      await write();
+      return;
+    } catch (error) {
+      if (deps.repo.isUnavailable?.(error) !== true) throw error;
+      if (Date.now() >= deadline) {
+        throw new ApiError(
+          503,
+          "unavailable",
+          `the workspace was restored to the snapshot of iteration ${data.iteration}, but the database is unavailable and did not record it: do not repeat the rollback`,
+          { restored: true, snapshot: data.snapshot, before: data.before },
+        );
+      }
+      await sleep(RECORD_RETRY_EVERY_MS);
+    }
+  }
 }
 
 /**

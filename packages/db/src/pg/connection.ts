@@ -4,7 +4,7 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { isPgUnavailable } from "./pg-errors";
-import { applyQueryDeadline } from "./query-deadline";
+import { withQueryDeadline } from "./query-deadline";
 import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema>;
@@ -72,6 +72,9 @@ export async function openPgDatabase(
   opts: OpenPgDatabaseOptions = {},
 ): Promise<PgDatabase> {
   const idleInTransactionMs = Math.trunc(opts.idleInTransactionTimeoutMs ?? 60_000);
+  const deadlineMs = opts.queryTimeoutMs ?? 0;
+  /** Query deadlines apply once the migrations are done (see withQueryDeadline). */
+  let migrated = false;
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.maxConnections ?? 10,
@@ -81,22 +84,24 @@ export async function openPgDatabase(
     keepAliveInitialDelayMillis: 10_000,
     // With a query deadline, a connection waited for gets it too: a stalled server still
     // accepts TCP connections (the kernel does), and never answers their start-up.
-    ...((opts.queryTimeoutMs ?? 0) > 0 ? { connectionTimeoutMillis: opts.queryTimeoutMs } : {}),
+    ...(deadlineMs > 0 ? { connectionTimeoutMillis: deadlineMs } : {}),
     // Set once a connection is open, not as a start-up parameter: a pooler such as PgBouncer
     // refuses start-up parameters it does not know. Before the pool hands the connection out
     // (a query sent from its "connect" event raced the first query: pg warns of a query sent
     // while another runs, which pg 9 will refuse).
+    // With a query deadline, the set-up's query has it too: the pool's wait for a connection
+    // ends once the connection is open, before this.
     onConnect: async (client) => {
+      if (deadlineMs > 0) withQueryDeadline(client, deadlineMs, () => migrated);
       await client
         .query(`SET idle_in_transaction_session_timeout = ${idleInTransactionMs}`)
-        .catch(() => {});
+        .catch((error: unknown) => {
+          // A connection that is lost is not handed out; a setting refused (a pooler) is left.
+          if (isPgUnavailable(error)) throw error;
+        });
     },
   });
   pool.on("error", opts.onIdleError ?? (() => {}));
-  let migrated = false;
-  if ((opts.queryTimeoutMs ?? 0) > 0) {
-    applyQueryDeadline(pool, opts.queryTimeoutMs ?? 0, () => migrated);
-  }
   try {
     await applyPgMigrations(pool, opts.connectTimeoutMs ?? 30_000);
   } catch (error) {

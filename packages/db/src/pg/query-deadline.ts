@@ -19,38 +19,41 @@ import type pg from "pg";
  * is carried out first. A request answered 503 this way may have been applied: a client retries
  * a submit with its Idempotency-Key.
  *
- * `armed` says whether deadlines apply now (not while the migrations run: one may wait for
+ * Applied to each new connection of the pool before its first query (its set-up's, in the pool's
+`onConnect`). `armed` says whether deadlines apply now (not while the migrations run: one may wait for
  * another process's migrations, under an advisory lock).
  */
-export function applyQueryDeadline(pool: pg.Pool, deadlineMs: number, armed: () => boolean): void {
-  pool.on("connect", (client) => {
-    // Its socket destroyed while the pool has it out, the client emits an error: its queries
-    // report it; without a listener it would end the process.
-    client.on("error", () => {});
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
-      if (!armed()) return query(...args);
-      const timer = setTimeout(() => endStalled(client, deadlineMs), deadlineMs);
-      timer.unref();
-      const done = () => clearTimeout(timer);
-      const last = args.at(-1);
-      if (typeof last === "function") {
-        // The callback form (pool.query's own): the deadline ends with the callback.
-        args[args.length - 1] = (...results: unknown[]) => {
-          done();
-          return (last as (...r: unknown[]) => unknown)(...results);
-        };
-        return query(...args);
-      }
-      const result = query(...args);
-      if (result instanceof Promise) result.then(done, done);
-      else done(); // a submittable (a cursor, a stream): its own to bound
-      return result;
-    };
-  });
+export function withQueryDeadline(
+  client: pg.ClientBase,
+  deadlineMs: number,
+  armed: () => boolean,
+): void {
+  // Its socket destroyed while the pool has it out, the client emits an error: its queries
+  // report it; without a listener it would end the process.
+  client.on("error", () => {});
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args) => {
+    if (!armed()) return query(...args);
+    const timer = setTimeout(() => endStalled(client, deadlineMs), deadlineMs);
+    timer.unref();
+    const done = () => clearTimeout(timer);
+    const last = args.at(-1);
+    if (typeof last === "function") {
+      // The callback form (pool.query's own): the deadline ends with the callback.
+      args[args.length - 1] = (...results: unknown[]) => {
+        done();
+        return (last as (...r: unknown[]) => unknown)(...results);
+      };
+      return query(...args);
+    }
+    const result = query(...args);
+    if (result instanceof Promise) result.then(done, done);
+    else done(); // a submittable (a cursor, a stream): its own to bound
+    return result;
+  };
 }
 
-function endStalled(client: pg.PoolClient, deadlineMs: number): void {
+function endStalled(client: pg.ClientBase, deadlineMs: number): void {
   const stream = (client as unknown as { connection?: { stream?: { destroy(e?: Error): void } } })
     .connection?.stream;
   stream?.destroy(

@@ -100,6 +100,10 @@ export function holdCollection(root: string): () => void {
     for (let tries = 0; ; tries++) {
       try {
         linkSync(draft, file);
+        // Two collectors taking over the same stale lock at once: the second one's removal of
+        // it may have taken the first one's new lock away. Whoever's lock is there holds it.
+        if (readFileSync(file, "utf8") !== mine)
+          throw Object.assign(new Error(), { code: "EEXIST" });
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;

@@ -1,7 +1,7 @@
 export type { ApprovalAnswer } from "./approvals";
 export type { SnapshotRef } from "./artifact-queries";
 export type { Database, Db, OpenDatabaseOptions } from "./connection";
-export { isLooprunDatabase, MIGRATIONS_FOLDER, openDatabase } from "./connection";
+export { MIGRATIONS_FOLDER, openDatabase } from "./connection";
 export type { ConvergenceStats, ConvergenceStatsFilter } from "./convergence-stats";
 export { convergenceStats } from "./convergence-stats";
 export type { PatternFilter } from "./failure-patterns";
@@ -14,7 +14,7 @@ export type {
   ToolCallCount,
 } from "./metrics-reader";
 export type { OpenStorageOptions, Storage } from "./open-storage";
-export { isPostgresUrl, openStorage, redactUrl } from "./open-storage";
+export { isLooprunDatabaseAt, isPostgresUrl, openStorage, redactUrl } from "./open-storage";
 export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { MaybePromise, RunRepositoryPort } from "./repository";
 export type { PrunableRun, RetentionPort, RunSnapshots } from "./retention";

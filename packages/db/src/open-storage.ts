@@ -1,5 +1,10 @@
 import { looksSecret, messageOf } from "@looprun/core";
-import { type Database, type OpenDatabaseOptions, openDatabase } from "./connection";
+import {
+  type Database,
+  isLooprunDatabase,
+  type OpenDatabaseOptions,
+  openDatabase,
+} from "./connection";
 import type { PgDatabase, PgRunRepository, PgRunStore } from "./pg";
 import { RunRepository } from "./run-repository";
 import { SqliteRunStore } from "./sqlite-run-store";
@@ -61,6 +66,18 @@ export function redactUrl(url: string): string {
     if (looksSecret(name)) parsed.searchParams.set(name, "xxxxx");
   }
   return parsed.toString();
+}
+
+/**
+ * Whether the database the configuration names holds looprun's runs, without making or
+ * migrating anything in it (a tool that reads the workers' database must not take another one
+ * for it): a SQLite file that is not there does not.
+ */
+export async function isLooprunDatabaseAt(opts: { url?: string; path: string }): Promise<boolean> {
+  if (opts.url === undefined) return isLooprunDatabase(opts.path);
+  if (!isPostgresUrl(opts.url)) return false;
+  const pg = await import("./pg");
+  return pg.hasLooprunTables(opts.url);
 }
 
 /** How long /readyz waits for the database's answer. */

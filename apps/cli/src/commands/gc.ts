@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { collectSnapshotGarbage, SnapshotGcRefused, type SnapshotGcResult } from "@looprun/core";
-import { isLooprunDatabase, openStorage } from "@looprun/db";
+import { isLooprunDatabaseAt, openStorage, redactUrl } from "@looprun/db";
 import { fail } from "../lifecycle";
 
 /** How often a collection over many sessions says how far it is. */
@@ -20,16 +20,23 @@ export async function gcCommand(opts: { dryRun?: boolean; force?: boolean }): Pr
     process.stdout.write(`looprun gc: no snapshot store at ${root}: nothing to collect\n`);
     return;
   }
-  // Opening would make a SQLite file that is not there, and looprun's tables in another one.
+  // Opening would make a SQLite file that is not there, and looprun's tables in another database.
+  const where = {
+    ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
+    path: env.DATABASE_PATH,
+  };
   if (env.DATABASE_URL === undefined && !existsSync(env.DATABASE_PATH)) {
     fail(`gc: no database at ${env.DATABASE_PATH} (DATABASE_PATH): the workers' is needed`);
   }
-  if (env.DATABASE_URL === undefined && !isLooprunDatabase(env.DATABASE_PATH)) {
-    fail(`gc: ${env.DATABASE_PATH} (DATABASE_PATH) is not a looprun database`);
+  if (!(await isLooprunDatabaseAt(where))) {
+    const named =
+      env.DATABASE_URL === undefined
+        ? `${env.DATABASE_PATH} (DATABASE_PATH)`
+        : `${redactUrl(env.DATABASE_URL)} (DATABASE_URL)`;
+    fail(`gc: ${named} is not a looprun database`);
   }
   const storage = await openStorage({
-    ...(env.DATABASE_URL !== undefined ? { url: env.DATABASE_URL } : {}),
-    path: env.DATABASE_PATH,
+    ...where,
     applicationName: "looprun-gc",
     maxConnections: 2,
   });

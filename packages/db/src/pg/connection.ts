@@ -143,3 +143,21 @@ async function applyPgMigrations(pool: pg.Pool, connectTimeoutMs: number): Promi
     throw error;
   }
 }
+
+/**
+ * Whether the database at `url` holds looprun's runs (nothing is made or migrated) — for a tool
+ * that must not take another database for the workers'.
+ */
+export async function hasLooprunTables(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 30_000 });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    const result = await client.query<{ ok: boolean }>(
+      "select to_regclass('runs') is not null as ok",
+    );
+    return result.rows[0]?.ok === true;
+  } finally {
+    await client.end();
+  }
+}

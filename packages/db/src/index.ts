@@ -17,7 +17,7 @@ export type { OpenStorageOptions, Storage } from "./open-storage";
 export { isLooprunDatabaseAt, isPostgresUrl, openStorage, redactUrl } from "./open-storage";
 export type { ReviewArtifactRow, ToolCallRow } from "./records";
 export type { MaybePromise, RunRepositoryPort } from "./repository";
-export type { PrunableRun, RetentionPort, RunSnapshots } from "./retention";
+export type { PrunableRun, RetentionPort } from "./retention";
 export type { NewRun, RunFilter, StopRequest } from "./run-repository";
 export {
   IdempotencyConflictError,

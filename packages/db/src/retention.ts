@@ -1,4 +1,4 @@
-import { TERMINAL_STATUSES } from "@looprun/core";
+import { type RunRecords, TERMINAL_STATUSES } from "@looprun/core";
 import { and, asc, gt, inArray, lt, ne, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type { Db } from "./connection";
 import { IDEMPOTENCY_TTL_MS } from "./idempotency";
@@ -42,23 +42,16 @@ export interface RetentionPort {
   deleteRuns(ids: readonly string[], finishedBefore: number, now: number): MaybePromise<string[]>;
   /**
    * Those of `runIds` the database has, and every snapshot (commit id) recorded of them: what
-   * `looprun gc` keeps of the runs its refs name.
+   * `looprun gc` keeps of the runs its refs name (see collectSnapshotGarbage in @looprun/core).
    */
-  snapshotsOfRuns(runIds: readonly string[]): MaybePromise<RunSnapshots>;
-}
-
-/** What the database has of some runs' snapshots (see RetentionPort.snapshotsOfRuns). */
-export interface RunSnapshots {
-  /** The runs it has. */
-  runIds: string[];
-  snapshotIds: string[];
+  snapshotsOfRuns(runIds: readonly string[]): MaybePromise<RunRecords>;
 }
 
 /** The rows of the runs' snapshot ids, from either store, as one list without repeats. */
 export function runSnapshotsOf(
   runRows: readonly { id: string; baseline: string | null; latest: string | null }[],
   idRows: readonly { a: string; b: string }[],
-): RunSnapshots {
+): RunRecords {
   const ids = new Set<string>();
   for (const run of runRows) {
     if (run.baseline !== null) ids.add(run.baseline);
@@ -116,7 +109,7 @@ export function deletableConditions(
 export class SqliteRetention implements RetentionPort {
   constructor(private readonly db: Db) {}
 
-  snapshotsOfRuns(runIds: readonly string[]): RunSnapshots {
+  snapshotsOfRuns(runIds: readonly string[]): RunRecords {
     if (runIds.length === 0) return { runIds: [], snapshotIds: [] };
     const ids = [...runIds];
     const runRows = this.db

@@ -16,19 +16,26 @@ import { GitError, type GitResult, gitEnv, runGit } from "./git";
 import { HEAD, sharedObjectsDir } from "./snapshot-repository";
 import { removeDeadSpares as removeDeadSpareFiles } from "./spare-files";
 import { removeDeadSpares } from "./spare-repositories";
-import { CollectionHeld, holdCollection, liveWriters, type StoreWriter } from "./store-writers";
+import {
+  collectorOf,
+  GC_LOCK,
+  holdCollection,
+  liveWriters,
+  type StoreWriter,
+} from "./store-writers";
 
 /**
  * `looprun gc`: removes from a snapshot store (`LOOPRUN_SNAPSHOTS_DIR`) what no run of the
  * database needs any more — the refs of runs that are gone (retention deleted them, and the
  * worker that was to delete their refs died) and the objects nothing kept reaches. The
  * sessions' git dirs share one object store (snapshot-repository.ts), so no git dir may prune
- * on its own; this reads every one of them and prunes the store once, from a git dir of its
- * own whose refs are everything that is kept:
+ * on its own; this reads every one of them, then lists (`git prune --dry-run`, from a git dir of
+ * its own whose refs are everything that is kept) and removes what is not kept:
  *
  * - the refs of runs the database has (`refs/looprun/<runId>`, `refs/looprun/rollback/<runId>`)
  *   and any other ref of a git dir;
  * - every snapshot the database names (a run's baseline and latest, each iteration attempt's);
+ * - what was written since the collection began;
  * - what each workspace's index names (`indexes/*`, an old `index`): a later `git add -A` does
  *   not hash a file again whose stat data the index has, and writes a tree naming its blob.
  *
@@ -40,9 +47,9 @@ import { CollectionHeld, holdCollection, liveWriters, type StoreWriter } from ".
 /** What the database has of some runs (see SnapshotGcOptions.records). */
 export interface RunRecords {
   /** Those of the runs asked for that it has. */
-  runIds: readonly string[];
+  runIds: string[];
   /** Every snapshot (commit id) it names for them. */
-  snapshotIds: readonly string[];
+  snapshotIds: string[];
 }
 
 export interface SnapshotGcOptions {
@@ -100,11 +107,34 @@ const GC_PREFIX = ".gc_";
 /** Run ids asked of the database at a time. */
 const RECORDS_BATCH = 500;
 
+/** Runs git on a git dir of the store; throws a GitError unless it succeeds. */
+type Git = (gitDir: string, args: string[], more?: GitCall) => Promise<GitResult>;
+
+interface GitCall {
+  env?: Record<string, string>;
+  stdin?: string;
+}
+
+/** What reading the store's git dirs found (see readStore). */
+interface StoreReading {
+  /** Object ids to keep, as named (some may not be in the store). */
+  keep: Set<string>;
+  /** Per git dir, the refs of runs the database does not have. */
+  gone: { gitDir: string; refs: string[] }[];
+  /** The runs those refs name. */
+  goneRuns: Set<string>;
+  /** Refs of runs, and the newest run the database has of them ("" when none). */
+  runRefs: number;
+  newestKnown: string;
+  sessions: number;
+  ownObjects: string[];
+}
+
 export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<SnapshotGcResult> {
   const root = resolve(opts.root);
   const env = gitEnv(opts.path, root);
   const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
-  const git = async (gitDir: string, args: string[], more: GitCall = {}): Promise<GitResult> => {
+  const git: Git = async (gitDir, args, more = {}) => {
     const result = await runGit([`--git-dir=${gitDir}`, ...args], {
       env: { ...env, ...more.env },
       timeoutMs,
@@ -114,23 +144,24 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
     if (result.exitCode !== 0) throw new GitError(args, result);
     return result;
   };
-  const result: SnapshotGcResult = {
-    sessions: 0,
-    ownObjects: [],
-    refsOfGoneRuns: 0,
-    objectsRemoved: 0,
-    bytesRemoved: 0,
-    objectsKept: 0,
-  };
   const objects = sharedObjectsDir(root);
-  if (!existsSync(objects)) return result;
+  if (!existsSync(objects)) {
+    return {
+      sessions: 0,
+      ownObjects: [],
+      refsOfGoneRuns: 0,
+      objectsRemoved: 0,
+      bytesRemoved: 0,
+      objectsKept: 0,
+    };
+  }
   const startedAt = Date.now();
-  let unlock: () => void;
-  try {
-    unlock = holdCollection(root);
-  } catch (error) {
-    if (error instanceof CollectionHeld) throw new SnapshotGcRefused(error.message);
-    throw error;
+  const unlock = holdCollection(root);
+  if (unlock === null) {
+    const holder = collectorOf(root);
+    throw new SnapshotGcRefused(
+      `another looprun gc${holder === null ? "" : ` (pid ${holder.pid} on ${holder.host})`} is collecting this store: ${join(root, GC_LOCK)} (remove it if that collector is gone)`,
+    );
   }
   const own = join(root, `${GC_PREFIX}${process.pid}_.git`);
   try {
@@ -142,70 +173,17 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
         writers,
       );
     }
-    const sessions = readdirSync(root)
-      .filter((name) => SESSION_GIT_DIR.test(name) && existsSync(join(root, name, "HEAD")))
-      .sort();
     makeGitDir(own, objects);
-    const indexCopy = join(own, "index");
-    const keep = new Set<string>();
-    const gone: { gitDir: string; refs: string[] }[] = [];
-    const goneRuns = new Set<string>();
-    let runRefs = 0;
-    let newestKnown = "";
-    for (const [i, name] of sessions.entries()) {
-      const gitDir = join(root, name);
-      if (!lstatSync(join(gitDir, "objects")).isSymbolicLink()) {
-        result.ownObjects.push(gitDir);
-        continue;
-      }
-      result.sessions++;
-      const refs = await git(gitDir, ["for-each-ref", "--format=%(objectname) %(refname)"]);
-      const lines = refs.stdout
-        .split("\n")
-        .filter((line) => line !== "")
-        .map((line) => line.split(" ") as [string, string]);
-      const runIds = [...new Set(lines.flatMap(([, ref]) => RUN_REF.exec(ref)?.[1] ?? []))];
-      const known = new Set<string>();
-      for (let at = 0; at < runIds.length; at += RECORDS_BATCH) {
-        const records = await opts.records(runIds.slice(at, at + RECORDS_BATCH));
-        for (const id of records.runIds) known.add(id);
-        for (const id of records.snapshotIds) keep.add(id);
-      }
-      const goneRefs: string[] = [];
-      for (const [id, ref] of lines) {
-        const run = RUN_REF.exec(ref)?.[1];
-        if (run !== undefined) {
-          runRefs++;
-          if (!known.has(run)) {
-            goneRefs.push(ref);
-            goneRuns.add(run);
-            continue;
-          }
-          if (run > newestKnown) newestKnown = run;
-        }
-        keep.add(id);
-      }
-      if (goneRefs.length > 0) gone.push({ gitDir, refs: goneRefs });
-      for (const index of indexesOf(gitDir)) {
-        // From a copy: write-tree may write its cache of trees back into the index it reads.
-        copyFileSync(index, indexCopy);
-        const tree = await git(gitDir, ["write-tree", "--missing-ok"], {
-          env: { GIT_INDEX_FILE: indexCopy },
-        });
-        keep.add(tree.stdout.trim());
-      }
-      opts.onProgress?.(i + 1, sessions.length);
-    }
-    if (opts.force !== true) refuseAnotherDatabase(root, runRefs, newestKnown, goneRuns);
+    const reading = await readStore(root, opts, git, join(own, "index"));
+    if (opts.force !== true) refuseAnotherDatabase(root, reading);
     // Refs to objects that are not there would stop the walk: kept ids are those git has.
-    const ids = [...keep].filter((id) => /^[0-9a-f]{40}$/.test(id));
+    const ids = [...reading.keep].filter((id) => SHA1.test(id));
     const check = await git(own, ["cat-file", "--batch-check"], { stdin: `${ids.join("\n")}\n` });
     const present = check.stdout
       .split("\n")
       .filter((line) => line !== "" && !line.endsWith(" missing"))
       .map((line) => line.slice(0, 40));
     writePackedRefs(own, present);
-    result.refsOfGoneRuns = gone.reduce((n, g) => n + g.refs.length, 0);
     if (opts.dryRun !== true) {
       // What processes that are gone left: spare git dirs and files, a collector's git dir.
       removeDeadSpares(root);
@@ -214,43 +192,132 @@ export async function collectSnapshotGarbage(opts: SnapshotGcOptions): Promise<S
         if (madeByGoneProcess(name, GC_PREFIX))
           rmSync(join(root, name), { recursive: true, force: true });
       }
-      for (const { gitDir, refs } of gone) {
+      for (const { gitDir, refs } of reading.gone) {
         await git(gitDir, ["update-ref", "--stdin"], {
           stdin: refs.map((ref) => `delete ${ref}\n`).join(""),
         });
       }
     }
-    // git lists what nothing kept reaches; this process removes it — a git prune would go on
-    // removing after a collector killed meanwhile, while writers no longer wait for it.
-    const listed = await git(own, ["prune", "--dry-run", "--expire=now"]);
-    for (const line of listed.stdout.split("\n")) {
-      const id = line.split(" ")[0] ?? "";
-      if (!/^[0-9a-f]{40}$/.test(id)) continue;
-      const file = join(objects, id.slice(0, 2), id.slice(2));
-      let stat: Stats;
-      try {
-        stat = statSync(file);
-      } catch {
-        continue; // packed, or gone meanwhile
-      }
-      // Written since the collection began: not this collection's to judge.
-      if (stat.mtimeMs >= startedAt) continue;
-      if (opts.dryRun !== true) rmSync(file, { force: true });
-      result.objectsRemoved++;
-      result.bytesRemoved += stat.blocks * 512;
-    }
-    const left = (await looseObjects(git, own)).count;
-    result.objectsKept = opts.dryRun === true ? left - result.objectsRemoved : left;
-    return result;
+    const removed = await removeUnkept(git, own, objects, startedAt, opts.dryRun === true);
+    const left = await looseObjects(git, own);
+    return {
+      sessions: reading.sessions,
+      ownObjects: reading.ownObjects,
+      refsOfGoneRuns: reading.gone.reduce((n, g) => n + g.refs.length, 0),
+      objectsRemoved: removed.objects,
+      bytesRemoved: removed.bytes,
+      objectsKept: opts.dryRun === true ? left - removed.objects : left,
+    };
   } finally {
     rmSync(own, { recursive: true, force: true });
     unlock();
   }
 }
 
-interface GitCall {
-  env?: Record<string, string>;
-  stdin?: string;
+const SHA1 = /^[0-9a-f]{40}$/;
+
+/**
+ * Reads every session's git dir: its refs (those of runs the database has are kept, the others
+ * go), the snapshots the database names of its runs, and the trees its indexes name (written
+ * from a copy of each index, `indexCopy`: write-tree may write its cache of trees back into the
+ * index it reads).
+ */
+async function readStore(
+  root: string,
+  opts: SnapshotGcOptions,
+  git: Git,
+  indexCopy: string,
+): Promise<StoreReading> {
+  const reading: StoreReading = {
+    keep: new Set(),
+    gone: [],
+    goneRuns: new Set(),
+    runRefs: 0,
+    newestKnown: "",
+    sessions: 0,
+    ownObjects: [],
+  };
+  const names = readdirSync(root)
+    .filter((name) => SESSION_GIT_DIR.test(name) && existsSync(join(root, name, "HEAD")))
+    .sort();
+  for (const [i, name] of names.entries()) {
+    const gitDir = join(root, name);
+    if (!lstatSync(join(gitDir, "objects")).isSymbolicLink()) {
+      reading.ownObjects.push(gitDir);
+      continue;
+    }
+    reading.sessions++;
+    const refs = (await git(gitDir, ["for-each-ref", "--format=%(objectname) %(refname)"])).stdout
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => {
+        const [id = "", ref = ""] = line.split(" ");
+        return { id, ref, run: RUN_REF.exec(ref)?.[1] };
+      });
+    const runIds = [...new Set(refs.flatMap((r) => r.run ?? []))];
+    const known = new Set<string>();
+    for (let at = 0; at < runIds.length; at += RECORDS_BATCH) {
+      const records = await opts.records(runIds.slice(at, at + RECORDS_BATCH));
+      for (const id of records.runIds) known.add(id);
+      for (const id of records.snapshotIds) reading.keep.add(id);
+    }
+    const goneRefs: string[] = [];
+    for (const { id, ref, run } of refs) {
+      if (run !== undefined) {
+        reading.runRefs++;
+        if (!known.has(run)) {
+          goneRefs.push(ref);
+          reading.goneRuns.add(run);
+          continue;
+        }
+        if (run > reading.newestKnown) reading.newestKnown = run;
+      }
+      reading.keep.add(id);
+    }
+    if (goneRefs.length > 0) reading.gone.push({ gitDir, refs: goneRefs });
+    for (const index of indexesOf(gitDir)) {
+      copyFileSync(index, indexCopy);
+      const tree = await git(gitDir, ["write-tree", "--missing-ok"], {
+        env: { GIT_INDEX_FILE: indexCopy },
+      });
+      reading.keep.add(tree.stdout.trim());
+    }
+    opts.onProgress?.(i + 1, names.length);
+  }
+  return reading;
+}
+
+/**
+ * Removes the loose objects the refs of `own` do not reach (none on a dry run: only counted),
+ * but those written since the collection began. git lists them; this process removes them — a
+ * `git prune` would go on removing after a collector killed meanwhile, while writers no longer
+ * wait for it.
+ */
+async function removeUnkept(
+  git: Git,
+  own: string,
+  objects: string,
+  startedAt: number,
+  dryRun: boolean,
+): Promise<{ objects: number; bytes: number }> {
+  const removed = { objects: 0, bytes: 0 };
+  const listed = await git(own, ["prune", "--dry-run", "--expire=now"]);
+  for (const line of listed.stdout.split("\n")) {
+    const id = line.split(" ")[0] ?? "";
+    if (!SHA1.test(id)) continue;
+    const file = join(objects, id.slice(0, 2), id.slice(2));
+    let stat: Stats;
+    try {
+      stat = statSync(file);
+    } catch {
+      continue; // packed, or gone meanwhile
+    }
+    if (stat.mtimeMs >= startedAt) continue;
+    if (!dryRun) rmSync(file, { force: true });
+    removed.objects++;
+    removed.bytes += stat.blocks * 512;
+  }
+  return removed;
 }
 
 /** The index files of a session's git dir: one per workspace, and the single one of old. */
@@ -259,7 +326,7 @@ function indexesOf(gitDir: string): string[] {
   if (existsSync(join(gitDir, "index"))) found.push(join(gitDir, "index"));
   try {
     for (const name of readdirSync(join(gitDir, "indexes"))) {
-      if (/^[0-9a-f]{40}$/.test(name)) found.push(join(gitDir, "indexes", name));
+      if (SHA1.test(name)) found.push(join(gitDir, "indexes", name));
     }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
@@ -282,13 +349,10 @@ function writePackedRefs(gitDir: string, ids: readonly string[]): void {
   writeFileSync(join(gitDir, "packed-refs"), `# pack-refs with: peeled sorted \n${lines.join("")}`);
 }
 
-async function looseObjects(
-  git: (gitDir: string, args: string[]) => Promise<GitResult>,
-  gitDir: string,
-): Promise<{ count: number; bytes: number }> {
+/** How many loose objects the store holds. */
+async function looseObjects(git: Git, gitDir: string): Promise<number> {
   const out = (await git(gitDir, ["count-objects", "-v"])).stdout;
-  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(out)?.[1] ?? 0);
-  return { count: field("count"), bytes: field("size") * 1024 };
+  return Number(/^count: (\d+)$/m.exec(out)?.[1] ?? 0);
 }
 
 /**
@@ -298,9 +362,7 @@ async function looseObjects(
  */
 function refuseAnotherDatabase(
   root: string,
-  runRefs: number,
-  newestKnown: string,
-  goneRuns: ReadonlySet<string>,
+  { runRefs, newestKnown, goneRuns }: StoreReading,
 ): void {
   if (runRefs > 0 && newestKnown === "") {
     throw new SnapshotGcRefused(

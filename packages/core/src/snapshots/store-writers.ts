@@ -59,7 +59,7 @@ async function untilNoCollection(root: string, signal?: AbortSignal): Promise<vo
 }
 
 /** The file a collector holds while it collects the store: `<host> <pid>` (see holdCollection). */
-const GC_LOCK = ".gc.lock";
+export const GC_LOCK = ".gc.lock";
 
 /** A `looprun gc` collecting a store. */
 export interface Collector {
@@ -86,40 +86,28 @@ export function collectorOf(root: string): Collector | null {
 }
 
 /**
- * Takes the store at `root` for a collection (`<root>/.gc.lock`, made exclusively; one left by a
- * collector of this host that is gone is taken over); returns what gives it back. Throws when
- * another collector holds it.
+ * Takes the store at `root` for a collection (`<root>/.gc.lock`; one left by a collector of this
+ * host that is gone is taken over); returns what gives it back, or null when another collector
+ * holds it.
  */
-export function holdCollection(root: string): () => void {
+export function holdCollection(root: string): (() => void) | null {
   const file = join(root, GC_LOCK);
   const mine = `${hostname()} ${process.pid}\n`;
   // Made whole, then linked into place: a lock is never seen empty (taken for a stale one).
   const draft = `${file}.${process.pid}`;
   writeFileSync(draft, mine);
   try {
-    for (let tries = 0; ; tries++) {
-      try {
-        linkSync(draft, file);
-        // Two collectors taking over the same stale lock at once: the second one's removal of
-        // it may have taken the first one's new lock away. Whoever's lock is there holds it.
-        if (readFileSync(file, "utf8") !== mine)
-          throw Object.assign(new Error(), { code: "EEXIST" });
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-        const holder = collectorOf(root);
-        if (holder !== null || tries > 0) {
-          const who = holder === null ? "" : ` (pid ${holder.pid} on ${holder.host})`;
-          throw new CollectionHeld(
-            `another looprun gc${who} is collecting this store: ${file} (remove it if that collector is gone)`,
-          );
-        }
-        rmSync(file, { force: true });
-      }
+    if (!linked(draft, file)) {
+      if (collectorOf(root) !== null) return null;
+      rmSync(file, { force: true });
+      if (!linked(draft, file)) return null;
     }
   } finally {
     rmSync(draft, { force: true });
   }
+  // Two collectors taking over the same stale lock at once: the second one's removal of it may
+  // have taken the first one's new lock away. Whoever's lock is there holds it.
+  if (readFileSync(file, "utf8") !== mine) return null;
   return () => {
     // Only its own: one taken over meanwhile (this one thought gone) is the other's.
     let text = "";
@@ -130,9 +118,15 @@ export function holdCollection(root: string): () => void {
   };
 }
 
-/** Another collector holds the store. */
-export class CollectionHeld extends Error {
-  override readonly name = "CollectionHeld";
+/** Links `from` as `to`; false when `to` is there already. */
+function linked(from: string, to: string): boolean {
+  try {
+    linkSync(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
 }
 
 function forgetMarks(): void {

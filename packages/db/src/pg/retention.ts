@@ -1,10 +1,10 @@
+import type { RunRecords } from "@looprun/core";
 import { asc, inArray } from "drizzle-orm";
 import {
   candidateConditions,
   deletableConditions,
   type PrunableRun,
   type RetentionPort,
-  type RunSnapshots,
   runSnapshotsOf,
 } from "../retention";
 import type { PgDb } from "./connection";
@@ -14,7 +14,7 @@ import { iterationSnapshots, runChanges, runs } from "./schema";
 export class PgRetention implements RetentionPort {
   constructor(private readonly db: PgDb) {}
 
-  async snapshotsOfRuns(runIds: readonly string[]): Promise<RunSnapshots> {
+  async snapshotsOfRuns(runIds: readonly string[]): Promise<RunRecords> {
     if (runIds.length === 0) return { runIds: [], snapshotIds: [] };
     const ids = [...runIds];
     const [runRows, snapshots, changes] = await Promise.all([

@@ -14,48 +14,39 @@ import { processExists } from "../process/process-exists";
  */
 const WRITERS_DIR = ".writers";
 
-/** The roots this process has said it writes into (each file is removed as the process exits). */
+/** The roots where this process has left its file (each removed as the process exits). */
+const filed = new Set<string>();
+/** The roots it writes into: its file is there and no collection ran after it was made. */
 const marked = new Set<string>();
-/** Marks being made: the first writes of a process wait for the same one. */
-const marking = new Map<string, Promise<void>>();
 
 /** How often a writer that found a collection running looks again. */
 const COLLECTION_POLL_MS = 500;
 
 /**
- * Says that this process writes into the store at `root`, once per root: its file first, then,
- * while a `looprun gc` holds the store (`.gc.lock`, see snapshot-gc.ts), it waits for it to end
- * — a collection that began before the file was there did not see it. The collector takes its
- * lock first and reads the files after: one of the two sees the other. Returns at once after
- * the first time (`isWriter` says so without a promise).
+ * Says that this process writes into the store at `root`: its file first (once), then, while a
+ * `looprun gc` holds the store (`.gc.lock`, see snapshot-gc.ts), it waits for it to end — a
+ * collection that began before the file was there did not see it. The collector takes its lock
+ * first and reads the files after: one of the two sees the other. Once it has returned, `isWriter`
+ * says so without a promise.
  */
-export function markWriter(root: string, signal?: AbortSignal): Promise<void> {
-  if (marked.has(root)) return Promise.resolve();
-  let made = marking.get(root);
-  if (made === undefined) {
+export async function markWriter(root: string, signal?: AbortSignal): Promise<void> {
+  if (!filed.has(root)) {
     const dir = join(root, WRITERS_DIR);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${hostname()}_${process.pid}`);
     writeFileSync(file, `${JSON.stringify({ pid: process.pid, argv: process.argv.slice(1) })}\n`);
-    if (marked.size === 0 && marking.size === 0) process.once("exit", forgetMarks);
-    made = untilNoCollection(root, signal).then(() => {
-      marked.add(root);
-    });
-    marking.set(root, made);
-    void made.finally(() => marking.delete(root)).catch(() => {});
+    if (filed.size === 0) process.once("exit", forgetMarks);
+    filed.add(root);
   }
-  return made;
+  while (collectorOf(root) !== null) {
+    await sleep(COLLECTION_POLL_MS, undefined, signal ? { signal } : {});
+  }
+  marked.add(root);
 }
 
 /** Whether this process has marked itself a writer of `root` (see markWriter). */
 export function isWriter(root: string): boolean {
   return marked.has(root);
-}
-
-async function untilNoCollection(root: string, signal?: AbortSignal): Promise<void> {
-  while (collectorOf(root) !== null) {
-    await sleep(COLLECTION_POLL_MS, undefined, signal ? { signal } : {});
-  }
 }
 
 /** The file a collector holds while it collects the store: `<host> <pid>` (see holdCollection). */
@@ -130,9 +121,10 @@ function linked(from: string, to: string): boolean {
 }
 
 function forgetMarks(): void {
-  for (const root of new Set([...marked, ...marking.keys()])) {
+  for (const root of filed) {
     rmSync(join(root, WRITERS_DIR, `${hostname()}_${process.pid}`), { force: true });
   }
+  filed.clear();
   marked.clear();
 }
 

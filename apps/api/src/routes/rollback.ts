@@ -95,8 +95,9 @@ export function rollbackRoutes(deps: AppDeps): Hono {
     // restart, a query past its deadline), nor answered as a failure the client would repeat.
     // The event first: a hold not released expires (HOLD_TTL_MS); a record never made is gone.
     const data = { iteration, snapshot, before: restored.before, files: restored.files };
-    await untilDone(deps, () => deps.repo.recordRollback(run.id, data, now()), data);
-    await untilDone(deps, release, data);
+    const deadline = Date.now() + RECORD_RETRY_MS;
+    await untilDone(deps, () => deps.repo.recordRollback(run.id, data, now()), data, deadline);
+    await untilDone(deps, release, data, deadline);
     return c.json({ id: run.id, ...data });
   });
 
@@ -108,15 +109,15 @@ const RECORD_RETRY_MS = 60_000;
 const RECORD_RETRY_EVERY_MS = 500;
 
 /**
- * Runs `write` until it succeeds, again while the database is unavailable (for up to
- * RECORD_RETRY_MS); then a 503 that says the workspace was restored, with what a 200 says.
+ * Runs `write` until it succeeds, again while the database is unavailable (until `deadline`);
+ * then a 503 that says the workspace was restored, with what a 200 says.
  */
 async function untilDone(
   deps: AppDeps,
   write: () => Promise<unknown> | unknown,
   data: { iteration: number; snapshot: string; before: string },
+  deadline: number,
 ): Promise<void> {
-  const deadline = Date.now() + RECORD_RETRY_MS;
   for (;;) {
     try {
       await write();

@@ -19,9 +19,9 @@ import type pg from "pg";
  * is carried out first. A request answered 503 this way may have been applied: a client retries
  * a submit with its Idempotency-Key.
  *
- * Applied to each new connection of the pool before its first query (its set-up's, in the pool's
-`onConnect`). `armed` says whether deadlines apply now (not while the migrations run: one may wait for
- * another process's migrations, under an advisory lock).
+ * Applied to each new connection of the pool before its first query (its set-up's, in the
+ * pool's `onConnect`). `armed` says whether deadlines apply now (not while the migrations run:
+ * one may wait for another process's migrations, under an advisory lock).
  */
 export function withQueryDeadline(
   client: pg.ClientBase,

@@ -1,6 +1,7 @@
 import { isPgUnavailable, openPgDatabase, type PgDatabase } from "@looprun/db/pg";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPgStallProxy } from "../../../tests/support/pg-stall-proxy";
 import {
   createDatabase,
   type PostgresCluster,
@@ -95,6 +96,46 @@ describe("the query deadline (PostgreSQL)", () => {
       await cluster.thaw();
       held.release();
       await fresh.close();
+    }
+  }, 60_000);
+
+  it("ends a new connection whose set-up query the server does not answer, after its start-up", async () => {
+    // A server that hangs once it has accepted a session: the pool's connection timeout has
+    // ended with the start-up; the set-up query (onConnect's SET) is bounded by the deadline.
+    const proxy = await startPgStallProxy(cluster.port);
+    const proxied = new URL(url);
+    proxied.port = String(proxy.port);
+    const fresh = await openPgDatabase(proxied.toString(), {
+      queryTimeoutMs: DEADLINE_MS,
+      maxConnections: 2,
+    });
+    try {
+      await fresh.pool.query("select 1");
+      // The pool's one connection taken, the next query opens a second one.
+      const held = await fresh.pool.connect();
+      proxy.stallAfterStartup = true;
+      try {
+        const waited = fresh.pool.query("select 1").then(
+          () => null,
+          (e: unknown) => e,
+        );
+        const error = await waited;
+        expect(isPgUnavailable(error), String(error)).toBe(true);
+        // It stalled where meant: after a start-up answered in full.
+        expect(proxy.stalled).toBe(1);
+      } finally {
+        held.release();
+      }
+      // The stalled connection was not kept: once the server answers, the pool serves again.
+      proxy.stallAfterStartup = false;
+      const again = await Promise.all([
+        fresh.pool.query("select 1 as v"),
+        fresh.pool.query("select 2 as v"),
+      ]);
+      expect(again.map((r) => r.rows[0]?.v)).toEqual([1, 2]);
+    } finally {
+      await fresh.close();
+      await proxy.close();
     }
   }, 60_000);
 });

@@ -207,10 +207,12 @@ describe("workers crashing, pausing and shutting down", () => {
       expect(countEvents(events, "iteration_started")).toBe(2);
       // The fenced attempt's agent's end is written by the worker that took the run.
       expect(countEvents(events, "agent_finished")).toBe(2);
-      expect(events.find((e) => e.type === "agent_finished")?.data).toMatchObject({
-        iteration: 1,
+      const abandonedEnd = events.find((e) => e.type === "agent_finished")?.data;
+      expect(abandonedEnd).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
+      // The abandoned attempt says the same of its agent.
+      expect(iterations[0]?.agent).toMatchObject({
         exitCode: null,
-        abandoned: true,
+        durationMs: abandonedEnd?.durationMs,
       });
       expect(countEvents(events, "run_finished")).toBe(1);
       expect(events.at(-1)?.data).toMatchObject({ status: "succeeded", reason: "success" });

@@ -36,8 +36,10 @@ export type {
   ValidationResult,
 } from "./domain/index";
 export {
+  ABANDONED_AGENT_OUTPUT,
   ACTIVE_STATUSES,
   AgentSpec,
+  abandonedAgent,
   abandonedAgentFinished,
   CommandAgentSpec,
   CommandReviewSpec,

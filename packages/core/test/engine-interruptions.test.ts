@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { failRun, runStep } from "@looprun/core";
+import { ABANDONED_AGENT_OUTPUT, failRun, runStep } from "@looprun/core";
 import { describe, expect, it } from "vitest";
 import {
   agentPidsWritten,
@@ -202,6 +202,20 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     expectEventInvariants(events);
   });
 
+  /**
+   * The abandoned attempt carries an agent result, as every ended iteration does: killed, with
+   * no output kept, lasting what its `agent_finished` says.
+   */
+  function expectAbandonedAgent(runId: string, agentFinished: unknown): void {
+    const attempt = engine.store.iterationsOf(runId)[0];
+    expect(attempt?.status).toBe("abandoned");
+    expect(attempt?.agent).toEqual({
+      exitCode: null,
+      output: ABANDONED_AGENT_OUTPUT,
+      durationMs: (agentFinished as { durationMs: number }).durationMs,
+    });
+  }
+
   /** A worker claimed the run and started iteration 1, then died. */
   async function crashInIteration1(runId: string): Promise<void> {
     const claimed = (await engine.store.claimRun(runId))!;
@@ -260,6 +274,7 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       "iteration_started",
     ]);
     expect(events[2]?.data).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
+    expectAbandonedAgent(run.id, events[2]?.data);
     expectEventInvariants(events);
   });
 
@@ -280,6 +295,7 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
     const events = engine.store.eventsOf(run.id);
     expect(types(events).slice(-2)).toEqual(["agent_finished", "run_finished"]);
     expect(events.at(-2)?.data).toMatchObject({ iteration: 1, exitCode: null, abandoned: true });
+    expectAbandonedAgent(run.id, events.at(-2)?.data);
     expectEventInvariants(events);
   });
 
@@ -296,6 +312,10 @@ describe("runStep: stops, hand-backs, crashes and lost leases", () => {
       engine.store.iterationsOf(run.id).map((i) => [i.n, i.attempt, i.status, i.outcome]),
     ).toEqual([[1, 1, "abandoned", "stopped"]]);
     expect(engine.store.iterationsOf(run.id)[0]?.finishedAt).not.toBeNull();
+    expectAbandonedAgent(
+      run.id,
+      engine.store.eventsOf(run.id).find((e) => e.type === "agent_finished")?.data,
+    );
     expect(types(engine.store.eventsOf(run.id))).toEqual([
       "iteration_started",
       "agent_started",

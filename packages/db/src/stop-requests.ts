@@ -1,4 +1,6 @@
 import {
+  type AgentResult,
+  abandonedAgent,
   abandonedAgentFinished,
   budgetSnapshot,
   endWait,
@@ -75,6 +77,16 @@ export const stoppedEvents = (
 export const abandonedByStop = (now: number) =>
   ({ status: "abandoned", outcome: "stopped", finishedAt: now }) as const;
 
+/** The agent results the attempts a stop abandons are given: those whose agent was what ran. */
+export const abandonedAgents = (
+  attempts: readonly { n: number; attempt: number; startedAt: number; agent: unknown }[],
+  now: number,
+): { n: number; attempt: number; agent: AgentResult }[] =>
+  attempts.flatMap(({ n, attempt, ...rest }) => {
+    const agent = abandonedAgent(rest, now);
+    return agent ? [{ n, attempt, agent }] : [];
+  });
+
 export type StopRequest =
   | { kind: "not_found" }
   | { kind: "finished"; run: RunRecord }
@@ -111,8 +123,21 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
         .update(iterations)
         .set(abandonedByStop(now))
         .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
-        .returning({ n: iterations.n, startedAt: iterations.startedAt, agent: iterations.agent })
+        .returning({
+          n: iterations.n,
+          attempt: iterations.attempt,
+          startedAt: iterations.startedAt,
+          agent: iterations.agent,
+        })
         .all();
+      for (const { n, attempt, agent } of abandonedAgents(abandoned, now)) {
+        tx.update(iterations)
+          .set({ agent })
+          .where(
+            and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
+          )
+          .run();
+      }
       const run = toRunRecord(
         tx.update(runs).set(stoppedChange(row, now)).where(eq(runs.id, runId)).returning().get(),
       );

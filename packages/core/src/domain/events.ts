@@ -1,3 +1,5 @@
+import type { AgentResult } from "./run";
+
 export const EVENT_TYPES = [
   "run_queued",
   "run_started",
@@ -47,21 +49,38 @@ export interface EventRecord extends NewEvent {
   at: number;
 }
 
+/** What an abandoned attempt's agent result says in place of the output nobody kept. */
+export const ABANDONED_AGENT_OUTPUT =
+  "[looprun] abandoned: the attempt ended before its agent's result was recorded (its worker died or lost the run); the agent was killed and its output not kept";
+
+/**
+ * The agent result of an attempt whose worker died (or lost the run) while its agent ran —
+ * null when it has one. Killed (`exitCode: null`), after the time until the attempt was found
+ * abandoned. Stored on the attempt as it is marked abandoned, so it carries an agent result as
+ * every ended iteration does.
+ */
+export function abandonedAgent(
+  attempt: { startedAt: number; agent: unknown },
+  now: number,
+): AgentResult | null {
+  if (attempt.agent !== null) return null;
+  return {
+    exitCode: null,
+    output: ABANDONED_AGENT_OUTPUT,
+    durationMs: Math.max(0, now - attempt.startedAt),
+  };
+}
+
 /**
  * The data of the `agent_finished` of an attempt whose worker died (or lost the run) while its
  * agent ran — written with the agent's result, which such an attempt lacks (`agent: null`);
- * null when it has one (its `agent_finished` was written then). Killed (`exitCode: null`),
- * after the time until the attempt was found abandoned.
+ * null when it has one (its `agent_finished` was written then).
  */
 export function abandonedAgentFinished(
   attempt: { n: number; startedAt: number; agent: unknown },
   now: number,
 ): { iteration: number; exitCode: null; durationMs: number; abandoned: true } | null {
-  if (attempt.agent !== null) return null;
-  return {
-    iteration: attempt.n,
-    exitCode: null,
-    durationMs: Math.max(0, now - attempt.startedAt),
-    abandoned: true,
-  };
+  const agent = abandonedAgent(attempt, now);
+  if (agent === null) return null;
+  return { iteration: attempt.n, exitCode: null, durationMs: agent.durationMs, abandoned: true };
 }

@@ -3,7 +3,12 @@ export { APPROVAL_MODES, EditedPlan, isWaiting } from "./approval";
 export type { PhaseArtifact, PipelinePhase, PreparationPhase, ReviewArtifact } from "./artifacts";
 export { isPreparationPhase, PIPELINE_PHASES, PREPARATION_PHASES } from "./artifacts";
 export type { BudgetSnapshot, EventRecord, EventType, NewEvent } from "./events";
-export { abandonedAgentFinished, EVENT_TYPES } from "./events";
+export {
+  ABANDONED_AGENT_OUTPUT,
+  abandonedAgent,
+  abandonedAgentFinished,
+  EVENT_TYPES,
+} from "./events";
 export type {
   AgentResult,
   BudgetReason,

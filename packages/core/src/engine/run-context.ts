@@ -1,7 +1,12 @@
 import { promptFilePath, removePromptFile } from "../agents/command-agent";
 import type { SessionRunSummary, ToolFailure } from "../agents/session-context";
 import { budgetSnapshot } from "../budget/budget";
-import { abandonedAgentFinished, type EventType, type NewEvent } from "../domain/events";
+import {
+  abandonedAgent,
+  abandonedAgentFinished,
+  type EventType,
+  type NewEvent,
+} from "../domain/events";
 import type { IterationRecord, RunReason, RunRecord, RunStatus } from "../domain/run";
 import { buildCommandEnv } from "../process/command-env";
 import { killRunOrphans, RUN_ID_VARIABLE } from "../process/orphans";
@@ -312,15 +317,18 @@ export class RunContext {
     const rollback = status === "failed" ? await rollbackOnFailure(this.res, this.run) : [];
     const now = this.now();
     const open = extra.iteration && this.iterationOpen() ? this.lastIteration : null;
-    const iteration = open ? this.updateIteration({ ...extra.iteration, finishedAt: now }) : {};
     // An attempt ended while its agent ran, with no result to record (its worker died, an
-    // error cut the step): its agent gets its `agent_finished`, as every agent does.
-    const abandoned =
+    // error cut the step): its agent gets a result (killed) and its `agent_finished`, as every
+    // agent does.
+    const agentUnended =
       open?.status === "running" &&
       extra.iteration?.agent === undefined &&
-      !extra.events?.some(([type]) => type === "agent_finished")
-        ? abandonedAgentFinished(open, now)
-        : null;
+      !extra.events?.some(([type]) => type === "agent_finished");
+    const agent = agentUnended ? abandonedAgent(open, now) : null;
+    const abandoned = agentUnended ? abandonedAgentFinished(open, now) : null;
+    const iteration = open
+      ? this.updateIteration({ ...extra.iteration, finishedAt: now, ...(agent ? { agent } : {}) })
+      : {};
     const agentEnd: EventSpec[] = abandoned ? [["agent_finished", abandoned]] : [];
     await this.commit(
       {

@@ -1,7 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { checkBudget, deadlineFor } from "../budget/budget";
-import { abandonedAgentFinished } from "../domain/events";
+import { abandonedAgent, abandonedAgentFinished } from "../domain/events";
 import type { BudgetReason, RunRecord } from "../domain/run";
 import { isTerminal } from "../domain/run";
 import { killOrphanedGroup } from "../process/orphans";
@@ -285,11 +285,17 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
   }
   let iteration = {};
   if (last?.status === "running") {
-    // Its worker died or lost the run mid-iteration: the attempt ended in an error.
-    iteration = ctx.updateIteration({ status: "abandoned", outcome: "error", finishedAt: now });
-    // Its agent, when that was what ran, gets its `agent_finished` (written with the agent's
-    // result, which the attempt lacks).
+    // Its worker died or lost the run mid-iteration: the attempt ended in an error. Its agent,
+    // when that was what ran, is given a result (killed) and its `agent_finished` (both written
+    // with the agent's end, which the attempt lacks).
+    const agent = abandonedAgent(last, now);
     const agentEnd = abandonedAgentFinished(last, now);
+    iteration = ctx.updateIteration({
+      status: "abandoned",
+      outcome: "error",
+      finishedAt: now,
+      ...(agent ? { agent } : {}),
+    });
     if (agentEnd) events.push(["agent_finished", agentEnd]);
   }
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {

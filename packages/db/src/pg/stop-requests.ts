@@ -2,6 +2,7 @@ import { isTerminal, type RunRecord } from "@looprun/core";
 import { and, eq } from "drizzle-orm";
 import { toRunRecord } from "../records";
 import {
+  abandonedAgents,
   abandonedByStop,
   type StopRequest,
   stoppedChange,
@@ -47,7 +48,20 @@ export async function finalizeStop(
       .update(iterations)
       .set(abandonedByStop(now))
       .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
-      .returning({ n: iterations.n, startedAt: iterations.startedAt, agent: iterations.agent });
+      .returning({
+        n: iterations.n,
+        attempt: iterations.attempt,
+        startedAt: iterations.startedAt,
+        agent: iterations.agent,
+      });
+    for (const { n, attempt, agent } of abandonedAgents(abandoned, now)) {
+      await tx
+        .update(iterations)
+        .set({ agent })
+        .where(
+          and(eq(iterations.runId, runId), eq(iterations.n, n), eq(iterations.attempt, attempt)),
+        );
+    }
     const [updated] = await tx
       .update(runs)
       .set(stoppedChange(row, now))

@@ -1,5 +1,4 @@
-/** The API's default address, as `npm start` serves it and LOOPRUN_URL defaults to. */
-export const DEFAULT_API_URL = "http://127.0.0.1:8787";
+import { type CliEnv, parseCliEnv } from "./env";
 
 /** An API field (a path the API's 400 names, e.g. `maxIterations`) → the CLI flag that sets it. */
 export type FlagNames = Readonly<Record<string, string>>;
@@ -65,44 +64,6 @@ function unreachableReason(error: unknown): string {
   // OpenSSL's own text is a line of internals; an https URL for an http API is the usual cause.
   if (code.startsWith("ERR_SSL_")) return `TLS failed: is the API served over http? (${code})`;
   return `${FAILURE_WORDS[code] ?? detail} (${code})`;
-}
-
-/** How long a request may wait for the API's whole answer: LOOPRUN_CLI_TIMEOUT_MS, else 30 s. */
-export function requestTimeoutMs(value = process.env.LOOPRUN_CLI_TIMEOUT_MS): number {
-  if (value === undefined || value === "") return 30_000;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 2_147_483_647) {
-    throw new Error(
-      `LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1, not ${JSON.stringify(value)}`,
-    );
-  }
-  return Number(value);
-}
-
-/**
- * LOOPRUN_URL checked: an http(s) URL, which may carry a path (an API behind a proxy's prefix).
- * A trailing `/api` is the API's own (`looprun dev` prints its API as URL/api): dropped.
- */
-export function apiBaseUrl(value: string): string {
-  const notHttp = () =>
-    new Error(
-      `LOOPRUN_URL must be an http(s) URL such as ${DEFAULT_API_URL}, not ${JSON.stringify(value)}`,
-    );
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw notHttp();
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw notHttp();
-  // `href`, not `search`/`hash`: an empty `?` or `#` leaves those empty but stays in the URL.
-  if (/[?#]/.test(url.href)) {
-    throw new Error(`LOOPRUN_URL must not carry a query or a fragment: ${JSON.stringify(value)}`);
-  }
-  if (url.username !== "" || url.password !== "") {
-    // Not echoed: it holds a password.
-    throw new Error("LOOPRUN_URL must not carry a user or a password: set API_TOKEN instead");
-  }
-  return url.href.replace(/\/+$/, "").replace(/\/api$/, "");
 }
 
 /**
@@ -174,7 +135,7 @@ export class ApiClient {
   constructor(
     baseUrl: string,
     readonly token?: string,
-    /** How long a request may wait for the whole answer (see requestTimeoutMs). */
+    /** How long a request may wait for the whole answer (LOOPRUN_CLI_TIMEOUT_MS, env.ts). */
     readonly timeoutMs = 30_000,
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
@@ -230,10 +191,7 @@ export class ApiClient {
   }
 }
 
-export function clientFromEnv(): ApiClient {
-  return new ApiClient(
-    apiBaseUrl(process.env.LOOPRUN_URL || DEFAULT_API_URL),
-    process.env.API_TOKEN,
-    requestTimeoutMs(),
-  );
+/** A client of the API the environment names (LOOPRUN_URL, API_TOKEN: see env.ts). */
+export function clientFromEnv(env: CliEnv = parseCliEnv(process.env)): ApiClient {
+  return new ApiClient(env.LOOPRUN_URL, env.API_TOKEN, env.LOOPRUN_CLI_TIMEOUT_MS);
 }

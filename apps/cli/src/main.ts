@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import cliPackage from "../package.json" with { type: "json" };
-import { DEFAULT_API_URL } from "./api-client";
 import { approveCommand, rejectCommand, replyCommand } from "./commands/approve";
 import { gcCommand } from "./commands/gc";
 import { mcpCommand } from "./commands/mcp";
@@ -13,6 +12,7 @@ import {
   watchCommand,
 } from "./commands/runs";
 import { apiCommand, devCommand, workerCommand } from "./commands/servers";
+import { DEFAULT_API_URL } from "./env";
 import { fail } from "./lifecycle";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];

@@ -1,6 +1,6 @@
 import { dirname, join } from "node:path";
 import { redactUrl } from "@looprun/db";
-import { DEFAULT_API_URL } from "../api-client";
+import { DEFAULT_API_URL } from "../env";
 import { shutdownOnSignals } from "../lifecycle";
 import { startManagedRedis } from "../managed-redis";
 

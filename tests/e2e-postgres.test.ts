@@ -162,6 +162,8 @@ describe("API and workers on PostgreSQL", () => {
       expect(session.body.runs.map((r: { id: string }) => r.id)).toEqual([winner]);
     }
     const running = await waitForStatus(stack, winner, ["running"]);
+    // Released once its agent runs (a run is `running` before its workspace is made).
+    await waitForEvent(stack, winner, "agent_started");
     writeFileSync(join(running.workspace, "release"), "");
     expect(await waitForStatus(stack, winner)).toMatchObject({ status: "succeeded" });
     const events = await getEvents(stack, winner);

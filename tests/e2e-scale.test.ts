@@ -25,6 +25,7 @@ import {
   type Stack,
   startStack,
   waitFor,
+  waitForEvent,
   waitForStatus,
 } from "./support/stack";
 
@@ -92,6 +93,8 @@ describe("one active run per session across API processes", () => {
     }
 
     const running = await waitForStatus(stack, winner, ["running"]);
+    // Released once its agent runs (a run is `running` before its workspace is made).
+    await waitForEvent(stack, winner, "agent_started");
     writeFileSync(join(running.workspace, "release"), "");
     expect(await waitForStatus(stack, winner)).toMatchObject({ status: "succeeded" });
     const session = await api2.api("GET", `/api/sessions/${sessionId}`);

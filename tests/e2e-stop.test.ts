@@ -57,6 +57,8 @@ describe("one active run per session", () => {
     expect(session.body.runs.map((r: { id: string }) => r.id)).toEqual([first.id]);
     expect(existsSync(join(running.workspace, "second-ran"))).toBe(false);
 
+    // Released once its agent runs (a run is `running` before its workspace is made).
+    await waitForEvent(stack, first.id, "agent_started");
     writeFileSync(join(running.workspace, "release"), "");
     expect(await waitForStatus(stack, first.id)).toMatchObject({ status: "succeeded" });
 

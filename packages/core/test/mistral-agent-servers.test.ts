@@ -97,6 +97,33 @@ describe("the mistral agent's tool servers and the secrets they are given (real 
     expect(store.iterationsOf(run.id)[0]?.agent?.durationMs).toBeGreaterThanOrEqual(2000);
   });
 
+  it("is killed, not failed, when the run's deadline comes while its tool servers start", async () => {
+    const store = new MemoryRunStore();
+    // 0.6 s to the deadline; a server that never answers its start-up.
+    const run = mistralRun({
+      maxMinutes: 0.01,
+      mcpServers: [{ name: "never", command: "/bin/sh", args: ["-c", "sleep 60"] }],
+    });
+    store.add(run);
+    expect(await runStep(resources(store, { llm: fx.llm }), run.id)).toMatchObject({
+      status: "failed",
+      reason: "max_minutes",
+    });
+    const agent = store.iterationsOf(run.id)[0]?.agent;
+    expect(agent?.exitCode).toBeNull();
+    expect(agent?.output).toBe(
+      "[looprun] killed: the run's time budget (maxMinutes) ran out (its tool servers were starting)",
+    );
+    const events = store.eventsOf(run.id);
+    expect(events.find((e) => e.type === "agent_finished")?.data).toMatchObject({
+      iteration: 1,
+      exitCode: null,
+    });
+    // A killed agent, as one cut during a model call: no failed phase.
+    expect(events.filter((e) => e.type === "phase_failed")).toEqual([]);
+    expect(fx.fake.requests).toHaveLength(0);
+  });
+
   it(`fails the run, naming it, when \${NAME} names no variable the workers allow`, async () => {
     const store = new MemoryRunStore();
     const run = mistralRun({

@@ -339,7 +339,7 @@ export async function runMistralAgent(input: MistralAgentInput): Promise<Mistral
 }
 
 /** Why a turn was cut, from its signal's reason (the engine's interruption, or the deadline's). */
-function cutBy(reason: unknown): string {
+export function cutBy(reason: unknown): string {
   if (reason instanceof Error && reason.name === "TimeoutError") {
     return "the run's time budget (maxMinutes) ran out";
   }

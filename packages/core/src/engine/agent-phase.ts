@@ -1,5 +1,5 @@
 import { runCommandAgent } from "../agents/command-agent";
-import { runMistralAgent } from "../agents/mistral-agent";
+import { cutBy, runMistralAgent } from "../agents/mistral-agent";
 import { tokensLeft } from "../budget/budget";
 import { VAR_REFERENCE } from "../domain/literal-secrets";
 import type { AgentResult, NewToolCall } from "../domain/run";
@@ -182,10 +182,18 @@ async function runMistralPhase(
       },
     );
   } catch (error) {
-    return notStarted(
-      `MCP servers could not start: ${(error as Error).message}`,
-      Math.round(performance.now() - started),
-    );
+    const durationMs = Math.round(performance.now() - started);
+    // Cut by a stop or the deadline while its servers started: a killed agent, as one cut
+    // during a model call is, not a failed phase.
+    if (signal.aborted) {
+      return {
+        exitCode: null,
+        output: `[looprun] killed: ${cutBy(signal.reason)} (its tool servers were starting)`,
+        durationMs,
+        phaseFailed: null,
+      };
+    }
+    return notStarted(`MCP servers could not start: ${(error as Error).message}`, durationMs);
   }
   try {
     const r = await runMistralAgent({

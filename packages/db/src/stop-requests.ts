@@ -43,25 +43,18 @@ export const stoppedChange = (row: RunRow, now: number) => ({
 });
 
 /**
- * The events of a `stopping` run ended with no worker holding it: the `agent_finished` of an
- * attempt it abandons whose agent was what ran (a crashed worker's), then `run_finished`.
+ * The events of a `stopping` run ended with no worker holding it: the `agent_finished` of each
+ * agent of an attempt it abandons (see abandonedAgents), then `run_finished`.
  */
 export const stoppedEvents = (
   run: RunRecord,
   now: number,
-  abandoned: readonly { n: number; startedAt: number; agent: unknown }[] = [],
+  agents: readonly AbandonedAgent[] = [],
 ): NewEvent[] => [
-  ...abandoned.flatMap((attempt) => {
-    const agentEnd = abandonedAgentFinished(attempt, now);
-    return agentEnd
-      ? [
-          {
-            type: "agent_finished" as const,
-            data: { ...agentEnd, budget: budgetSnapshot(run, now) },
-          },
-        ]
-      : [];
-  }),
+  ...agents.map(({ n, agent }) => ({
+    type: "agent_finished" as const,
+    data: { ...abandonedAgentFinished(n, agent), budget: budgetSnapshot(run, now) },
+  })),
   {
     type: "run_finished",
     data: {
@@ -77,11 +70,20 @@ export const stoppedEvents = (
 export const abandonedByStop = (now: number) =>
   ({ status: "abandoned", outcome: "stopped", finishedAt: now }) as const;
 
-/** The agent results the attempts a stop abandons are given: those whose agent was what ran. */
+interface AbandonedAgent {
+  n: number;
+  attempt: number;
+  agent: AgentResult;
+}
+
+/**
+ * The agent results the attempts a stop abandons are given: those whose agent was what ran (a
+ * crashed worker's), stored on the attempt and told in its `agent_finished`.
+ */
 export const abandonedAgents = (
   attempts: readonly { n: number; attempt: number; startedAt: number; agent: unknown }[],
   now: number,
-): { n: number; attempt: number; agent: AgentResult }[] =>
+): AbandonedAgent[] =>
   attempts.flatMap(({ n, attempt, ...rest }) => {
     const agent = abandonedAgent(rest, now);
     return agent ? [{ n, attempt, agent }] : [];
@@ -119,7 +121,7 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
     (tx) => {
       const row = tx.select().from(runs).where(eq(runs.id, runId)).get();
       if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
-      const abandoned = tx
+      const attempts = tx
         .update(iterations)
         .set(abandonedByStop(now))
         .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
@@ -130,7 +132,8 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
           agent: iterations.agent,
         })
         .all();
-      for (const { n, attempt, agent } of abandonedAgents(abandoned, now)) {
+      const agents = abandonedAgents(attempts, now);
+      for (const { n, attempt, agent } of agents) {
         tx.update(iterations)
           .set({ agent })
           .where(
@@ -141,7 +144,7 @@ export function finalizeStop(db: Db, runId: string, now: number): RunRecord | nu
       const run = toRunRecord(
         tx.update(runs).set(stoppedChange(row, now)).where(eq(runs.id, runId)).returning().get(),
       );
-      appendEvents(db, runId, stoppedEvents(run, now, abandoned), now);
+      appendEvents(db, runId, stoppedEvents(run, now, agents), now);
       return run;
     },
     { behavior: "immediate" },

@@ -71,16 +71,10 @@ export function abandonedAgent(
   };
 }
 
-/**
- * The data of the `agent_finished` of an attempt whose worker died (or lost the run) while its
- * agent ran — written with the agent's result, which such an attempt lacks (`agent: null`);
- * null when it has one (its `agent_finished` was written then).
- */
-export function abandonedAgentFinished(
-  attempt: { n: number; startedAt: number; agent: unknown },
-  now: number,
-): { iteration: number; exitCode: null; durationMs: number; abandoned: true } | null {
-  const agent = abandonedAgent(attempt, now);
-  if (agent === null) return null;
-  return { iteration: attempt.n, exitCode: null, durationMs: agent.durationMs, abandoned: true };
-}
+/** The data of the `agent_finished` of iteration `n`'s abandoned agent (see abandonedAgent). */
+export const abandonedAgentFinished = (n: number, agent: AgentResult) => ({
+  iteration: n,
+  exitCode: null,
+  durationMs: agent.durationMs,
+  abandoned: true as const,
+});

@@ -320,16 +320,17 @@ export class RunContext {
     // An attempt ended while its agent ran, with no result to record (its worker died, an
     // error cut the step): its agent gets a result (killed) and its `agent_finished`, as every
     // agent does.
-    const agentUnended =
+    const agent =
       open?.status === "running" &&
       extra.iteration?.agent === undefined &&
-      !extra.events?.some(([type]) => type === "agent_finished");
-    const agent = agentUnended ? abandonedAgent(open, now) : null;
-    const abandoned = agentUnended ? abandonedAgentFinished(open, now) : null;
+      !extra.events?.some(([type]) => type === "agent_finished")
+        ? abandonedAgent(open, now)
+        : null;
     const iteration = open
       ? this.updateIteration({ ...extra.iteration, finishedAt: now, ...(agent ? { agent } : {}) })
       : {};
-    const agentEnd: EventSpec[] = abandoned ? [["agent_finished", abandoned]] : [];
+    const agentEnd: EventSpec[] =
+      open && agent ? [["agent_finished", abandonedAgentFinished(open.n, agent)]] : [];
     await this.commit(
       {
         ...extra.patch,

@@ -289,14 +289,13 @@ async function start(res: EngineResources, ctx: RunContext, firstStep: boolean):
     // when that was what ran, is given a result (killed) and its `agent_finished` (both written
     // with the agent's end, which the attempt lacks).
     const agent = abandonedAgent(last, now);
-    const agentEnd = abandonedAgentFinished(last, now);
     iteration = ctx.updateIteration({
       status: "abandoned",
       outcome: "error",
       finishedAt: now,
       ...(agent ? { agent } : {}),
     });
-    if (agentEnd) events.push(["agent_finished", agentEnd]);
+    if (agent) events.push(["agent_finished", abandonedAgentFinished(last.n, agent)]);
   }
   if (last !== null && (last.status === "running" || last.status === "abandoned")) {
     events.push(["run_resumed", { iteration: last.n, abandonedAttempt: last.attempt }]);

@@ -44,7 +44,7 @@ export async function finalizeStop(
   return db.transaction(async (tx) => {
     const [row] = await tx.select().from(runs).where(eq(runs.id, runId)).for("update");
     if (row?.status !== "stopping") return row ? toRunRecord(row) : null;
-    const abandoned = await tx
+    const attempts = await tx
       .update(iterations)
       .set(abandonedByStop(now))
       .where(and(eq(iterations.runId, runId), eq(iterations.status, "running")))
@@ -54,7 +54,8 @@ export async function finalizeStop(
         startedAt: iterations.startedAt,
         agent: iterations.agent,
       });
-    for (const { n, attempt, agent } of abandonedAgents(abandoned, now)) {
+    const agents = abandonedAgents(attempts, now);
+    for (const { n, attempt, agent } of agents) {
       await tx
         .update(iterations)
         .set({ agent })
@@ -69,7 +70,7 @@ export async function finalizeStop(
       .returning();
     if (!updated) throw new Error(`run ${runId} vanished under its row lock`);
     const run = toRunRecord(updated);
-    await appendEvents(tx, runId, stoppedEvents(run, now, abandoned), now);
+    await appendEvents(tx, runId, stoppedEvents(run, now, agents), now);
     return run;
   });
 }

@@ -30,6 +30,13 @@ describe("the run page's event lines", () => {
       data: { iteration: 1, exitCode: 2, durationMs: 1500 },
     };
     expect(events.describe(exited)).toMatch(/^agent exited 2 after /);
+    const abandoned = {
+      type: "agent_finished",
+      data: { iteration: 1, exitCode: null, durationMs: 7100, abandoned: true },
+    };
+    expect(events.describe(abandoned)).toMatch(
+      /^agent abandoned \(its worker died or lost the run\), found after /,
+    );
   });
 });
 

@@ -200,6 +200,15 @@ describe.each(ENGINES)("GET /metrics on %s", (engine) => {
       sampleValue(samples, "looprun_iterations_total", { outcome }) ?? 0;
     expect(count(after, "abandoned") - count(before, "abandoned")).toBe(1);
     expect(count(after, "stopped")).toBe(count(before, "stopped"));
+    // Its agent was what ran: the stand-in result it was given (the 2 s until the stop) is no
+    // agent's run time.
+    expect((await h.repo.listIterations(run.id))[0]?.agent).toMatchObject({
+      exitCode: null,
+      durationMs: 2000,
+    });
+    const agentRuns = (samples: typeof after) =>
+      sampleValue(samples, "looprun_phase_duration_seconds_count", { phase: "agent" }) ?? 0;
+    expect(agentRuns(after)).toBe(agentRuns(before));
   });
 
   it("counts calls of tools no server has (names the model made up) under one label, the agent's own under theirs", async () => {

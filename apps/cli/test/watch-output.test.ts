@@ -53,6 +53,14 @@ describe("watch says what ended a command", () => {
     progress.event(event(1, "agent_finished", { iteration: 1, exitCode: null, durationMs: 504 }));
     progress.event(event(2, "agent_finished", { iteration: 2, exitCode: 3, durationMs: 20 }));
     progress.event(
+      event(4, "agent_finished", {
+        iteration: 3,
+        exitCode: null,
+        durationMs: 7100,
+        abandoned: true,
+      }),
+    );
+    progress.event(
       event(3, "validation_failed", {
         iteration: 2,
         results: [
@@ -65,6 +73,9 @@ describe("watch says what ended a command", () => {
     expect(text).not.toContain("null");
     expect(text).toContain("agent killed (timed out, stopped or signalled) after 504 ms");
     expect(text).toContain("agent exited 3 after 20 ms");
+    expect(text).toContain(
+      "agent abandoned (its worker died or lost the run), found after 7100 ms",
+    );
     expect(text).toContain("validation failed: npm test → killed, npm run lint → 1");
   });
 });

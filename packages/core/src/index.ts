@@ -45,6 +45,7 @@ export {
   CommandReviewSpec,
   EMPTY_METRICS,
   EVENT_TYPES,
+  isAbandonedAgent,
   isActive,
   isPreparationPhase,
   isTerminal,

@@ -1,4 +1,4 @@
-import { isTerminal, type RunStatus } from "@looprun/core";
+import { isAbandonedAgent, isTerminal, type RunStatus } from "@looprun/core";
 import type { Db } from "./connection";
 import {
   type IterationSample,
@@ -15,7 +15,7 @@ export interface FinishedIteration {
   outcome: string | null;
   startedAt: number;
   finishedAt: number;
-  /** How long its agent ran; null when it has no agent result. */
+  /** How long its agent ran; null when it has no agent result (or an abandoned one's stand-in). */
   agentMs: number | null;
   /** How long its validation commands ran together; null when none ran. */
   validationMs: number | null;
@@ -54,7 +54,8 @@ export function toFinishedIteration(row: IterationSample): FinishedIteration | n
     outcome: row.outcome,
     startedAt: row.startedAt,
     finishedAt: row.finishedAt,
-    agentMs: row.agent ? row.agent.durationMs : null,
+    // An abandoned agent's stand-in result times when it was found, not the agent's run.
+    agentMs: row.agent && !isAbandonedAgent(row.agent) ? row.agent.durationMs : null,
     validationMs:
       row.validation.length > 0 ? row.validation.reduce((sum, v) => sum + v.durationMs, 0) : null,
   };

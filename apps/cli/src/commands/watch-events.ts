@@ -57,7 +57,11 @@ export function describe(e: EventView, runId: string): string {
     case "iteration_started":
       return `iteration ${d.iteration} started${Number(d.attempt) > 1 ? ` (attempt ${d.attempt})` : ""}`;
     case "agent_finished":
-      // No exit code: the agent was killed (its timeout, a stop, a signal, the run's deadline).
+      // Abandoned: its worker died or lost the run (found after that long); else no exit code
+      // means killed (its timeout, a stop, a signal, the run's deadline).
+      if (d.abandoned === true) {
+        return `agent abandoned (its worker died or lost the run), found after ${d.durationMs} ms`;
+      }
       return d.exitCode === null || d.exitCode === undefined
         ? `agent killed (timed out, stopped or signalled) after ${d.durationMs} ms`
         : `agent exited ${d.exitCode} after ${d.durationMs} ms`;

@@ -71,6 +71,13 @@ export function abandonedAgent(
   };
 }
 
+/**
+ * Whether `agent` is the result an abandoned attempt was given (see abandonedAgent), not one its
+ * agent ended with: its duration is the time until the attempt was found, not the agent's run.
+ */
+export const isAbandonedAgent = (agent: AgentResult | null): boolean =>
+  agent !== null && agent.exitCode === null && agent.output === ABANDONED_AGENT_OUTPUT;
+
 /** The data of the `agent_finished` of iteration `n`'s abandoned agent (see abandonedAgent). */
 export const abandonedAgentFinished = (n: number, agent: AgentResult) => ({
   iteration: n,

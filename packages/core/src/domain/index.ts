@@ -8,6 +8,7 @@ export {
   abandonedAgent,
   abandonedAgentFinished,
   EVENT_TYPES,
+  isAbandonedAgent,
 } from "./events";
 export type {
   AgentResult,

@@ -1,4 +1,4 @@
-import { ACTIVE_STATUSES, isActive } from "@looprun/core";
+import { ABANDONED_AGENT_OUTPUT, ACTIVE_STATUSES, isActive } from "@looprun/core";
 import { and, asc, inArray, isNotNull, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import type {
   FinishedIteration,
@@ -40,7 +40,10 @@ const finishedColumns = {
   outcome: iterations.outcome,
   startedAt: iterations.startedAt,
   finishedAt: sql<number>`${iterations.finishedAt}`.mapWith(Number),
-  agentMs: sql<number | null>`(${iterations.agent} ->> 'durationMs')::float8`,
+  // An abandoned agent's stand-in result (isAbandonedAgent) times when it was found: none.
+  agentMs: sql<number | null>`case when ${iterations.agent} ->> 'output' = ${ABANDONED_AGENT_OUTPUT}
+    and ${iterations.agent} ->> 'exitCode' is null then null
+    else (${iterations.agent} ->> 'durationMs')::float8 end`,
   validationMs: sql<number | null>`case when json_array_length(${iterations.validation}) > 0
     then (select sum((v ->> 'durationMs')::float8) from json_array_elements(${iterations.validation}) v)
     end`,

@@ -33,6 +33,9 @@ export function describe(e) {
     case "agent_started":
       return `agent started: ${d.agent ?? d.type ?? ""}`;
     case "agent_finished":
+      if (d.abandoned === true) {
+        return `agent abandoned (its worker died or lost the run), found after ${duration(d.durationMs)}`;
+      }
       return d.exitCode === null || d.exitCode === undefined
         ? `agent killed after ${duration(d.durationMs)}`
         : `agent exited ${d.exitCode} after ${duration(d.durationMs)}`;

@@ -70,12 +70,13 @@ describe("looprun CLI reaching the API", () => {
         LOOPRUN_CLI_TIMEOUT_MS: "500",
       });
       expect(code, output).toBe(1);
-      expect(output).toContain(`the looprun API at ${url} did not answer GET /api/runs`);
-      expect(output).toContain("within 500 ms (LOOPRUN_CLI_TIMEOUT_MS)");
+      expect(output).toContain(
+        `the looprun API at ${url} did not answer GET /api/runs within 500 ms (LOOPRUN_CLI_TIMEOUT_MS)`,
+      );
       const bad = await runCli(["ls"], { ...cliEnv(), LOOPRUN_CLI_TIMEOUT_MS: "soon" });
       expect(bad.code, bad.output).toBe(1);
       expect(bad.output).toContain(
-        'LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1, not "soon"',
+        'LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1 to 2147483647, not "soon"',
       );
     } finally {
       silent.closeAllConnections();
@@ -112,6 +113,16 @@ describe("looprun CLI reaching the API", () => {
     expect(refused.code, refused.output).toBe(1);
     expect(refused.output).toContain("LOOPRUN_URL must not carry a user or a password");
     expect(refused.output).not.toContain("hunter2-secret");
+  });
+
+  it("refuses an API_TOKEN with whitespace around it, which the API could never match", async () => {
+    const { code, output } = await runCli(["ls"], {
+      ...cliEnv(),
+      API_TOKEN: " a-token-of-some-length ",
+    });
+    expect(code, output).toBe(1);
+    expect(output).toMatch(/^looprun: API_TOKEN must not begin or end with whitespace/m);
+    expect(output).not.toContain("a-token-of-some-length");
   });
 
   it("takes the API's URL as `looprun dev` prints it (ending in /api)", async () => {

@@ -44,7 +44,7 @@ const RequestTimeoutMs = z
     if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 2_147_483_647) {
       ctx.addIssue({
         code: "custom",
-        message: `LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1, not ${JSON.stringify(value)}`,
+        message: `LOOPRUN_CLI_TIMEOUT_MS must be a whole number of milliseconds from 1 to 2147483647, not ${JSON.stringify(value)}`,
       });
       return z.NEVER;
     }
@@ -57,11 +57,15 @@ const RequestTimeoutMs = z
  */
 export const CliEnv = z.object({
   LOOPRUN_URL: ApiUrl,
-  /** Sent as a bearer token; empty is none. */
+  /** Sent as a bearer token; empty is none. As the API's own (its env.ts): no outer whitespace. */
   API_TOKEN: z
     .string()
     .optional()
-    .transform((v) => v || undefined),
+    .transform((v) => v || undefined)
+    .refine(
+      (token) => token === undefined || token.trim() === token,
+      "API_TOKEN must not begin or end with whitespace (HTTP drops it from the Authorization header, so the token could never match)",
+    ),
   LOOPRUN_CLI_TIMEOUT_MS: RequestTimeoutMs,
 });
 

@@ -163,7 +163,7 @@ export async function lsCommand(opts: {
   if (opts.cursor) q.set("cursor", opts.cursor);
   const page = await clientFromEnv().request<{ items: RunRow[]; nextCursor: string | null }>(
     "GET",
-    `/api/runs?${q}`,
+    q.size > 0 ? `/api/runs?${q}` : "/api/runs",
     undefined,
     { flags: LS_FLAGS },
   );

@@ -1,9 +1,7 @@
 import { ABANDONED_AGENT_OUTPUT } from "@looprun/core";
-import { MIGRATIONS_FOLDER, openDatabase } from "@looprun/db";
-import { openPgDatabase, PG_MIGRATIONS_FOLDER } from "@looprun/db/pg";
 import { describe, expect, it } from "vitest";
-import { freshPgDatabase } from "./pg-support";
-import { freshDatabase, migrationTime, removeDir } from "./support";
+import { upgradedPg } from "./pg-support";
+import { upgradedSqlite } from "./support";
 
 // Attempts an older version abandoned while their agent ran kept `agent: null`: a migration
 // (SQLite 0014, PostgreSQL 0009) gives them the agent result a newer version writes — killed,
@@ -32,58 +30,39 @@ const expected = [
 
 describe("attempts an older version abandoned with agent: null", () => {
   it("are given the abandoned agent's result by the SQLite migration", async () => {
-    const { dir, path, database } = await freshDatabase();
-    try {
-      const { sqlite } = database;
-      for (const row of seedRows) sqlite.prepare(row).run();
-      const insert = sqlite.prepare(
-        "insert into iterations (run_id, n, attempt, status, outcome, prompt, agent, validation, started_at, finished_at) values ('r', 1, ?, ?, ?, 'p', ?, '[]', ?, ?)",
-      );
-      for (const row of iterationRows) insert.run(...row);
-      const when = migrationTime(MIGRATIONS_FOLDER, "0014_abandoned_agent");
-      sqlite.prepare("delete from __drizzle_migrations where created_at >= ?").run(when);
-      database.close();
-
-      const reopened = openDatabase(path);
-      try {
-        const rows = reopened.sqlite
-          .prepare("select attempt, agent from iterations order by attempt")
-          .all() as { attempt: number; agent: string }[];
-        expect(rows.map((r) => ({ attempt: r.attempt, agent: JSON.parse(r.agent) }))).toEqual(
-          expected,
+    const rows = await upgradedSqlite(
+      "0014_abandoned_agent",
+      (sqlite) => {
+        for (const row of seedRows) sqlite.prepare(row).run();
+        const insert = sqlite.prepare(
+          "insert into iterations (run_id, n, attempt, status, outcome, prompt, agent, validation, started_at, finished_at) values ('r', 1, ?, ?, ?, 'p', ?, '[]', ?, ?)",
         );
-      } finally {
-        reopened.close();
-      }
-    } finally {
-      await removeDir(dir);
-    }
+        for (const row of iterationRows) insert.run(...row);
+      },
+      ({ sqlite }) =>
+        sqlite.prepare("select attempt, agent from iterations order by attempt").all() as {
+          attempt: number;
+          agent: string;
+        }[],
+    );
+    expect(rows.map((r) => ({ attempt: r.attempt, agent: JSON.parse(r.agent) }))).toEqual(expected);
   });
 
   it("are given the abandoned agent's result by the PostgreSQL migration", async () => {
-    const pg = await freshPgDatabase();
-    try {
-      const { pool } = pg.database;
-      for (const row of seedRows) await pool.query(row);
-      for (const row of iterationRows) {
-        await pool.query(
-          "insert into iterations (run_id, n, attempt, status, outcome, prompt, agent, validation, started_at, finished_at) values ('r', 1, $1, $2, $3, 'p', $4, '[]', $5, $6)",
-          row,
-        );
-      }
-      const when = migrationTime(PG_MIGRATIONS_FOLDER, "0009_abandoned_agent");
-      await pool.query("delete from drizzle.__drizzle_migrations where created_at >= $1", [when]);
-      const reopened = await openPgDatabase(pg.url);
-      try {
-        const { rows } = await reopened.pool.query(
-          "select attempt, agent from iterations order by attempt",
-        );
-        expect(rows).toEqual(expected);
-      } finally {
-        await reopened.close();
-      }
-    } finally {
-      await pg.drop();
-    }
+    const rows = await upgradedPg(
+      "0009_abandoned_agent",
+      async (pool) => {
+        for (const row of seedRows) await pool.query(row);
+        for (const row of iterationRows) {
+          await pool.query(
+            "insert into iterations (run_id, n, attempt, status, outcome, prompt, agent, validation, started_at, finished_at) values ('r', 1, $1, $2, $3, 'p', $4, '[]', $5, $6)",
+            row,
+          );
+        }
+      },
+      async ({ pool }) =>
+        (await pool.query("select attempt, agent from iterations order by attempt")).rows,
+    );
+    expect(rows).toEqual(expected);
   });
 });

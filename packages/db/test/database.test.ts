@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS_FOLDER, openDatabase } from "@looprun/db";
 import { afterEach, describe, expect, it } from "vitest";
-import { removeDir, startWorker, tempDir, workerOutput } from "./support";
+import { removeDir, startWorker, tempDir, upgradedSqlite, workerOutput } from "./support";
 
 const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta/_journal.json"), "utf8")) as {
   entries: unknown[];
@@ -84,49 +84,35 @@ describe("openDatabase", () => {
   });
 
   it("gives the abandoned attempts of an older database an outcome", async () => {
-    const path = await dbPath();
-    const old = openDatabase(path);
-    try {
-      const { sqlite } = old;
-      sqlite
-        .prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)")
-        .run();
-      sqlite
-        .prepare(
-          "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r', 's', 't', '{}', '/w', 'succeeded', '{}', 0)",
-        )
-        .run();
-      const insert = sqlite.prepare(
-        "insert into iterations (run_id, n, attempt, status, outcome, prompt, validation, started_at, finished_at) values ('r', 1, ?, ?, ?, 'p', '[]', 0, 1)",
-      );
-      // As a version before the outcome of abandoned attempts stored them.
-      insert.run(1, "abandoned", null);
-      insert.run(2, "abandoned", "stopped");
-      insert.run(3, "passed", "complete");
-      // The database as it was before the migration: its record of it and of the later ones
-      // removed, and what the later ones made.
-      const entries = journal.entries as { tag: string; when: number }[];
-      const entry = entries.find((e) => e.tag === "0010_abandoned_outcome") as {
-        when: number;
-      };
-      sqlite.prepare("delete from __drizzle_migrations where created_at >= ?").run(entry.when);
-      sqlite.prepare("drop index idempotency_keys_run_id_idx").run();
-    } finally {
-      old.close();
-    }
-    const migrated = openDatabase(path);
-    try {
-      const rows = migrated.sqlite
-        .prepare("select attempt, status, outcome from iterations order by attempt")
-        .all();
-      expect(rows).toEqual([
-        { attempt: 1, status: "abandoned", outcome: "error" },
-        { attempt: 2, status: "abandoned", outcome: "stopped" },
-        { attempt: 3, status: "passed", outcome: "complete" },
-      ]);
-    } finally {
-      migrated.close();
-    }
+    const rows = await upgradedSqlite(
+      "0010_abandoned_outcome",
+      (sqlite) => {
+        sqlite
+          .prepare("insert into sessions (id, workspace, created_at) values ('s', '/w', 0)")
+          .run();
+        sqlite
+          .prepare(
+            "insert into runs (id, session_id, task, spec, workspace, status, metrics, created_at) values ('r', 's', 't', '{}', '/w', 'succeeded', '{}', 0)",
+          )
+          .run();
+        const insert = sqlite.prepare(
+          "insert into iterations (run_id, n, attempt, status, outcome, prompt, validation, started_at, finished_at) values ('r', 1, ?, ?, ?, 'p', '[]', 0, 1)",
+        );
+        // As a version before the outcome of abandoned attempts stored them.
+        insert.run(1, "abandoned", null);
+        insert.run(2, "abandoned", "stopped");
+        insert.run(3, "passed", "complete");
+        // What the later migrations made, which they make again.
+        sqlite.prepare("drop index idempotency_keys_run_id_idx").run();
+      },
+      ({ sqlite }) =>
+        sqlite.prepare("select attempt, status, outcome from iterations order by attempt").all(),
+    );
+    expect(rows).toEqual([
+      { attempt: 1, status: "abandoned", outcome: "error" },
+      { attempt: 2, status: "abandoned", outcome: "stopped" },
+      { attempt: 3, status: "passed", outcome: "complete" },
+    ]);
   });
 
   it("has the partial unique index that allows one active run per session", async () => {

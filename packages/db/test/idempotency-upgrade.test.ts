@@ -1,8 +1,8 @@
-import { idempotencyKeyHash, MIGRATIONS_FOLDER, openDatabase, RunRepository } from "@looprun/db";
-import { openPgDatabase, PG_MIGRATIONS_FOLDER, PgRunRepository } from "@looprun/db/pg";
+import { idempotencyKeyHash, RunRepository } from "@looprun/db";
+import { PgRunRepository } from "@looprun/db/pg";
 import { describe, expect, it } from "vitest";
-import { freshPgDatabase } from "./pg-support";
-import { freshDatabase, migrationTime, newRun, removeDir } from "./support";
+import { upgradedPg } from "./pg-support";
+import { newRun, upgradedSqlite } from "./support";
 
 // Keys a version before their hashing stored as written: hashed by a migration (SQLite 0012,
 // PostgreSQL 0007), so that a client's retry across the upgrade gets its run (it got a second
@@ -32,20 +32,16 @@ const expected = [
 
 describe("Idempotency-Keys stored as written by an older version", () => {
   it("are hashed by the SQLite migration: a retry gets its run", async () => {
-    const { dir, path, database } = await freshDatabase();
-    try {
-      const { sqlite } = database;
-      for (const row of seedRows) sqlite.prepare(row).run();
-      const insert = sqlite.prepare(
-        "insert into idempotency_keys (key, request_hash, run_id, created_at) values (?, ?, ?, ?)",
-      );
-      for (const row of keyRows(Date.now())) insert.run(...row);
-      const when = migrationTime(MIGRATIONS_FOLDER, "0012_hash_legacy_idempotency_keys");
-      sqlite.prepare("delete from __drizzle_migrations where created_at >= ?").run(when);
-      database.close();
-
-      const reopened = openDatabase(path);
-      try {
+    await upgradedSqlite(
+      "0012_hash_legacy_idempotency_keys",
+      (sqlite) => {
+        for (const row of seedRows) sqlite.prepare(row).run();
+        const insert = sqlite.prepare(
+          "insert into idempotency_keys (key, request_hash, run_id, created_at) values (?, ?, ?, ?)",
+        );
+        for (const row of keyRows(Date.now())) insert.run(...row);
+      },
+      (reopened) => {
         const keys = reopened.sqlite
           .prepare("select key, run_id as runId from idempotency_keys order by run_id || key")
           .all();
@@ -58,29 +54,23 @@ describe("Idempotency-Keys stored as written by an older version", () => {
             idempotency: { key: idempotencyKeyHash("legacy-key"), requestHash: "h1" },
           }),
         ).toMatchObject({ id: "r1", replayed: true });
-      } finally {
-        reopened.close();
-      }
-    } finally {
-      await removeDir(dir);
-    }
+      },
+    );
   });
 
   it("are hashed by the PostgreSQL migration: a retry gets its run", async () => {
-    const pg = await freshPgDatabase();
-    try {
-      const { pool } = pg.database;
-      for (const row of seedRows) await pool.query(row);
-      for (const row of keyRows(Date.now())) {
-        await pool.query(
-          "insert into idempotency_keys (key, request_hash, run_id, created_at) values ($1, $2, $3, $4)",
-          row,
-        );
-      }
-      const when = migrationTime(PG_MIGRATIONS_FOLDER, "0007_hash_legacy_idempotency_keys");
-      await pool.query("delete from drizzle.__drizzle_migrations where created_at >= $1", [when]);
-      const reopened = await openPgDatabase(pg.url);
-      try {
+    await upgradedPg(
+      "0007_hash_legacy_idempotency_keys",
+      async (pool) => {
+        for (const row of seedRows) await pool.query(row);
+        for (const row of keyRows(Date.now())) {
+          await pool.query(
+            "insert into idempotency_keys (key, request_hash, run_id, created_at) values ($1, $2, $3, $4)",
+            row,
+          );
+        }
+      },
+      async (reopened) => {
         const { rows } = await reopened.pool.query(
           `select key, run_id as "runId" from idempotency_keys order by run_id || key collate "C"`,
         );
@@ -93,11 +83,7 @@ describe("Idempotency-Keys stored as written by an older version", () => {
             idempotency: { key: idempotencyKeyHash("legacy-key"), requestHash: "h1" },
           }),
         ).toMatchObject({ id: "r1", replayed: true });
-      } finally {
-        await reopened.close();
-      }
-    } finally {
-      await pg.drop();
-    }
+      },
+    );
   });
 });

@@ -1,7 +1,8 @@
-import { openPgDatabase, type PgDatabase } from "@looprun/db/pg";
+import { openPgDatabase, PG_MIGRATIONS_FOLDER, type PgDatabase } from "@looprun/db/pg";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach } from "vitest";
 import { freshPostgresDatabase } from "../../../tests/support/pg-test-database";
+import { migrationTime } from "./support";
 
 export { postgresAdminUrl } from "../../../tests/support/pg-test-database";
 
@@ -21,6 +22,34 @@ export async function freshPgDatabase(): Promise<{
       await created.drop();
     },
   };
+}
+
+/**
+ * A PostgreSQL database as the version before migration `tag` left it (see upgradedSqlite):
+ * `seed` writes on the migrated database, the records of `tag` and later are removed, `read`
+ * gets it reopened with those migrations applied again.
+ */
+export async function upgradedPg<T>(
+  tag: string,
+  seed: (pool: PgDatabase["pool"]) => Promise<void>,
+  read: (database: PgDatabase) => Promise<T>,
+): Promise<T> {
+  const pg = await freshPgDatabase();
+  try {
+    const { pool } = pg.database;
+    await seed(pool);
+    await pool.query("delete from drizzle.__drizzle_migrations where created_at >= $1", [
+      migrationTime(PG_MIGRATIONS_FOLDER, tag),
+    ]);
+    const reopened = await openPgDatabase(pg.url);
+    try {
+      return await read(reopened);
+    } finally {
+      await reopened.close();
+    }
+  } finally {
+    await pg.drop();
+  }
 }
 
 /** Empties every table of the schema (between the tests of one file). */

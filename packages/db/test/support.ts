@@ -12,6 +12,7 @@ import {
 } from "@looprun/core";
 import {
   type Database,
+  MIGRATIONS_FOLDER,
   type NewRun,
   openDatabase,
   RunRepository,
@@ -81,6 +82,37 @@ export async function freshDatabase(): Promise<{ dir: string; path: string; data
   const dir = await tempDir();
   const path = join(dir, "looprun.db");
   return { dir, path, database: openDatabase(path) };
+}
+
+/**
+ * A SQLite database as the version before migration `tag` left it — migrated, `seed` writing
+ * the rows as that version did, the records of `tag` and later removed — handed to `read`
+ * reopened, those migrations applied again as an upgrade applies them.
+ */
+export async function upgradedSqlite<T>(
+  tag: string,
+  seed: (sqlite: Database["sqlite"]) => void,
+  read: (database: Database) => T,
+): Promise<T> {
+  const { dir, path, database } = await freshDatabase();
+  try {
+    try {
+      seed(database.sqlite);
+      database.sqlite
+        .prepare("delete from __drizzle_migrations where created_at >= ?")
+        .run(migrationTime(MIGRATIONS_FOLDER, tag));
+    } finally {
+      database.close();
+    }
+    const reopened = openDatabase(path);
+    try {
+      return read(reopened);
+    } finally {
+      reopened.close();
+    }
+  } finally {
+    await removeDir(dir);
+  }
 }
 
 let counter = 0;

@@ -3,44 +3,21 @@
 // started again. Nothing accepted is lost: the run goes on where it was and succeeds, its
 // iterations recorded once each. Meanwhile the API answers 503 `unavailable`, not 500. The
 // cluster is this file's own (the other files share theirs), stopped and started on its port.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { expectIterationsOnce } from "./support/cluster";
-import { createDatabase, type PostgresCluster, startPostgres } from "./support/postgres";
-import {
-  commandRun,
-  getIterations,
-  type Stack,
-  startStack,
-  submit,
-  waitForEvent,
-  waitForStatus,
-} from "./support/stack";
+import { usePrivatePostgresStack } from "./support/postgres-stack";
+import { commandRun, getIterations, submit, waitForEvent, waitForStatus } from "./support/stack";
 
-let cluster: PostgresCluster;
-let stack: Stack;
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-  const database = await createDatabase(cluster.adminUrl, "looprun_restart");
-  stack = await startStack({
-    redisUrl: inject("redisUrl"),
-    databaseUrl: database.url,
-    env: {
-      LOOPRUN_LOCK_MS: "5000",
-      LOOPRUN_STALLED_INTERVAL_MS: "2000",
-      LOOPRUN_RECONCILE_MS: "1000",
-      DATABASE_POOL_SIZE: "4",
-    },
-  });
-}, 120_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await cluster?.stop();
+const pg = usePrivatePostgresStack("looprun_restart", {
+  LOOPRUN_LOCK_MS: "5000",
+  LOOPRUN_STALLED_INTERVAL_MS: "2000",
+  LOOPRUN_RECONCILE_MS: "1000",
+  DATABASE_POOL_SIZE: "4",
 });
 
 describe("PostgreSQL restarting under a running run", () => {
   it("puts the run's step off while the database is down, then finishes the run", async () => {
+    const { cluster, stack } = pg;
     // Each iteration bumps a counter and takes a second; the test wants three.
     const agent = "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; sleep 1";
     const { id } = await submit(

@@ -3,42 +3,19 @@
 // The API answers 503 `unavailable` once DATABASE_QUERY_TIMEOUT_MS has passed rather than waiting
 // as long as the stall; once the server runs again it serves as before, and a submit answered 503
 // left either nothing or a run that goes on to its end. The cluster is this file's own.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createDatabase, type PostgresCluster, startPostgres } from "./support/postgres";
-import {
-  commandRun,
-  type Stack,
-  startStack,
-  submit,
-  waitFor,
-  waitForStatus,
-} from "./support/stack";
+import { describe, expect, it } from "vitest";
+import { usePrivatePostgresStack } from "./support/postgres-stack";
+import { commandRun, submit, waitFor, waitForStatus } from "./support/stack";
 
-let cluster: PostgresCluster;
-let stack: Stack;
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-  const database = await createDatabase(cluster.adminUrl, "looprun_stall");
-  stack = await startStack({
-    redisUrl: inject("redisUrl"),
-    databaseUrl: database.url,
-    env: {
-      DATABASE_QUERY_TIMEOUT_MS: "1500",
-      LOOPRUN_RECONCILE_MS: "1000",
-      DATABASE_POOL_SIZE: "4",
-    },
-  });
-}, 120_000);
-
-afterAll(async () => {
-  await cluster?.thaw();
-  await stack?.stop();
-  await cluster?.stop();
+const pg = usePrivatePostgresStack("looprun_stall", {
+  DATABASE_QUERY_TIMEOUT_MS: "1500",
+  LOOPRUN_RECONCILE_MS: "1000",
+  DATABASE_POOL_SIZE: "4",
 });
 
 describe("PostgreSQL stalled", () => {
   it("answers 503 past the query deadline while the server is stalled, then serves again", async () => {
+    const { cluster, stack } = pg;
     const before = await submit(stack, commandRun("echo before > f.txt", { testCommand: "true" }));
     expect(await waitForStatus(stack, before.id), stack.logs()).toMatchObject({
       status: "succeeded",
